@@ -1,0 +1,223 @@
+//! Access tokens: self-contained, MAC-protected handles on a grant.
+//!
+//! An access token names its grant, its expiry and its scopes, and carries an HMAC-SHA256 under a server key
+//! kept in the store (so every instance verifies every other's tokens). Nothing is written to mint one, and
+//! checking one needs no lookup but the grant's state, which a revocation changes. The token is opaque to clients.
+//!
+//! Layout before base64url: `version(1) | key_id(4) | grant_id(16) | expires_at(8) | scopes(4) | salt(8) | mac(32)`.
+
+use crate::scope::ScopeSet;
+use crate::secret::random_bytes;
+use crate::time::UnixTime;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use ring::hmac;
+
+/// The prefix of every access token.
+pub const PREFIX: &str = "lka_";
+const VERSION: u8 = 1;
+const BODY: usize = 1 + 4 + 16 + 8 + 4 + 8;
+const LEN: usize = BODY + 32;
+
+/// A grant's identifier: 16 random bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GrantId(pub [u8; 16]);
+
+impl GrantId {
+    /// A fresh random identifier.
+    pub fn generate() -> Self {
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&random_bytes(16));
+        Self(id)
+    }
+
+    /// The identifier's text form (22 base64url characters), as stored.
+    pub fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.0)
+    }
+
+    /// Parses the text form.
+    pub fn decode(s: &str) -> Option<Self> {
+        let v = URL_SAFE_NO_PAD.decode(s).ok()?;
+        Some(Self(v.try_into().ok()?))
+    }
+}
+
+/// What an access token says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AccessClaims {
+    /// The grant the token was issued under.
+    pub grant_id: GrantId,
+    /// When it stops being valid.
+    pub expires_at: UnixTime,
+    /// The scopes it carries (a subset of the grant's).
+    pub scopes: ScopeSet,
+}
+
+/// Why an access token was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessTokenError {
+    /// Not a token of ours, or tampered with.
+    Invalid,
+    /// Past its expiry.
+    Expired,
+}
+
+/// One HMAC key, named by its id.
+pub struct MacKey {
+    /// The key's id, written into every token it signs.
+    pub id: u32,
+    key: hmac::Key,
+}
+
+impl MacKey {
+    /// A key from its stored bytes.
+    pub fn new(id: u32, secret: &[u8]) -> Self {
+        Self {
+            id,
+            key: hmac::Key::new(hmac::HMAC_SHA256, secret),
+        }
+    }
+}
+
+impl std::fmt::Debug for MacKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MacKey({})", self.id)
+    }
+}
+
+/// Mints an access token.
+pub fn mint(key: &MacKey, claims: &AccessClaims) -> String {
+    let mut raw = [0u8; LEN];
+    raw[0] = VERSION;
+    raw[1..5].copy_from_slice(&key.id.to_be_bytes());
+    raw[5..21].copy_from_slice(&claims.grant_id.0);
+    raw[21..29].copy_from_slice(&claims.expires_at.0.to_be_bytes());
+    raw[29..33].copy_from_slice(&claims.scopes.0.to_be_bytes());
+    raw[33..41].copy_from_slice(&random_bytes(8));
+    let tag = hmac::sign(&key.key, &raw[..BODY]);
+    raw[BODY..].copy_from_slice(tag.as_ref());
+    let mut out = String::with_capacity(PREFIX.len() + 94);
+    out.push_str(PREFIX);
+    URL_SAFE_NO_PAD.encode_string(raw, &mut out);
+    out
+}
+
+/// Checks a token's MAC (in constant time) and expiry, with the key it names among `keys`.
+pub fn verify(
+    keys: &[MacKey],
+    token: &str,
+    now: UnixTime,
+) -> Result<AccessClaims, AccessTokenError> {
+    let body = token
+        .strip_prefix(PREFIX)
+        .ok_or(AccessTokenError::Invalid)?;
+    let mut raw = [0u8; LEN];
+    match URL_SAFE_NO_PAD.decode_slice(body, &mut raw) {
+        Ok(LEN) => {}
+        _ => return Err(AccessTokenError::Invalid),
+    }
+    if raw[0] != VERSION {
+        return Err(AccessTokenError::Invalid);
+    }
+    let key_id = u32::from_be_bytes(
+        raw[1..5]
+            .try_into()
+            .map_err(|_| AccessTokenError::Invalid)?,
+    );
+    let key = keys
+        .iter()
+        .find(|k| k.id == key_id)
+        .ok_or(AccessTokenError::Invalid)?;
+    hmac::verify(&key.key, &raw[..BODY], &raw[BODY..]).map_err(|_| AccessTokenError::Invalid)?;
+    let claims = AccessClaims {
+        grant_id: GrantId(
+            raw[5..21]
+                .try_into()
+                .map_err(|_| AccessTokenError::Invalid)?,
+        ),
+        expires_at: UnixTime(i64::from_be_bytes(
+            raw[21..29]
+                .try_into()
+                .map_err(|_| AccessTokenError::Invalid)?,
+        )),
+        scopes: ScopeSet(u32::from_be_bytes(
+            raw[29..33]
+                .try_into()
+                .map_err(|_| AccessTokenError::Invalid)?,
+        )),
+    };
+    if now >= claims.expires_at {
+        return Err(AccessTokenError::Expired);
+    }
+    Ok(claims)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims() -> AccessClaims {
+        AccessClaims {
+            grant_id: GrantId::generate(),
+            expires_at: UnixTime(1000),
+            scopes: ScopeSet(0b101),
+        }
+    }
+
+    #[test]
+    fn a_minted_token_verifies_until_it_expires() {
+        let key = MacKey::new(7, b"0123456789abcdef0123456789abcdef");
+        let c = claims();
+        let t = mint(&key, &c);
+        assert!(t.starts_with(PREFIX));
+        assert_eq!(verify(std::slice::from_ref(&key), &t, UnixTime(999)), Ok(c));
+        assert_eq!(
+            verify(&[key], &t, UnixTime(1000)),
+            Err(AccessTokenError::Expired)
+        );
+    }
+
+    #[test]
+    fn two_tokens_for_the_same_claims_differ() {
+        let key = MacKey::new(1, b"k");
+        let c = claims();
+        assert_ne!(mint(&key, &c), mint(&key, &c));
+    }
+
+    #[test]
+    fn a_tampered_token_or_an_unknown_key_is_invalid() {
+        let key = MacKey::new(1, b"k");
+        let t = mint(&key, &claims());
+        let mut bytes = t.into_bytes();
+        let i = bytes.len() / 2;
+        bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(bytes).unwrap();
+        assert_eq!(
+            verify(std::slice::from_ref(&key), &tampered, UnixTime(0)),
+            Err(AccessTokenError::Invalid)
+        );
+        let other = mint(&MacKey::new(2, b"k"), &claims());
+        assert_eq!(
+            verify(&[key], &other, UnixTime(0)),
+            Err(AccessTokenError::Invalid)
+        );
+    }
+
+    #[test]
+    fn garbage_is_invalid_not_a_panic() {
+        let key = MacKey::new(1, b"k");
+        for t in [
+            "",
+            "lka_",
+            "lka_!!!",
+            "Bearer x",
+            &format!("lka_{}", "A".repeat(200)),
+        ] {
+            assert_eq!(
+                verify(std::slice::from_ref(&key), t, UnixTime(0)),
+                Err(AccessTokenError::Invalid)
+            );
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! latchkey's protocol core: the rules of the spec and of RFC 6749, 7636, 8252 and 9449, with no I/O.
+//!
+//! Handlers in `latchkey-server` look records up in the store, hand them to the functions here, and act on the
+//! outcome. Nothing in this crate reads the clock, the network or a database: time comes in as [`time::UnixTime`].
+
+pub mod access_token;
+pub mod authorize;
+pub mod client;
+pub mod error;
+pub mod jws;
+pub mod pkce;
+pub mod redirect;
+pub mod scope;
+pub mod secret;
+pub mod time;
+pub mod token;
+pub mod useragent;
+
+pub use error::OAuthError;
+pub use latchkey_proto::ErrorCode;

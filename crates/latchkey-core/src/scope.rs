@@ -1,0 +1,204 @@
+//! Scopes: the seven data-API scopes of `DECISIONS.md` and the OpenID Connect identity scopes.
+//!
+//! A granted set is a [`ScopeSet`], a bit set over the registry, so that it can travel inside an access token
+//! and be checked without string work on the data-API path.
+
+use crate::OAuthError;
+
+/// One scope the server knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeInfo {
+    /// The scope identifier as requested and granted.
+    pub id: String,
+    /// The summary shown on the consent page.
+    pub summary: &'static str,
+    /// Whether this is an identity scope (`openid`, `email`, `profile`).
+    pub identity: bool,
+}
+
+/// A set of scopes of one registry, as bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ScopeSet(pub u32);
+
+impl ScopeSet {
+    /// The empty set.
+    pub const EMPTY: ScopeSet = ScopeSet(0);
+
+    /// Whether no scope is in the set.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether `other` is entirely inside `self`.
+    pub const fn contains_all(self, other: ScopeSet) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether the two sets share a scope.
+    pub const fn intersects(self, other: ScopeSet) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The scopes in both sets.
+    pub const fn intersection(self, other: ScopeSet) -> ScopeSet {
+        ScopeSet(self.0 & other.0)
+    }
+
+    /// Whether the scope with bit `index` is in the set.
+    pub const fn has(self, index: Scope) -> bool {
+        self.0 & (1 << index as u32) != 0
+    }
+}
+
+/// The well-known scopes, by their bit index in every registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Scope {
+    /// `{scope_base}/auth/readonly`: view the user's account.
+    Readonly = 0,
+    /// `{scope_base}/auth/force-ssl`: view, edit and permanently delete videos, ratings, comments, captions.
+    ForceSsl = 1,
+    /// `{scope_base}/auth/manage`: manage the user's account.
+    Manage = 2,
+    /// `{scope_base}/auth/channel-memberships.creator`: list current active channel members.
+    ChannelMembershipsCreator = 3,
+    /// `{scope_base}/auth/upload`: manage the user's videos.
+    Upload = 4,
+    /// `{scope_base}/auth/partner`: view and manage the user's assets and related content.
+    Partner = 5,
+    /// `{scope_base}/auth/partner-channel-audit`: private channel information during a partner audit.
+    PartnerChannelAudit = 6,
+    /// `openid`: sign the user in; an id_token is returned.
+    OpenId = 7,
+    /// `email`: the user's e-mail address.
+    Email = 8,
+    /// `profile`: the user's name.
+    Profile = 9,
+}
+
+impl Scope {
+    /// The set holding just this scope.
+    pub const fn set(self) -> ScopeSet {
+        ScopeSet(1 << self as u32)
+    }
+}
+
+/// The scopes that allow `channels.list`: readonly, force-ssl, manage or partner (`DECISIONS.md`).
+pub const CHANNELS_LIST: ScopeSet = ScopeSet(
+    Scope::Readonly.set().0
+        | Scope::ForceSsl.set().0
+        | Scope::Manage.set().0
+        | Scope::Partner.set().0,
+);
+
+/// The identity scopes; any of them makes the code exchange return an id_token.
+pub const IDENTITY: ScopeSet =
+    ScopeSet(Scope::OpenId.set().0 | Scope::Email.set().0 | Scope::Profile.set().0);
+
+/// The scopes of one deployment, built from its `scope_base`.
+#[derive(Debug, Clone)]
+pub struct ScopeRegistry {
+    scopes: Vec<ScopeInfo>,
+}
+
+impl ScopeRegistry {
+    /// The registry for `scope_base` (for example `https://latchkey.dev`), without a trailing slash.
+    pub fn new(scope_base: &str) -> Self {
+        let base = scope_base.trim_end_matches('/');
+        let data = [
+            ("readonly", "View your account"),
+            ("force-ssl", "See, edit, and permanently delete your videos, ratings, comments and captions"),
+            ("manage", "Manage your account"),
+            (
+                "channel-memberships.creator",
+                "See a list of your current active channel members, their current level, and when they became a member",
+            ),
+            ("upload", "Manage your videos"),
+            ("partner", "View and manage your assets and associated content"),
+            ("partner-channel-audit", "View private information of your channel relevant during the audit process with a partner"),
+        ];
+        let mut scopes: Vec<ScopeInfo> = data
+            .iter()
+            .map(|(name, summary)| ScopeInfo {
+                id: format!("{base}/auth/{name}"),
+                summary,
+                identity: false,
+            })
+            .collect();
+        for (id, summary) in [
+            ("openid", "Associate you with your personal info"),
+            ("email", "See your primary email address"),
+            ("profile", "See your personal info, including any personal info you've made publicly available"),
+        ] {
+            scopes.push(ScopeInfo { id: id.to_owned(), summary, identity: true });
+        }
+        Self { scopes }
+    }
+
+    /// Every scope, in bit order.
+    pub fn all(&self) -> &[ScopeInfo] {
+        &self.scopes
+    }
+
+    /// The index of a scope identifier.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.scopes.iter().position(|s| s.id == id)
+    }
+
+    /// Parses a space-separated `scope` parameter. Unknown identifiers fail with `invalid_scope`.
+    pub fn parse(&self, scope: &str) -> Result<ScopeSet, OAuthError> {
+        let mut set = 0u32;
+        for id in scope.split(' ').filter(|s| !s.is_empty()) {
+            match self.index_of(id) {
+                Some(i) => set |= 1 << i,
+                None => {
+                    return Err(OAuthError::new(
+                        latchkey_proto::ErrorCode::InvalidScope,
+                        format!(
+                            "Some requested scopes were invalid: {{invalid={}}}",
+                            truncate(id)
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(ScopeSet(set))
+    }
+
+    /// Parses a scope string, keeping only the identifiers this registry knows (used for stored data and for
+    /// narrowing on refresh, where unknown scopes are left out rather than refused).
+    pub fn parse_known(&self, scope: &str) -> ScopeSet {
+        let mut set = 0u32;
+        for id in scope.split(' ') {
+            if let Some(i) = self.index_of(id) {
+                set |= 1 << i;
+            }
+        }
+        ScopeSet(set)
+    }
+
+    /// The space-separated form of a set, in registry order.
+    pub fn format(&self, set: ScopeSet) -> String {
+        self.iter(set)
+            .map(|s| s.id.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The scopes of a set, in registry order.
+    pub fn iter(&self, set: ScopeSet) -> impl Iterator<Item = &ScopeInfo> {
+        self.scopes
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| set.0 & (1 << i) != 0)
+            .map(|(_, s)| s)
+    }
+}
+
+/// Caps a client-supplied value before it goes into an error description.
+fn truncate(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,100 @@
+//! Secrets: generation, hashing for storage, and constant-time comparison.
+//!
+//! Codes, refresh tokens, session tokens and client secrets are 256-bit random values. Only their SHA-256
+//! travels to the store; a lookup by hash is safe because the attacker cannot choose a preimage.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use rand::RngCore;
+use std::fmt;
+use subtle::ConstantTimeEq;
+
+/// A secret value that is never printed and never copied by accident.
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(s: String) -> Self {
+        Self(s)
+    }
+
+    /// A fresh random secret: `prefix` followed by 32 random bytes in base64url (unreserved characters only).
+    pub fn generate(prefix: &str) -> Self {
+        Self(format!("{prefix}{}", random_b64(32)))
+    }
+
+    /// The secret itself, for the one place it is sent.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Takes the secret out, for the response that carries it.
+    pub fn into_inner(self) -> String {
+        self.0
+    }
+
+    /// The SHA-256 of the secret, as stored.
+    pub fn hash(&self) -> Vec<u8> {
+        hash(&self.0)
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// `n` random bytes from the operating system, in base64url without padding.
+pub fn random_b64(n: usize) -> String {
+    URL_SAFE_NO_PAD.encode(random_bytes(n))
+}
+
+/// `n` random bytes from the operating system.
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; n];
+    rand::rngs::OsRng.fill_bytes(&mut buf);
+    buf
+}
+
+/// The SHA-256 of a secret as stored.
+pub fn hash(secret: &str) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, secret.as_bytes())
+        .as_ref()
+        .to_vec()
+}
+
+/// Whether `presented` hashes to `stored_hash`, compared in constant time.
+pub fn matches_hash(presented: &str, stored_hash: &[u8]) -> bool {
+    bool::from(hash(presented).as_slice().ct_eq(stored_hash))
+}
+
+/// Constant-time equality of two byte strings.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    bool::from(a.ct_eq(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_secrets_are_unreserved_unique_and_redacted() {
+        let a = Secret::generate("lks_");
+        let b = Secret::generate("lks_");
+        assert_ne!(a.expose(), b.expose());
+        assert!(a
+            .expose()
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-._~".contains(&c)));
+        assert_eq!(a.expose().len(), 4 + 43);
+        assert_eq!(format!("{a:?}"), "Secret(<redacted>)");
+    }
+
+    #[test]
+    fn hashes_match_only_their_secret() {
+        let s = Secret::generate("x");
+        assert!(matches_hash(s.expose(), &s.hash()));
+        assert!(!matches_hash("other", &s.hash()));
+    }
+}

@@ -1,0 +1,12 @@
+//! Wire types shared by the latchkey server and the installed-app SDK.
+//!
+//! Everything here is what travels on the wire: the RFC 6749 §5.1 token response, the §5.2 error body and
+//! the error codes of the spec's error tables, and the RFC 8414 metadata document.
+
+mod error_code;
+mod metadata;
+mod token;
+
+pub use error_code::ErrorCode;
+pub use metadata::ServerMetadata;
+pub use token::{ErrorResponse, TokenResponse};
