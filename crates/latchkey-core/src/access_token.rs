@@ -73,10 +73,7 @@ pub struct MacKey {
 impl MacKey {
     /// A key from its stored bytes.
     pub fn new(id: u32, secret: &[u8]) -> Self {
-        Self {
-            id,
-            key: hmac::Key::new(hmac::HMAC_SHA256, secret),
-        }
+        Self { id, key: hmac::Key::new(hmac::HMAC_SHA256, secret) }
     }
 }
 
@@ -104,14 +101,8 @@ pub fn mint(key: &MacKey, claims: &AccessClaims) -> String {
 }
 
 /// Checks a token's MAC (in constant time) and expiry, with the key it names among `keys`.
-pub fn verify(
-    keys: &[MacKey],
-    token: &str,
-    now: UnixTime,
-) -> Result<AccessClaims, AccessTokenError> {
-    let body = token
-        .strip_prefix(PREFIX)
-        .ok_or(AccessTokenError::Invalid)?;
+pub fn verify(keys: &[MacKey], token: &str, now: UnixTime) -> Result<AccessClaims, AccessTokenError> {
+    let body = token.strip_prefix(PREFIX).ok_or(AccessTokenError::Invalid)?;
     let mut raw = [0u8; LEN];
     match URL_SAFE_NO_PAD.decode_slice(body, &mut raw) {
         Ok(LEN) => {}
@@ -120,32 +111,13 @@ pub fn verify(
     if raw[0] != VERSION {
         return Err(AccessTokenError::Invalid);
     }
-    let key_id = u32::from_be_bytes(
-        raw[1..5]
-            .try_into()
-            .map_err(|_| AccessTokenError::Invalid)?,
-    );
-    let key = keys
-        .iter()
-        .find(|k| k.id == key_id)
-        .ok_or(AccessTokenError::Invalid)?;
+    let key_id = u32::from_be_bytes(raw[1..5].try_into().map_err(|_| AccessTokenError::Invalid)?);
+    let key = keys.iter().find(|k| k.id == key_id).ok_or(AccessTokenError::Invalid)?;
     hmac::verify(&key.key, &raw[..BODY], &raw[BODY..]).map_err(|_| AccessTokenError::Invalid)?;
     let claims = AccessClaims {
-        grant_id: GrantId(
-            raw[5..21]
-                .try_into()
-                .map_err(|_| AccessTokenError::Invalid)?,
-        ),
-        expires_at: UnixTime(i64::from_be_bytes(
-            raw[21..29]
-                .try_into()
-                .map_err(|_| AccessTokenError::Invalid)?,
-        )),
-        scopes: ScopeSet(u32::from_be_bytes(
-            raw[29..33]
-                .try_into()
-                .map_err(|_| AccessTokenError::Invalid)?,
-        )),
+        grant_id: GrantId(raw[5..21].try_into().map_err(|_| AccessTokenError::Invalid)?),
+        expires_at: UnixTime(i64::from_be_bytes(raw[21..29].try_into().map_err(|_| AccessTokenError::Invalid)?)),
+        scopes: ScopeSet(u32::from_be_bytes(raw[29..33].try_into().map_err(|_| AccessTokenError::Invalid)?)),
     };
     if now >= claims.expires_at {
         return Err(AccessTokenError::Expired);
@@ -158,11 +130,7 @@ mod tests {
     use super::*;
 
     fn claims() -> AccessClaims {
-        AccessClaims {
-            grant_id: GrantId::generate(),
-            expires_at: UnixTime(1000),
-            scopes: ScopeSet(0b101),
-        }
+        AccessClaims { grant_id: GrantId::generate(), expires_at: UnixTime(1000), scopes: ScopeSet(0b101) }
     }
 
     #[test]
@@ -172,10 +140,7 @@ mod tests {
         let t = mint(&key, &c);
         assert!(t.starts_with(PREFIX));
         assert_eq!(verify(std::slice::from_ref(&key), &t, UnixTime(999)), Ok(c));
-        assert_eq!(
-            verify(&[key], &t, UnixTime(1000)),
-            Err(AccessTokenError::Expired)
-        );
+        assert_eq!(verify(&[key], &t, UnixTime(1000)), Err(AccessTokenError::Expired));
     }
 
     #[test]
@@ -193,31 +158,16 @@ mod tests {
         let i = bytes.len() / 2;
         bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
         let tampered = String::from_utf8(bytes).unwrap();
-        assert_eq!(
-            verify(std::slice::from_ref(&key), &tampered, UnixTime(0)),
-            Err(AccessTokenError::Invalid)
-        );
+        assert_eq!(verify(std::slice::from_ref(&key), &tampered, UnixTime(0)), Err(AccessTokenError::Invalid));
         let other = mint(&MacKey::new(2, b"k"), &claims());
-        assert_eq!(
-            verify(&[key], &other, UnixTime(0)),
-            Err(AccessTokenError::Invalid)
-        );
+        assert_eq!(verify(&[key], &other, UnixTime(0)), Err(AccessTokenError::Invalid));
     }
 
     #[test]
     fn garbage_is_invalid_not_a_panic() {
         let key = MacKey::new(1, b"k");
-        for t in [
-            "",
-            "lka_",
-            "lka_!!!",
-            "Bearer x",
-            &format!("lka_{}", "A".repeat(200)),
-        ] {
-            assert_eq!(
-                verify(std::slice::from_ref(&key), t, UnixTime(0)),
-                Err(AccessTokenError::Invalid)
-            );
+        for t in ["", "lka_", "lka_!!!", "Bearer x", &format!("lka_{}", "A".repeat(200))] {
+            assert_eq!(verify(std::slice::from_ref(&key), t, UnixTime(0)), Err(AccessTokenError::Invalid));
         }
     }
 }

@@ -160,28 +160,17 @@ pub struct Context<'a> {
 
 /// Checks an authorization request, in order.
 pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidRequest, AuthorizeError> {
-    let page = |e: OAuthError| AuthorizeError {
-        error: OAuthError {
-            redirectable: false,
-            ..e
-        },
-        redirect: None,
-    };
+    let page = |e: OAuthError| AuthorizeError { error: OAuthError { redirectable: false, ..e }, redirect: None };
 
     // 1. Who is asking, and where the answer may go: until both are known good, errors are pages.
     if matches!(params.duplicate, Some("client_id" | "redirect_uri")) {
         return Err(page(duplicate(params.duplicate)));
     }
     if params.client_id.as_deref().is_none_or(str::is_empty) {
-        return Err(page(OAuthError::invalid_request(
-            "Missing required parameter: client_id",
-        )));
+        return Err(page(OAuthError::invalid_request("Missing required parameter: client_id")));
     }
     let Some(client) = cx.client else {
-        return Err(page(OAuthError::new(
-            ErrorCode::InvalidClient,
-            "The OAuth client was not found.",
-        )));
+        return Err(page(OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found.")));
     };
     if client.deleted_at.is_some() {
         return Err(page(OAuthError::new(
@@ -190,9 +179,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         )));
     }
     let Some(redirect_uri) = params.redirect_uri.as_deref().filter(|s| !s.is_empty()) else {
-        return Err(page(OAuthError::invalid_request(
-            "Missing required parameter: redirect_uri",
-        )));
+        return Err(page(OAuthError::invalid_request("Missing required parameter: redirect_uri")));
     };
     redirect::check(client, redirect_uri).map_err(page)?;
     if useragent::is_embedded(cx.user_agent) {
@@ -204,19 +191,13 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
     }
 
     // 2. Everything else goes back to the app.
-    let back = |error: OAuthError| AuthorizeError {
-        error,
-        redirect: Some((redirect_uri.to_owned(), params.state.clone())),
-    };
+    let back =
+        |error: OAuthError| AuthorizeError { error, redirect: Some((redirect_uri.to_owned(), params.state.clone())) };
     if params.duplicate.is_some() {
         return Err(back(duplicate(params.duplicate)));
     }
     match params.response_type.as_deref() {
-        None | Some("") => {
-            return Err(back(OAuthError::invalid_request(
-                "Missing required parameter: response_type",
-            )))
-        }
+        None | Some("") => return Err(back(OAuthError::invalid_request("Missing required parameter: response_type"))),
         Some("code") => {}
         Some(_) => {
             return Err(back(OAuthError::new(
@@ -226,22 +207,17 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         }
     }
     if !matches!(params.response_mode.as_deref(), None | Some("query")) {
-        return Err(back(OAuthError::invalid_request(
-            "Unsupported response_mode: responses travel in the query.",
-        )));
+        return Err(back(OAuthError::invalid_request("Unsupported response_mode: responses travel in the query.")));
     }
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
     let scope = params.scope.as_deref().unwrap_or("");
     if scope.trim().is_empty() {
-        return Err(back(OAuthError::invalid_request(
-            "Missing required parameter: scope",
-        )));
+        return Err(back(OAuthError::invalid_request("Missing required parameter: scope")));
     }
     let scopes = cx.registry.parse(scope).map_err(back)?;
     let challenge = match params.code_challenge.as_deref() {
         Some(c) => {
-            let method =
-                ChallengeMethod::parse(params.code_challenge_method.as_deref()).map_err(back)?;
+            let method = ChallengeMethod::parse(params.code_challenge_method.as_deref()).map_err(back)?;
             pkce::check_challenge(method, c).map_err(back)?;
             Some((method, c.to_owned()))
         }
@@ -271,10 +247,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
 }
 
 fn duplicate(name: Option<&str>) -> OAuthError {
-    OAuthError::invalid_request(format!(
-        "Parameter sent more than once: {}",
-        name.unwrap_or("?")
-    ))
+    OAuthError::invalid_request(format!("Parameter sent more than once: {}", name.unwrap_or("?")))
 }
 
 fn parse_prompt(value: Option<&str>) -> Result<Prompt, OAuthError> {
@@ -289,9 +262,7 @@ fn parse_prompt(value: Option<&str>) -> Result<Prompt, OAuthError> {
         }
     }
     if p.none && value.is_some_and(|v| v.split(' ').filter(|s| !s.is_empty()).count() > 1) {
-        return Err(OAuthError::invalid_request(
-            "prompt=none cannot be combined with other values.",
-        ));
+        return Err(OAuthError::invalid_request("prompt=none cannot be combined with other values."));
     }
     Ok(p)
 }

@@ -17,12 +17,7 @@ pub enum ClientType {
 
 impl ClientType {
     /// Every type, in the order the console lists them.
-    pub const ALL: [ClientType; 4] = [
-        Self::Desktop,
-        Self::Mobile,
-        Self::UniversalDesktop,
-        Self::BrowserExtension,
-    ];
+    pub const ALL: [ClientType; 4] = [Self::Desktop, Self::Mobile, Self::UniversalDesktop, Self::BrowserExtension];
 
     /// The type's name in the CLI, the store and the JSON API.
     pub const fn as_str(self) -> &'static str {

@@ -21,20 +21,12 @@ pub struct OAuthError {
 impl OAuthError {
     /// An error that may be sent to the redirect URI (or in a JSON body).
     pub fn new(code: ErrorCode, description: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            code,
-            description: description.into(),
-            redirectable: true,
-        }
+        Self { code, description: description.into(), redirectable: true }
     }
 
     /// An error that must be shown to the user and never redirected: the client or redirect URI is untrusted.
     pub fn page(code: ErrorCode, description: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            code,
-            description: description.into(),
-            redirectable: false,
-        }
+        Self { code, description: description.into(), redirectable: false }
     }
 
     /// `invalid_request` with a description.

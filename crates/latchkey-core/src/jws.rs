@@ -59,14 +59,8 @@ impl EcJwk {
 
     /// The RFC 7638 thumbprint: base64url(SHA-256 of the canonical JSON of the required members).
     pub fn thumbprint(&self) -> String {
-        let canonical = format!(
-            r#"{{"crv":"{}","kty":"{}","x":"{}","y":"{}"}}"#,
-            self.crv, self.kty, self.x, self.y
-        );
-        URL_SAFE_NO_PAD.encode(ring::digest::digest(
-            &ring::digest::SHA256,
-            canonical.as_bytes(),
-        ))
+        let canonical = format!(r#"{{"crv":"{}","kty":"{}","x":"{}","y":"{}"}}"#, self.crv, self.kty, self.x, self.y);
+        URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes()))
     }
 }
 
@@ -86,24 +80,16 @@ impl std::fmt::Debug for SigningKey {
 impl SigningKey {
     /// A fresh key, as PKCS#8 DER to store.
     pub fn generate_pkcs8() -> Result<Vec<u8>, JwsError> {
-        EcdsaKeyPair::generate_pkcs8(
-            &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-            &SystemRandom::new(),
-        )
-        .map(|d| d.as_ref().to_vec())
-        .map_err(|_| JwsError("cannot generate a P-256 key"))
+        EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+            .map(|d| d.as_ref().to_vec())
+            .map_err(|_| JwsError("cannot generate a P-256 key"))
     }
 
     /// The key stored as PKCS#8 DER.
     pub fn from_pkcs8(der: &[u8]) -> Result<Self, JwsError> {
-        let pair = EcdsaKeyPair::from_pkcs8(
-            &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-            der,
-            &SystemRandom::new(),
-        )
-        .map_err(|_| JwsError("not a P-256 PKCS#8 key"))?;
-        let jwk = EcJwk::from_point(pair.public_key().as_ref())
-            .ok_or(JwsError("unexpected public key form"))?;
+        let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, &SystemRandom::new())
+            .map_err(|_| JwsError("not a P-256 PKCS#8 key"))?;
+        let jwk = EcJwk::from_point(pair.public_key().as_ref()).ok_or(JwsError("unexpected public key form"))?;
         let kid = jwk.thumbprint();
         Ok(Self { pair, jwk, kid })
     }
@@ -126,19 +112,13 @@ impl SigningKey {
 }
 
 /// Signs a header and claims with a key pair: `b64(header).b64(claims).b64(R|S)`.
-pub fn sign_parts<H: Serialize, T: Serialize>(
-    pair: &EcdsaKeyPair,
-    header: &H,
-    claims: &T,
-) -> Result<String, JwsError> {
+pub fn sign_parts<H: Serialize, T: Serialize>(pair: &EcdsaKeyPair, header: &H, claims: &T) -> Result<String, JwsError> {
     let h = serde_json::to_vec(header).map_err(|_| JwsError("header is not JSON"))?;
     let c = serde_json::to_vec(claims).map_err(|_| JwsError("claims are not JSON"))?;
     let mut out = URL_SAFE_NO_PAD.encode(h);
     out.push('.');
     URL_SAFE_NO_PAD.encode_string(c, &mut out);
-    let sig = pair
-        .sign(&SystemRandom::new(), out.as_bytes())
-        .map_err(|_| JwsError("signing failed"))?;
+    let sig = pair.sign(&SystemRandom::new(), out.as_bytes()).map_err(|_| JwsError("signing failed"))?;
     out.push('.');
     URL_SAFE_NO_PAD.encode_string(sig.as_ref(), &mut out);
     Ok(out)
@@ -165,10 +145,7 @@ mod tests {
             x: "l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs".into(),
             y: "9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA".into(),
         };
-        assert_eq!(
-            jwk.thumbprint(),
-            "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
-        );
+        assert_eq!(jwk.thumbprint(), "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I");
     }
 
     #[test]

@@ -20,9 +20,9 @@ impl ChallengeMethod {
         match value {
             None | Some("plain") => Ok(Self::Plain),
             Some("S256") => Ok(Self::S256),
-            Some(_) => Err(OAuthError::invalid_request(
-                "Unsupported code_challenge_method: use S256 (recommended) or plain.",
-            )),
+            Some(_) => {
+                Err(OAuthError::invalid_request("Unsupported code_challenge_method: use S256 (recommended) or plain."))
+            }
         }
     }
 
@@ -38,8 +38,7 @@ impl ChallengeMethod {
 /// Whether `s` is 43 to 128 characters of `A-Z a-z 0-9 - . _ ~` (RFC 7636 §4.1).
 pub fn is_valid_verifier(s: &str) -> bool {
     (43..=128).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
 /// Checks a `code_challenge` for its method: an S256 challenge is 43 base64url characters; a plain one
@@ -47,11 +46,7 @@ pub fn is_valid_verifier(s: &str) -> bool {
 pub fn check_challenge(method: ChallengeMethod, challenge: &str) -> Result<(), OAuthError> {
     let ok = match method {
         ChallengeMethod::S256 => {
-            challenge.len() == 43
-                && URL_SAFE_NO_PAD
-                    .decode(challenge)
-                    .map(|d| d.len() == 32)
-                    .unwrap_or(false)
+            challenge.len() == 43 && URL_SAFE_NO_PAD.decode(challenge).map(|d| d.len() == 32).unwrap_or(false)
         }
         ChallengeMethod::Plain => is_valid_verifier(challenge),
     };
@@ -60,25 +55,22 @@ pub fn check_challenge(method: ChallengeMethod, challenge: &str) -> Result<(), O
     } else {
         Err(OAuthError::invalid_grant(match method {
             ChallengeMethod::S256 => "Invalid code_challenge: an S256 challenge is 43 base64url characters.",
-            ChallengeMethod::Plain => "Invalid code_challenge: a plain challenge is 43 to 128 characters of A-Z a-z 0-9 - . _ ~.",
+            ChallengeMethod::Plain => {
+                "Invalid code_challenge: a plain challenge is 43 to 128 characters of A-Z a-z 0-9 - . _ ~."
+            }
         }))
     }
 }
 
 /// The S256 challenge of a verifier.
 pub fn s256_challenge(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(ring::digest::digest(
-        &ring::digest::SHA256,
-        verifier.as_bytes(),
-    ))
+    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()))
 }
 
 /// Checks the `code_verifier` of a code exchange against the stored challenge, in constant time.
 pub fn verify(method: ChallengeMethod, challenge: &str, verifier: &str) -> Result<(), OAuthError> {
     if !is_valid_verifier(verifier) {
-        return Err(OAuthError::invalid_request(
-            "Invalid code_verifier: 43 to 128 characters of A-Z a-z 0-9 - . _ ~.",
-        ));
+        return Err(OAuthError::invalid_request("Invalid code_verifier: 43 to 128 characters of A-Z a-z 0-9 - . _ ~."));
     }
     let derived = match method {
         ChallengeMethod::S256 => s256_challenge(verifier),

@@ -8,11 +8,7 @@ use crate::client::{Client, ClientType};
 use crate::{ErrorCode, OAuthError};
 
 /// The deprecated out-of-band redirect values.
-const OOB: [&str; 3] = [
-    "urn:ietf:wg:oauth:2.0:oob",
-    "urn:ietf:wg:oauth:2.0:oob:auto",
-    "oob",
-];
+const OOB: [&str; 3] = ["urn:ietf:wg:oauth:2.0:oob", "urn:ietf:wg:oauth:2.0:oob:auto", "oob"];
 
 /// Checks `redirect_uri` against the client. Every failure is user-facing: such a URI is never redirected to.
 pub fn check(client: &Client, uri: &str) -> Result<(), OAuthError> {
@@ -22,14 +18,8 @@ pub fn check(client: &Client, uri: &str) -> Result<(), OAuthError> {
              custom URI scheme redirect.",
         ));
     }
-    if uri.is_empty()
-        || uri.len() > 2048
-        || uri.contains('#')
-        || uri.bytes().any(|b| b <= b' ' || b == 0x7f)
-    {
-        return Err(mismatch(
-            "The redirect_uri is not a valid absolute URI without a fragment.",
-        ));
+    if uri.is_empty() || uri.len() > 2048 || uri.contains('#') || uri.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(mismatch("The redirect_uri is not a valid absolute URI without a fragment."));
     }
     if client.redirect_uris.iter().any(|r| r == uri) && type_allows(client, uri).is_ok() {
         return Ok(());
@@ -37,19 +27,14 @@ pub fn check(client: &Client, uri: &str) -> Result<(), OAuthError> {
     type_allows(client, uri)?;
     if let Some(loopback) = Loopback::parse(uri) {
         if client.client_type == ClientType::Desktop {
-            let registered_same_but_port = client
-                .redirect_uris
-                .iter()
-                .filter_map(|r| Loopback::parse(r))
-                .any(|r| r.same_but_port(&loopback));
+            let registered_same_but_port =
+                client.redirect_uris.iter().filter_map(|r| Loopback::parse(r)).any(|r| r.same_but_port(&loopback));
             if loopback.host != "localhost" || registered_same_but_port {
                 return Ok(());
             }
         }
     }
-    Err(mismatch(
-        "The redirect URI in the request does not match the ones authorized for the OAuth client.",
-    ))
+    Err(mismatch("The redirect URI in the request does not match the ones authorized for the OAuth client."))
 }
 
 /// Whether the client type admits this kind of URI at all.
@@ -58,9 +43,9 @@ fn type_allows(client: &Client, uri: &str) -> Result<(), OAuthError> {
     let loopback = Loopback::parse(uri).is_some();
     match client.client_type {
         ClientType::Desktop => Ok(()),
-        ClientType::Mobile | ClientType::UniversalDesktop if loopback => Err(mismatch(
-            "The loopback redirect method is only supported for desktop app clients.",
-        )),
+        ClientType::Mobile | ClientType::UniversalDesktop if loopback => {
+            Err(mismatch("The loopback redirect method is only supported for desktop app clients."))
+        }
         ClientType::Mobile => Ok(()),
         ClientType::UniversalDesktop => {
             if scheme.len() > 39 {
@@ -71,9 +56,7 @@ fn type_allows(client: &Client, uri: &str) -> Result<(), OAuthError> {
         }
         ClientType::BrowserExtension => {
             if loopback {
-                Err(mismatch(
-                    "The loopback redirect method is only supported for desktop app clients.",
-                ))
+                Err(mismatch("The loopback redirect method is only supported for desktop app clients."))
             } else if scheme != "https" {
                 Err(OAuthError::page(
                     ErrorCode::InvalidRequest,
@@ -95,8 +78,7 @@ pub fn scheme_of(uri: &str) -> Option<&str> {
     let (scheme, _) = uri.split_once(':')?;
     let mut bytes = scheme.bytes();
     let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic());
-    (first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')))
-        .then_some(scheme)
+    (first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))).then_some(scheme)
 }
 
 /// An `http` loopback redirect URI, split into its parts.
@@ -112,9 +94,8 @@ impl<'a> Loopback<'a> {
     /// no other spelling of an address counts as loopback.
     fn parse(uri: &'a str) -> Option<Self> {
         let after = uri.strip_prefix("http://")?;
-        let (host, tail) = ["127.0.0.1", "[::1]", "localhost"]
-            .into_iter()
-            .find_map(|h| after.strip_prefix(h).map(|t| (h, t)))?;
+        let (host, tail) =
+            ["127.0.0.1", "[::1]", "localhost"].into_iter().find_map(|h| after.strip_prefix(h).map(|t| (h, t)))?;
         let (port, rest) = match tail.strip_prefix(':') {
             Some(p) => {
                 let end = p.find(|c: char| !c.is_ascii_digit()).unwrap_or(p.len());
@@ -126,11 +107,7 @@ impl<'a> Loopback<'a> {
             }
             None => (None, tail),
         };
-        (rest.is_empty() || rest.starts_with('/') || rest.starts_with('?')).then_some(Self {
-            host,
-            port,
-            rest,
-        })
+        (rest.is_empty() || rest.starts_with('/') || rest.starts_with('?')).then_some(Self { host, port, rest })
     }
 
     fn same_but_port(&self, other: &Loopback<'_>) -> bool {

@@ -84,16 +84,11 @@ impl Scope {
 }
 
 /// The scopes that allow `channels.list`: readonly, force-ssl, manage or partner (`DECISIONS.md`).
-pub const CHANNELS_LIST: ScopeSet = ScopeSet(
-    Scope::Readonly.set().0
-        | Scope::ForceSsl.set().0
-        | Scope::Manage.set().0
-        | Scope::Partner.set().0,
-);
+pub const CHANNELS_LIST: ScopeSet =
+    ScopeSet(Scope::Readonly.set().0 | Scope::ForceSsl.set().0 | Scope::Manage.set().0 | Scope::Partner.set().0);
 
 /// The identity scopes; any of them makes the code exchange return an id_token.
-pub const IDENTITY: ScopeSet =
-    ScopeSet(Scope::OpenId.set().0 | Scope::Email.set().0 | Scope::Profile.set().0);
+pub const IDENTITY: ScopeSet = ScopeSet(Scope::OpenId.set().0 | Scope::Email.set().0 | Scope::Profile.set().0);
 
 /// The scopes of one deployment, built from its `scope_base`.
 #[derive(Debug, Clone)]
@@ -115,15 +110,14 @@ impl ScopeRegistry {
             ),
             ("upload", "Manage your videos"),
             ("partner", "View and manage your assets and associated content"),
-            ("partner-channel-audit", "View private information of your channel relevant during the audit process with a partner"),
+            (
+                "partner-channel-audit",
+                "View private information of your channel relevant during the audit process with a partner",
+            ),
         ];
         let mut scopes: Vec<ScopeInfo> = data
             .iter()
-            .map(|(name, summary)| ScopeInfo {
-                id: format!("{base}/auth/{name}"),
-                summary,
-                identity: false,
-            })
+            .map(|(name, summary)| ScopeInfo { id: format!("{base}/auth/{name}"), summary, identity: false })
             .collect();
         for (id, summary) in [
             ("openid", "Associate you with your personal info"),
@@ -154,10 +148,7 @@ impl ScopeRegistry {
                 None => {
                     return Err(OAuthError::new(
                         latchkey_proto::ErrorCode::InvalidScope,
-                        format!(
-                            "Some requested scopes were invalid: {{invalid={}}}",
-                            truncate(id)
-                        ),
+                        format!("Some requested scopes were invalid: {{invalid={}}}", truncate(id)),
                     ))
                 }
             }
@@ -179,19 +170,12 @@ impl ScopeRegistry {
 
     /// The space-separated form of a set, in registry order.
     pub fn format(&self, set: ScopeSet) -> String {
-        self.iter(set)
-            .map(|s| s.id.as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
+        self.iter(set).map(|s| s.id.as_str()).collect::<Vec<_>>().join(" ")
     }
 
     /// The scopes of a set, in registry order.
     pub fn iter(&self, set: ScopeSet) -> impl Iterator<Item = &ScopeInfo> {
-        self.scopes
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| set.0 & (1 << i) != 0)
-            .map(|(_, s)| s)
+        self.scopes.iter().enumerate().filter(move |(i, _)| set.0 & (1 << i) != 0).map(|(_, s)| s)
     }
 }
 

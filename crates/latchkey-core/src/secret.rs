@@ -59,9 +59,7 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
 
 /// The SHA-256 of a secret as stored.
 pub fn hash(secret: &str) -> Vec<u8> {
-    ring::digest::digest(&ring::digest::SHA256, secret.as_bytes())
-        .as_ref()
-        .to_vec()
+    ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref().to_vec()
 }
 
 /// Whether `presented` hashes to `stored_hash`, compared in constant time.
@@ -83,10 +81,7 @@ mod tests {
         let a = Secret::generate("lks_");
         let b = Secret::generate("lks_");
         assert_ne!(a.expose(), b.expose());
-        assert!(a
-            .expose()
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"-._~".contains(&c)));
+        assert!(a.expose().bytes().all(|c| c.is_ascii_alphanumeric() || b"-._~".contains(&c)));
         assert_eq!(a.expose().len(), 4 + 43);
         assert_eq!(format!("{a:?}"), "Secret(<redacted>)");
     }

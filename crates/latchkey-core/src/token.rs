@@ -96,10 +96,9 @@ impl ClientAuth {
     /// `invalid_client`; no secret is fine (`DECISIONS.md`: issued to every client, never required).
     pub fn check_secret(&self, stored_hash: &[u8]) -> Result<(), OAuthError> {
         match &self.secret {
-            Some(s) if !secret::matches_hash(s.expose(), stored_hash) => Err(OAuthError::new(
-                ErrorCode::InvalidClient,
-                "The client secret is wrong.",
-            )),
+            Some(s) if !secret::matches_hash(s.expose(), stored_hash) => {
+                Err(OAuthError::new(ErrorCode::InvalidClient, "The client secret is wrong."))
+            }
             _ => Ok(()),
         }
     }
@@ -145,10 +144,7 @@ impl<'a> Form<'a> {
     pub fn new(pairs: Vec<(&'a str, &'a str)>) -> Result<Self, OAuthError> {
         for (i, (k, _)) in pairs.iter().enumerate() {
             if pairs[..i].iter().any(|(p, _)| p == k) {
-                return Err(OAuthError::invalid_request(format!(
-                    "Parameter sent more than once: {}",
-                    cap(k)
-                )));
+                return Err(OAuthError::invalid_request(format!("Parameter sent more than once: {}", cap(k))));
             }
         }
         Ok(Self { pairs })
@@ -156,18 +152,12 @@ impl<'a> Form<'a> {
 
     /// A parameter's value; an empty value counts as absent (RFC 6749 §3.1).
     pub fn get(&self, name: &str) -> Option<&'a str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| *v)
-            .filter(|v| !v.is_empty())
+        self.pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).filter(|v| !v.is_empty())
     }
 
     /// A required parameter.
     pub fn require(&self, name: &str) -> Result<&'a str, OAuthError> {
-        self.get(name).ok_or_else(|| {
-            OAuthError::invalid_request(format!("Missing required parameter: {name}"))
-        })
+        self.get(name).ok_or_else(|| OAuthError::invalid_request(format!("Missing required parameter: {name}")))
     }
 }
 
@@ -178,14 +168,10 @@ pub fn client_auth(form: &Form<'_>, authorization: Option<&str>) -> Result<Clien
     if let Some(header) = authorization {
         let (id, secret) = parse_basic(header)?;
         if body_secret.is_some() {
-            return Err(OAuthError::invalid_request(
-                "Use one client authentication method, not two.",
-            ));
+            return Err(OAuthError::invalid_request("Use one client authentication method, not two."));
         }
         if body_id.is_some_and(|b| b != id) {
-            return Err(OAuthError::invalid_request(
-                "client_id differs from the one in the Authorization header.",
-            ));
+            return Err(OAuthError::invalid_request("client_id differs from the one in the Authorization header."));
         }
         return Ok(ClientAuth {
             client_id: id,
@@ -195,27 +181,16 @@ pub fn client_auth(form: &Form<'_>, authorization: Option<&str>) -> Result<Clien
     }
     let client_id = form.require("client_id")?.to_owned();
     Ok(match body_secret {
-        Some(s) => ClientAuth {
-            client_id,
-            secret: Some(Secret::new(s.to_owned())),
-            method: AuthMethod::ClientSecretPost,
-        },
-        None => ClientAuth {
-            client_id,
-            secret: None,
-            method: AuthMethod::None,
-        },
+        Some(s) => {
+            ClientAuth { client_id, secret: Some(Secret::new(s.to_owned())), method: AuthMethod::ClientSecretPost }
+        }
+        None => ClientAuth { client_id, secret: None, method: AuthMethod::None },
     })
 }
 
 /// Parses `Basic base64(urlencode(id) ":" urlencode(secret))` (RFC 6749 §2.3.1).
 fn parse_basic(header: &str) -> Result<(String, String), OAuthError> {
-    let bad = || {
-        OAuthError::new(
-            ErrorCode::InvalidClient,
-            "Malformed Basic client authentication.",
-        )
-    };
+    let bad = || OAuthError::new(ErrorCode::InvalidClient, "Malformed Basic client authentication.");
     let (scheme, value) = header.trim().split_once(' ').ok_or_else(bad)?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return Err(bad());
@@ -270,10 +245,7 @@ pub fn parse(form: &Form<'_>, authorization: Option<&str>) -> Result<TokenReques
             ))
         }
     };
-    Ok(TokenRequest {
-        client: client_auth(form, authorization)?,
-        grant,
-    })
+    Ok(TokenRequest { client: client_auth(form, authorization)?, grant })
 }
 
 /// The code-exchange checks, once the code is found and known unused.
@@ -285,17 +257,13 @@ pub fn check_code(
     now: UnixTime,
 ) -> Result<(), OAuthError> {
     if code.client_id != client_id {
-        return Err(OAuthError::invalid_grant(
-            "The code was issued to another client.",
-        ));
+        return Err(OAuthError::invalid_grant("The code was issued to another client."));
     }
     if now >= code.expires_at {
         return Err(OAuthError::invalid_grant("The code has expired."));
     }
     if code.redirect_uri != redirect_uri {
-        return Err(OAuthError::invalid_grant(
-            "redirect_uri differs from the one of the authorization request.",
-        ));
+        return Err(OAuthError::invalid_grant("redirect_uri differs from the one of the authorization request."));
     }
     match (&code.challenge, verifier) {
         (Some((method, challenge)), Some(v)) => pkce::verify(*method, challenge, v.expose()),
@@ -310,34 +278,23 @@ pub fn check_code(
 /// The refresh checks, once the grant of the refresh token is found.
 pub fn check_refresh(grant: &Grant, client_id: &str, now: UnixTime) -> Result<(), OAuthError> {
     if grant.client_id != client_id {
-        return Err(OAuthError::invalid_grant(
-            "The refresh token was issued to another client.",
-        ));
+        return Err(OAuthError::invalid_grant("The refresh token was issued to another client."));
     }
     if !grant.is_active(now) {
-        return Err(OAuthError::invalid_grant(
-            "Token has been expired or revoked.",
-        ));
+        return Err(OAuthError::invalid_grant("Token has been expired or revoked."));
     }
     Ok(())
 }
 
 /// The scopes of the new access token on refresh: the intersection of `scope` with the grant's, ignoring
 /// scopes never granted (`DECISIONS.md`). Nothing in common is `invalid_scope`.
-pub fn narrow(
-    registry: &ScopeRegistry,
-    granted: ScopeSet,
-    scope: Option<&str>,
-) -> Result<ScopeSet, OAuthError> {
+pub fn narrow(registry: &ScopeRegistry, granted: ScopeSet, scope: Option<&str>) -> Result<ScopeSet, OAuthError> {
     let Some(scope) = scope else {
         return Ok(granted);
     };
     let asked = registry.parse_known(scope).intersection(granted);
     if asked.is_empty() {
-        return Err(OAuthError::new(
-            ErrorCode::InvalidScope,
-            "None of the requested scopes was granted.",
-        ));
+        return Err(OAuthError::new(ErrorCode::InvalidScope, "None of the requested scopes was granted."));
     }
     Ok(asked)
 }

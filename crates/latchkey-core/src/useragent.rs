@@ -6,19 +6,11 @@
 
 /// Whether the `User-Agent` header names an embedded web view.
 pub fn is_embedded(user_agent: &str) -> bool {
-    const IN_APP: [&str; 6] = [
-        "FBAN/",
-        "FBAV/",
-        "Instagram",
-        "Line/",
-        "MicroMessenger/",
-        "; wv)",
-    ];
+    const IN_APP: [&str; 6] = ["FBAN/", "FBAV/", "Instagram", "Line/", "MicroMessenger/", "; wv)"];
     if IN_APP.iter().any(|m| user_agent.contains(m)) {
         return true;
     }
-    let ios =
-        user_agent.contains("iPhone") || user_agent.contains("iPad") || user_agent.contains("iPod");
+    let ios = user_agent.contains("iPhone") || user_agent.contains("iPad") || user_agent.contains("iPod");
     ios && user_agent.contains("AppleWebKit") && !user_agent.contains("Safari/")
 }
 

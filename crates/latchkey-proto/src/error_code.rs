@@ -135,11 +135,7 @@ mod tests {
 
     #[test]
     fn every_code_parses_back_to_itself() {
-        for code in [
-            ErrorCode::InvalidDpopProof,
-            ErrorCode::UseDpopNonce,
-            ErrorCode::ConsentRequired,
-        ] {
+        for code in [ErrorCode::InvalidDpopProof, ErrorCode::UseDpopNonce, ErrorCode::ConsentRequired] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
         }
         assert_eq!(ErrorCode::parse("nope"), None);

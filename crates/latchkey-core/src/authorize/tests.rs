@@ -3,7 +3,8 @@ use crate::client::{ClientDetails, ClientType};
 use crate::time::UnixTime;
 
 const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
-const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36";
+const CHROME: &str =
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36";
 
 fn desktop() -> Client {
     Client {
@@ -36,13 +37,7 @@ fn run(pairs: &[(&str, String)], client: Option<&Client>) -> Result<ValidRequest
     let params = AuthorizeParams::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
     validate(
         &params,
-        Context {
-            client,
-            api_enabled: true,
-            registry: &registry,
-            require_pkce: true,
-            user_agent: CHROME,
-        },
+        Context { client, api_enabled: true, registry: &registry, require_pkce: true, user_agent: CHROME },
     )
 }
 
@@ -59,20 +54,13 @@ fn with(change: &[(&'static str, Option<&str>)]) -> Vec<(&'static str, String)> 
 
 fn page_error(r: Result<ValidRequest, AuthorizeError>) -> ErrorCode {
     let e = r.unwrap_err();
-    assert!(
-        e.redirect.is_none() && !e.error.redirectable,
-        "expected an error page, got {e:?}"
-    );
+    assert!(e.redirect.is_none() && !e.error.redirectable, "expected an error page, got {e:?}");
     e.error.code
 }
 
 fn redirected_error(r: Result<ValidRequest, AuthorizeError>) -> ErrorCode {
     let e = r.unwrap_err();
-    assert_eq!(
-        e.redirect,
-        Some(("http://127.0.0.1:4000/cb".into(), Some("xyz".into()))),
-        "{e:?}"
-    );
+    assert_eq!(e.redirect, Some(("http://127.0.0.1:4000/cb".into(), Some("xyz".into()))), "{e:?}");
     e.error.code
 }
 
@@ -88,33 +76,15 @@ fn a_good_request_passes_with_its_parts() {
 #[test]
 fn untrusted_client_or_redirect_uri_gives_a_page() {
     let c = desktop();
-    assert_eq!(
-        page_error(run(&with(&[("client_id", None)]), Some(&c))),
-        ErrorCode::InvalidRequest
-    );
+    assert_eq!(page_error(run(&with(&[("client_id", None)]), Some(&c))), ErrorCode::InvalidRequest);
     assert_eq!(page_error(run(&good(), None)), ErrorCode::InvalidClient);
-    let deleted = Client {
-        deleted_at: Some(UnixTime(1)),
-        ..desktop()
-    };
-    assert_eq!(
-        page_error(run(&good(), Some(&deleted))),
-        ErrorCode::DeletedClient
-    );
-    assert_eq!(
-        page_error(run(&with(&[("redirect_uri", None)]), Some(&c))),
-        ErrorCode::InvalidRequest
-    );
+    let deleted = Client { deleted_at: Some(UnixTime(1)), ..desktop() };
+    assert_eq!(page_error(run(&good(), Some(&deleted))), ErrorCode::DeletedClient);
+    assert_eq!(page_error(run(&with(&[("redirect_uri", None)]), Some(&c))), ErrorCode::InvalidRequest);
     let oob = with(&[("redirect_uri", Some("urn:ietf:wg:oauth:2.0:oob"))]);
-    assert_eq!(
-        page_error(run(&oob, Some(&c))),
-        ErrorCode::RedirectUriMismatch
-    );
+    assert_eq!(page_error(run(&oob, Some(&c))), ErrorCode::RedirectUriMismatch);
     let evil = with(&[("redirect_uri", Some("https://evil.example/cb"))]);
-    assert_eq!(
-        page_error(run(&evil, Some(&c))),
-        ErrorCode::RedirectUriMismatch
-    );
+    assert_eq!(page_error(run(&evil, Some(&c))), ErrorCode::RedirectUriMismatch);
     let mut dup = good();
     dup.push(("redirect_uri", "http://127.0.0.1:5/x".into()));
     assert_eq!(page_error(run(&dup, Some(&c))), ErrorCode::InvalidRequest);
@@ -126,17 +96,10 @@ fn an_embedded_web_view_gets_disallowed_useragent() {
     let c = desktop();
     let pairs = good();
     let params = AuthorizeParams::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
-    let ua =
-        "Mozilla/5.0 (Linux; Android 14; wv) AppleWebKit/537.36 Chrome/120.0 Mobile Safari/537.36";
+    let ua = "Mozilla/5.0 (Linux; Android 14; wv) AppleWebKit/537.36 Chrome/120.0 Mobile Safari/537.36";
     let r = validate(
         &params,
-        Context {
-            client: Some(&c),
-            api_enabled: true,
-            registry: &registry,
-            require_pkce: true,
-            user_agent: ua,
-        },
+        Context { client: Some(&c), api_enabled: true, registry: &registry, require_pkce: true, user_agent: ua },
     );
     assert_eq!(page_error(r), ErrorCode::DisallowedUseragent);
 }
@@ -146,43 +109,21 @@ fn other_faults_redirect_with_the_state() {
     let c = desktop();
     let cases: [(&[(&'static str, Option<&str>)], ErrorCode); 9] = [
         (&[("response_type", None)], ErrorCode::InvalidRequest),
-        (
-            &[("response_type", Some("token"))],
-            ErrorCode::UnsupportedResponseType,
-        ),
+        (&[("response_type", Some("token"))], ErrorCode::UnsupportedResponseType),
         (&[("scope", None)], ErrorCode::InvalidRequest),
-        (
-            &[("scope", Some("https://latchkey.dev/auth/nope"))],
-            ErrorCode::InvalidScope,
-        ),
+        (&[("scope", Some("https://latchkey.dev/auth/nope"))], ErrorCode::InvalidScope),
         (&[("code_challenge", None)], ErrorCode::InvalidGrant),
-        (
-            &[("code_challenge", Some("short"))],
-            ErrorCode::InvalidGrant,
-        ),
-        (
-            &[("code_challenge_method", Some("S512"))],
-            ErrorCode::InvalidRequest,
-        ),
+        (&[("code_challenge", Some("short"))], ErrorCode::InvalidGrant),
+        (&[("code_challenge_method", Some("S512"))], ErrorCode::InvalidRequest),
         (&[("prompt", Some("sometimes"))], ErrorCode::InvalidRequest),
-        (
-            &[("response_mode", Some("fragment"))],
-            ErrorCode::InvalidRequest,
-        ),
+        (&[("response_mode", Some("fragment"))], ErrorCode::InvalidRequest),
     ];
     for (change, code) in cases {
-        assert_eq!(
-            redirected_error(run(&with(change), Some(&c))),
-            code,
-            "{change:?}"
-        );
+        assert_eq!(redirected_error(run(&with(change), Some(&c))), code, "{change:?}");
     }
     let mut dup = good();
     dup.push(("scope", "openid".into()));
-    assert_eq!(
-        redirected_error(run(&dup, Some(&c))),
-        ErrorCode::InvalidRequest
-    );
+    assert_eq!(redirected_error(run(&dup, Some(&c))), ErrorCode::InvalidRequest);
 }
 
 #[test]
@@ -191,13 +132,7 @@ fn pkce_may_be_optional_by_setting() {
     let c = desktop();
     let pairs = with(&[("code_challenge", None), ("code_challenge_method", None)]);
     let params = AuthorizeParams::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
-    let cx = Context {
-        client: Some(&c),
-        api_enabled: true,
-        registry: &registry,
-        require_pkce: false,
-        user_agent: "",
-    };
+    let cx = Context { client: Some(&c), api_enabled: true, registry: &registry, require_pkce: false, user_agent: "" };
     assert_eq!(validate(&params, cx).unwrap().challenge, None);
 }
 
@@ -207,17 +142,8 @@ fn a_project_without_the_api_may_only_ask_for_identity_scopes() {
     let c = desktop();
     let pairs = good();
     let params = AuthorizeParams::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
-    let cx = Context {
-        client: Some(&c),
-        api_enabled: false,
-        registry: &registry,
-        require_pkce: true,
-        user_agent: "",
-    };
-    assert_eq!(
-        redirected_error(validate(&params, cx)),
-        ErrorCode::UnauthorizedClient
-    );
+    let cx = Context { client: Some(&c), api_enabled: false, registry: &registry, require_pkce: true, user_agent: "" };
+    assert_eq!(redirected_error(validate(&params, cx)), ErrorCode::UnauthorizedClient);
     let pairs = with(&[("scope", Some("openid email"))]);
     let params = AuthorizeParams::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
     assert!(validate(&params, cx).is_ok());

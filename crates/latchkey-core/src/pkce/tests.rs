@@ -13,12 +13,7 @@ fn rfc7636_appendix_b_vector() {
 #[test]
 fn a_wrong_verifier_is_invalid_grant() {
     let other = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXX";
-    assert_eq!(
-        verify(ChallengeMethod::S256, CHALLENGE, other)
-            .unwrap_err()
-            .code,
-        crate::ErrorCode::InvalidGrant
-    );
+    assert_eq!(verify(ChallengeMethod::S256, CHALLENGE, other).unwrap_err().code, crate::ErrorCode::InvalidGrant);
 }
 
 #[test]
@@ -56,29 +51,14 @@ fn a_malformed_verifier_is_invalid_request() {
 fn challenges_are_checked_for_their_method() {
     assert!(check_challenge(ChallengeMethod::S256, CHALLENGE).is_ok());
     assert!(check_challenge(ChallengeMethod::S256, &CHALLENGE[1..]).is_err());
-    assert!(check_challenge(
-        ChallengeMethod::S256,
-        "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw+cM"
-    )
-    .is_err());
+    assert!(check_challenge(ChallengeMethod::S256, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw+cM").is_err());
     assert!(check_challenge(ChallengeMethod::Plain, VERIFIER).is_ok());
-    assert_eq!(
-        check_challenge(ChallengeMethod::Plain, "x")
-            .unwrap_err()
-            .code,
-        crate::ErrorCode::InvalidGrant
-    );
+    assert_eq!(check_challenge(ChallengeMethod::Plain, "x").unwrap_err().code, crate::ErrorCode::InvalidGrant);
 }
 
 #[test]
 fn method_defaults_to_plain_and_refuses_others() {
-    assert_eq!(
-        ChallengeMethod::parse(None).unwrap(),
-        ChallengeMethod::Plain
-    );
-    assert_eq!(
-        ChallengeMethod::parse(Some("S256")).unwrap(),
-        ChallengeMethod::S256
-    );
+    assert_eq!(ChallengeMethod::parse(None).unwrap(), ChallengeMethod::Plain);
+    assert_eq!(ChallengeMethod::parse(Some("S256")).unwrap(), ChallengeMethod::S256);
     assert!(ChallengeMethod::parse(Some("s256")).is_err());
 }

@@ -26,12 +26,7 @@ fn code(r: Result<(), OAuthError>) -> Option<ErrorCode> {
 #[test]
 fn desktop_clients_take_loopback_ip_literals_on_any_port_unregistered() {
     let c = client(ClientType::Desktop, &[]);
-    for uri in [
-        "http://127.0.0.1:53682/",
-        "http://127.0.0.1:1/cb?x=1",
-        "http://[::1]:65535/",
-        "http://127.0.0.1/x",
-    ] {
+    for uri in ["http://127.0.0.1:53682/", "http://127.0.0.1:1/cb?x=1", "http://[::1]:65535/", "http://127.0.0.1/x"] {
         assert_eq!(code(check(&c, uri)), None, "{uri}");
     }
 }
@@ -49,11 +44,7 @@ fn other_spellings_of_loopback_are_not_normalised_into_a_match() {
         "https://127.0.0.1:80/",
         "http://localhost:8080/",
     ] {
-        assert_eq!(
-            code(check(&c, uri)),
-            Some(ErrorCode::RedirectUriMismatch),
-            "{uri}"
-        );
+        assert_eq!(code(check(&c, uri)), Some(ErrorCode::RedirectUriMismatch), "{uri}");
     }
 }
 
@@ -62,10 +53,7 @@ fn localhost_is_accepted_only_when_registered_and_then_on_any_port() {
     let c = client(ClientType::Desktop, &["http://localhost:8080/cb"]);
     assert_eq!(code(check(&c, "http://localhost:8080/cb")), None);
     assert_eq!(code(check(&c, "http://localhost:9999/cb")), None);
-    assert_eq!(
-        code(check(&c, "http://localhost:9999/other")),
-        Some(ErrorCode::RedirectUriMismatch)
-    );
+    assert_eq!(code(check(&c, "http://localhost:9999/other")), Some(ErrorCode::RedirectUriMismatch));
 }
 
 #[test]
@@ -80,48 +68,28 @@ fn oob_is_redirect_uri_mismatch() {
 fn registered_uris_match_exactly_not_after_normalisation() {
     let c = client(ClientType::Mobile, &["com.example.app:/oauth2redirect"]);
     assert_eq!(code(check(&c, "com.example.app:/oauth2redirect")), None);
-    assert_eq!(
-        code(check(&c, "com.example.app:/oauth2redirect/")),
-        Some(ErrorCode::RedirectUriMismatch)
-    );
-    assert_eq!(
-        code(check(&c, "COM.example.app:/oauth2redirect")),
-        Some(ErrorCode::RedirectUriMismatch)
-    );
+    assert_eq!(code(check(&c, "com.example.app:/oauth2redirect/")), Some(ErrorCode::RedirectUriMismatch));
+    assert_eq!(code(check(&c, "COM.example.app:/oauth2redirect")), Some(ErrorCode::RedirectUriMismatch));
 }
 
 #[test]
 fn loopback_is_refused_for_every_type_but_desktop() {
-    for t in [
-        ClientType::Mobile,
-        ClientType::UniversalDesktop,
-        ClientType::BrowserExtension,
-    ] {
+    for t in [ClientType::Mobile, ClientType::UniversalDesktop, ClientType::BrowserExtension] {
         let c = client(t, &["http://127.0.0.1:8080/"]);
-        assert_eq!(
-            code(check(&c, "http://127.0.0.1:8080/")),
-            Some(ErrorCode::RedirectUriMismatch),
-            "{t:?}"
-        );
+        assert_eq!(code(check(&c, "http://127.0.0.1:8080/")), Some(ErrorCode::RedirectUriMismatch), "{t:?}");
     }
 }
 
 #[test]
 fn browser_extensions_refuse_custom_schemes_with_invalid_request() {
     let c = client(ClientType::BrowserExtension, &["com.example:/cb"]);
-    assert_eq!(
-        code(check(&c, "com.example:/cb")),
-        Some(ErrorCode::InvalidRequest)
-    );
+    assert_eq!(code(check(&c, "com.example:/cb")), Some(ErrorCode::InvalidRequest));
 }
 
 #[test]
 fn universal_desktop_schemes_are_at_most_39_characters() {
     let long = format!("{}://s-1-15-2-1", "a".repeat(40));
-    let c = client(
-        ClientType::UniversalDesktop,
-        &[&long, "ms-app://s-1-15-2-1"],
-    );
+    let c = client(ClientType::UniversalDesktop, &[&long, "ms-app://s-1-15-2-1"]);
     assert_eq!(code(check(&c, &long)), Some(ErrorCode::RedirectUriMismatch));
     assert_eq!(code(check(&c, "ms-app://s-1-15-2-1")), None);
 }
@@ -129,27 +97,15 @@ fn universal_desktop_schemes_are_at_most_39_characters() {
 #[test]
 fn fragments_and_control_characters_are_refused() {
     let c = client(ClientType::Desktop, &[]);
-    assert_eq!(
-        code(check(&c, "http://127.0.0.1:1/#x")),
-        Some(ErrorCode::RedirectUriMismatch)
-    );
-    assert_eq!(
-        code(check(&c, "http://127.0.0.1:1/\nx")),
-        Some(ErrorCode::RedirectUriMismatch)
-    );
+    assert_eq!(code(check(&c, "http://127.0.0.1:1/#x")), Some(ErrorCode::RedirectUriMismatch));
+    assert_eq!(code(check(&c, "http://127.0.0.1:1/\nx")), Some(ErrorCode::RedirectUriMismatch));
 }
 
 #[test]
 fn response_parameters_are_appended_to_the_query() {
     assert_eq!(
-        with_params(
-            "http://127.0.0.1:1/cb",
-            &[("code", "a b"), ("state", "s&t")]
-        ),
+        with_params("http://127.0.0.1:1/cb", &[("code", "a b"), ("state", "s&t")]),
         "http://127.0.0.1:1/cb?code=a%20b&state=s%26t"
     );
-    assert_eq!(
-        with_params("app:/cb?x=1", &[("error", "access_denied")]),
-        "app:/cb?x=1&error=access_denied"
-    );
+    assert_eq!(with_params("app:/cb?x=1", &[("error", "access_denied")]), "app:/cb?x=1&error=access_denied");
 }

@@ -19,14 +19,8 @@ fn parse_and_format_round_trip_in_registry_order() {
 #[test]
 fn unknown_scopes_are_invalid_scope_but_dropped_by_parse_known() {
     let r = ScopeRegistry::new("https://x");
-    assert_eq!(
-        r.parse("openid https://x/auth/nope").unwrap_err().code,
-        latchkey_proto::ErrorCode::InvalidScope
-    );
-    assert_eq!(
-        r.parse_known("openid https://x/auth/nope"),
-        Scope::OpenId.set()
-    );
+    assert_eq!(r.parse("openid https://x/auth/nope").unwrap_err().code, latchkey_proto::ErrorCode::InvalidScope);
+    assert_eq!(r.parse_known("openid https://x/auth/nope"), Scope::OpenId.set());
 }
 
 #[test]

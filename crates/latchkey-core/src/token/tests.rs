@@ -12,10 +12,7 @@ fn code() -> AuthCode {
         user_id: "u".into(),
         redirect_uri: "http://127.0.0.1:4000/cb".into(),
         scopes: Scope::Readonly.set(),
-        challenge: Some((
-            ChallengeMethod::S256,
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
-        )),
+        challenge: Some((ChallengeMethod::S256, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into())),
         nonce: None,
         auth_time: UnixTime(0),
         expires_at: UnixTime(600),
@@ -34,30 +31,16 @@ fn repeated_parameters_are_invalid_request() {
 
 #[test]
 fn unknown_or_missing_grant_type() {
-    assert_eq!(
-        parse(&form(&[("client_id", "a")]), None).unwrap_err().code,
-        ErrorCode::InvalidRequest
-    );
+    assert_eq!(parse(&form(&[("client_id", "a")]), None).unwrap_err().code, ErrorCode::InvalidRequest);
     let f = form(&[("client_id", "a"), ("grant_type", "password")]);
-    assert_eq!(
-        parse(&f, None).unwrap_err().code,
-        ErrorCode::UnsupportedGrantType
-    );
+    assert_eq!(parse(&f, None).unwrap_err().code, ErrorCode::UnsupportedGrantType);
 }
 
 #[test]
 fn code_exchange_needs_code_and_redirect_uri() {
-    let f = form(&[
-        ("client_id", "a"),
-        ("grant_type", "authorization_code"),
-        ("redirect_uri", "x"),
-    ]);
+    let f = form(&[("client_id", "a"), ("grant_type", "authorization_code"), ("redirect_uri", "x")]);
     assert_eq!(parse(&f, None).unwrap_err().code, ErrorCode::InvalidRequest);
-    let f = form(&[
-        ("client_id", "a"),
-        ("grant_type", "authorization_code"),
-        ("code", "c"),
-    ]);
+    let f = form(&[("client_id", "a"), ("grant_type", "authorization_code"), ("code", "c")]);
     assert_eq!(parse(&f, None).unwrap_err().code, ErrorCode::InvalidRequest);
 }
 
@@ -66,26 +49,14 @@ fn client_auth_methods() {
     let f = form(&[("client_id", "app")]);
     assert_eq!(client_auth(&f, None).unwrap().method, AuthMethod::None);
     let f = form(&[("client_id", "app"), ("client_secret", "s")]);
-    assert_eq!(
-        client_auth(&f, None).unwrap().method,
-        AuthMethod::ClientSecretPost
-    );
+    assert_eq!(client_auth(&f, None).unwrap().method, AuthMethod::ClientSecretPost);
     // "my%20app:s%3Ax" -> id "my app", secret "s:x"
     let header = format!("Basic {}", STANDARD.encode("my%20app:s%3Ax"));
     let a = client_auth(&form(&[]), Some(&header)).unwrap();
-    assert_eq!(
-        (a.client_id.as_str(), a.secret.unwrap().expose()),
-        ("my app", "s:x")
-    );
-    assert_eq!(
-        client_auth(&form(&[]), Some("Basic !!")).unwrap_err().code,
-        ErrorCode::InvalidClient
-    );
+    assert_eq!((a.client_id.as_str(), a.secret.unwrap().expose()), ("my app", "s:x"));
+    assert_eq!(client_auth(&form(&[]), Some("Basic !!")).unwrap_err().code, ErrorCode::InvalidClient);
     let f = form(&[("client_id", "other")]);
-    assert_eq!(
-        client_auth(&f, Some(&header)).unwrap_err().code,
-        ErrorCode::InvalidRequest
-    );
+    assert_eq!(client_auth(&f, Some(&header)).unwrap_err().code, ErrorCode::InvalidRequest);
 }
 
 #[test]
@@ -98,10 +69,7 @@ fn a_wrong_secret_is_invalid_client_and_none_is_fine() {
     };
     assert!(auth(None).check_secret(&stored).is_ok());
     assert!(auth(Some("right")).check_secret(&stored).is_ok());
-    assert_eq!(
-        auth(Some("wrong")).check_secret(&stored).unwrap_err().code,
-        ErrorCode::InvalidClient
-    );
+    assert_eq!(auth(Some("wrong")).check_secret(&stored).unwrap_err().code, ErrorCode::InvalidClient);
 }
 
 #[test]
@@ -110,36 +78,15 @@ fn code_checks() {
     let uri = "http://127.0.0.1:4000/cb";
     assert!(check_code(&code(), "app", uri, Some(&v), UnixTime(10)).is_ok());
     let grant = |r: Result<(), OAuthError>| r.unwrap_err().code;
+    assert_eq!(grant(check_code(&code(), "other", uri, Some(&v), UnixTime(10))), ErrorCode::InvalidGrant);
+    assert_eq!(grant(check_code(&code(), "app", uri, Some(&v), UnixTime(600))), ErrorCode::InvalidGrant);
     assert_eq!(
-        grant(check_code(&code(), "other", uri, Some(&v), UnixTime(10))),
+        grant(check_code(&code(), "app", "http://127.0.0.1:4001/cb", Some(&v), UnixTime(1))),
         ErrorCode::InvalidGrant
     );
-    assert_eq!(
-        grant(check_code(&code(), "app", uri, Some(&v), UnixTime(600))),
-        ErrorCode::InvalidGrant
-    );
-    assert_eq!(
-        grant(check_code(
-            &code(),
-            "app",
-            "http://127.0.0.1:4001/cb",
-            Some(&v),
-            UnixTime(1)
-        )),
-        ErrorCode::InvalidGrant
-    );
-    assert_eq!(
-        grant(check_code(&code(), "app", uri, None, UnixTime(1))),
-        ErrorCode::InvalidGrant
-    );
-    let no_pkce = AuthCode {
-        challenge: None,
-        ..code()
-    };
-    assert_eq!(
-        grant(check_code(&no_pkce, "app", uri, Some(&v), UnixTime(1))),
-        ErrorCode::InvalidGrant
-    );
+    assert_eq!(grant(check_code(&code(), "app", uri, None, UnixTime(1))), ErrorCode::InvalidGrant);
+    let no_pkce = AuthCode { challenge: None, ..code() };
+    assert_eq!(grant(check_code(&no_pkce, "app", uri, Some(&v), UnixTime(1))), ErrorCode::InvalidGrant);
     assert!(check_code(&no_pkce, "app", uri, None, UnixTime(1)).is_ok());
 }
 
@@ -148,14 +95,6 @@ fn narrowing_on_refresh_keeps_the_intersection() {
     let r = ScopeRegistry::new("https://x");
     let granted = ScopeSet(Scope::Readonly.set().0 | Scope::OpenId.set().0);
     assert_eq!(narrow(&r, granted, None).unwrap(), granted);
-    assert_eq!(
-        narrow(&r, granted, Some("openid https://x/auth/upload")).unwrap(),
-        Scope::OpenId.set()
-    );
-    assert_eq!(
-        narrow(&r, granted, Some("https://x/auth/upload"))
-            .unwrap_err()
-            .code,
-        ErrorCode::InvalidScope
-    );
+    assert_eq!(narrow(&r, granted, Some("openid https://x/auth/upload")).unwrap(), Scope::OpenId.set());
+    assert_eq!(narrow(&r, granted, Some("https://x/auth/upload")).unwrap_err().code, ErrorCode::InvalidScope);
 }

@@ -1,0 +1,246 @@
+//! The store conformance suite: every backend runs these same checks (`cargo test` runs them on SQLite; the
+//! PostgreSQL backend runs them on a real server).
+
+use crate::records::*;
+use crate::{Store, StoreError};
+use latchkey_core::access_token::GrantId;
+use latchkey_core::client::{Client, ClientDetails, ClientType};
+use latchkey_core::pkce::ChallengeMethod;
+use latchkey_core::scope::ScopeSet;
+use latchkey_core::secret::random_b64;
+use latchkey_core::time::UnixTime;
+use latchkey_core::token::{AuthCode, Grant};
+use std::sync::Arc;
+
+const T0: UnixTime = UnixTime(1_700_000_000);
+
+/// Runs every check against `store`, which must be empty of the ids used here (they are random).
+pub async fn run_all(store: Arc<dyn Store>) {
+    projects_and_clients(&*store).await;
+    users_channels_and_sessions(&*store).await;
+    login_failures_count_in_a_window(&*store).await;
+    a_code_redeems_once(&*store).await;
+    concurrent_redemption_issues_one_grant(store.clone()).await;
+    refresh_token_limits_invalidate_the_oldest(&*store).await;
+    grant_state_follows_user_and_client(&*store).await;
+    keys_are_kept_newest_first(&*store).await;
+}
+
+/// A project with a desktop client, and a user; returns (client_id, user_id).
+pub async fn fixture(store: &dyn Store) -> (String, String) {
+    let project = Project { id: random_b64(9), name: "p".into(), api_enabled: true, created_at: T0 };
+    store.create_project(&project).await.expect("project");
+    let client = Client {
+        client_id: format!("c-{}", random_b64(9)),
+        project_id: project.id.clone(),
+        name: "App".into(),
+        client_type: ClientType::Desktop,
+        redirect_uris: vec!["http://localhost:1/cb".into()],
+        secret_hash: vec![7; 32],
+        details: ClientDetails::default(),
+        created_at: T0,
+        deleted_at: None,
+    };
+    store.create_client(&client).await.expect("client");
+    let user_id = random_b64(9);
+    let user = NewUser {
+        id: user_id.clone(),
+        email: format!("{}@example.com", random_b64(6).to_lowercase()),
+        name: Some("U".into()),
+        password_hash: "$argon2id$x".into(),
+        created_at: T0,
+    };
+    let channel = Channel {
+        id: format!("UC{}", random_b64(9)),
+        user_id: user_id.clone(),
+        title: "U".into(),
+        description: String::new(),
+        created_at: T0,
+    };
+    store.create_user(&user, &channel).await.expect("user");
+    (client.client_id, user_id)
+}
+
+fn code(client_id: &str, user_id: &str) -> AuthCode {
+    AuthCode {
+        code_hash: random_b64(32).into_bytes(),
+        client_id: client_id.into(),
+        user_id: user_id.into(),
+        redirect_uri: "http://127.0.0.1:1/".into(),
+        scopes: ScopeSet(0b11),
+        challenge: Some((ChallengeMethod::S256, "c".repeat(43))),
+        nonce: Some("n".into()),
+        auth_time: T0,
+        expires_at: T0.plus(600),
+        used: false,
+        grant_lifetime: None,
+    }
+}
+
+fn grant_for(code: &AuthCode, at: UnixTime) -> Grant {
+    Grant {
+        id: GrantId::generate(),
+        client_id: code.client_id.clone(),
+        user_id: code.user_id.clone(),
+        scopes: code.scopes,
+        refresh_hash: random_b64(32).into_bytes(),
+        dpop_jkt: None,
+        created_at: at,
+        expires_at: None,
+        revoked_at: None,
+        code_hash: code.code_hash.clone(),
+    }
+}
+
+async fn issue(store: &dyn Store, client_id: &str, user_id: &str, limits: GrantLimits) -> Grant {
+    let c = code(client_id, user_id);
+    store.insert_code(&c).await.expect("code");
+    let g = grant_for(&c, T0);
+    assert_eq!(store.redeem_code(&g, limits, T0).await.expect("redeem"), Redeemed::Issued);
+    g
+}
+
+async fn projects_and_clients(store: &dyn Store) {
+    let (client_id, _) = fixture(store).await;
+    let client = store.client(&client_id).await.expect("get").expect("exists");
+    assert_eq!(client.redirect_uris, vec!["http://localhost:1/cb".to_string()]);
+    assert!(store.project(&client.project_id).await.expect("project").expect("exists").api_enabled);
+    assert!(store.set_api_enabled(&client.project_id, false).await.expect("toggle"));
+    assert!(!store.project(&client.project_id).await.expect("p").expect("p").api_enabled);
+    assert!(store.clients(Some(&client.project_id)).await.expect("list").iter().any(|c| c.client_id == client_id));
+    assert!(store.delete_client(&client_id, T0.plus(5)).await.expect("delete"));
+    assert!(!store.delete_client(&client_id, T0.plus(6)).await.expect("twice"));
+    assert_eq!(store.client(&client_id).await.expect("get").expect("kept").deleted_at, Some(T0.plus(5)));
+    assert!(store.client("no-such-client").await.expect("get").is_none());
+}
+
+async fn users_channels_and_sessions(store: &dyn Store) {
+    let (_, user_id) = fixture(store).await;
+    let user = store.user(&user_id).await.expect("get").expect("exists");
+    let again = store.user_by_email(&user.email.to_uppercase()).await.expect("by email").expect("case-insensitive");
+    assert_eq!(again.id, user_id);
+    let dup = NewUser {
+        id: random_b64(9),
+        email: user.email.to_uppercase(),
+        ..NewUser { id: String::new(), email: String::new(), name: None, password_hash: "x".into(), created_at: T0 }
+    };
+    let ch = Channel {
+        id: random_b64(9),
+        user_id: dup.id.clone(),
+        title: "t".into(),
+        description: String::new(),
+        created_at: T0,
+    };
+    assert!(matches!(store.create_user(&dup, &ch).await, Err(StoreError::Conflict(_))));
+    assert_eq!(store.channel_of(&user_id).await.expect("channel").expect("exists").user_id, user_id);
+
+    let session = Session {
+        token_hash: random_b64(32).into_bytes(),
+        user_id: user_id.clone(),
+        created_at: T0,
+        expires_at: T0.plus(60),
+    };
+    store.create_session(&session).await.expect("session");
+    assert_eq!(store.session(&session.token_hash, T0.plus(59)).await.expect("get"), Some(session.clone()));
+    assert_eq!(store.session(&session.token_hash, T0.plus(60)).await.expect("get"), None);
+    assert!(store.set_user_disabled(&user_id, Some(T0)).await.expect("disable"));
+    assert_eq!(store.session(&session.token_hash, T0).await.expect("get"), None, "a disabled user has no session");
+    store.delete_session(&session.token_hash).await.expect("delete");
+    assert!(store.delete_user(&user_id).await.expect("delete user"));
+    assert!(store.user(&user_id).await.expect("get").is_none());
+}
+
+async fn login_failures_count_in_a_window(store: &dyn Store) {
+    let key = format!("k-{}", random_b64(6));
+    assert_eq!(store.record_login_failure(&key, T0, 900).await.expect("1"), 1);
+    assert_eq!(store.record_login_failure(&key, T0.plus(10), 900).await.expect("2"), 2);
+    assert_eq!(store.login_failures(&key, T0.plus(20), 900).await.expect("n"), 2);
+    assert_eq!(store.login_failures(&key, T0.plus(901), 900).await.expect("n"), 0);
+    assert_eq!(store.record_login_failure(&key, T0.plus(901), 900).await.expect("new window"), 1);
+    store.clear_login_failures(&key).await.expect("clear");
+    assert_eq!(store.login_failures(&key, T0.plus(902), 900).await.expect("n"), 0);
+}
+
+async fn a_code_redeems_once(store: &dyn Store) {
+    let (client_id, user_id) = fixture(store).await;
+    let c = code(&client_id, &user_id);
+    store.insert_code(&c).await.expect("insert");
+    assert_eq!(store.code(&c.code_hash).await.expect("get"), Some(c.clone()));
+    let g = grant_for(&c, T0);
+    assert_eq!(store.redeem_code(&g, GrantLimits::default(), T0).await.expect("1st"), Redeemed::Issued);
+    assert!(store.code(&c.code_hash).await.expect("get").expect("kept").used);
+    let g2 = grant_for(&c, T0);
+    assert_eq!(store.redeem_code(&g2, GrantLimits::default(), T0).await.expect("2nd"), Redeemed::AlreadyUsed);
+    assert!(store.grant(&g2.id).await.expect("get").is_none(), "nothing stored on reuse");
+    let state = store.grant_by_refresh(&g.refresh_hash).await.expect("get").expect("stored");
+    assert_eq!(state.grant, g);
+    assert_eq!(store.revoke_grants_of_code(&c.code_hash, T0.plus(1)).await.expect("revoke"), 1);
+    assert!(!store.grant(&g.id).await.expect("get").expect("kept").is_usable(T0.plus(1)));
+}
+
+async fn concurrent_redemption_issues_one_grant(store: Arc<dyn Store>) {
+    let (client_id, user_id) = fixture(&*store).await;
+    let c = code(&client_id, &user_id);
+    store.insert_code(&c).await.expect("insert");
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            let g = grant_for(&c, T0);
+            tokio::spawn(async move { store.redeem_code(&g, GrantLimits::default(), T0).await })
+        })
+        .collect();
+    let mut issued = 0;
+    for t in tasks {
+        if t.await.expect("join").expect("redeem") == Redeemed::Issued {
+            issued += 1;
+        }
+    }
+    assert_eq!(issued, 1);
+}
+
+async fn refresh_token_limits_invalidate_the_oldest(store: &dyn Store) {
+    let (client_id, user_id) = fixture(store).await;
+    let limits = GrantLimits { per_client_user: 2, per_user: 3 };
+    let g1 = issue(store, &client_id, &user_id, limits).await;
+    let g2 = issue(store, &client_id, &user_id, limits).await;
+    let g3 = issue(store, &client_id, &user_id, limits).await;
+    let usable = |g: Grant| async move { store.grant(&g.id).await.expect("get").expect("kept").is_usable(T0) };
+    assert!(!usable(g1).await, "the oldest of the (client, user) set stops working");
+    assert!(usable(g2.clone()).await && usable(g3.clone()).await);
+
+    // Across clients: a second client of the same user, per-user limit 3.
+    let other =
+        Client { client_id: format!("c-{}", random_b64(9)), ..store.client(&client_id).await.expect("c").expect("c") };
+    store.create_client(&other).await.expect("second client");
+    let g4 = issue(store, &other.client_id, &user_id, limits).await;
+    assert!(usable(g2.clone()).await, "three live grants for the user: still within the limit");
+    let g5 = issue(store, &other.client_id, &user_id, limits).await;
+    assert!(!usable(g2).await, "the user's oldest live grant goes when a fourth is issued");
+    assert!(usable(g3).await && usable(g4).await && usable(g5).await);
+}
+
+async fn grant_state_follows_user_and_client(store: &dyn Store) {
+    let (client_id, user_id) = fixture(store).await;
+    let g = issue(store, &client_id, &user_id, GrantLimits::default()).await;
+    assert!(store.grant(&g.id).await.expect("get").expect("g").is_usable(T0));
+    store.set_user_disabled(&user_id, Some(T0)).await.expect("disable");
+    assert!(!store.grant(&g.id).await.expect("get").expect("g").is_usable(T0));
+    store.set_user_disabled(&user_id, None).await.expect("enable");
+    store.delete_client(&client_id, T0).await.expect("delete client");
+    assert!(!store.grant(&g.id).await.expect("get").expect("g").is_usable(T0));
+    assert!(store.revoke_grant(&g.id, T0).await.expect("revoke"));
+    assert!(!store.revoke_grant(&g.id, T0).await.expect("revoke twice"));
+    store.delete_user(&user_id).await.expect("delete user");
+    assert!(store.grant(&g.id).await.expect("get").is_none(), "a deleted user's grants go with them");
+}
+
+async fn keys_are_kept_newest_first(store: &dyn Store) {
+    let a = store.add_key(KeyKind::Mac, b"first", T0).await.expect("add");
+    let b = store.add_key(KeyKind::Mac, b"second", T0).await.expect("add");
+    let keys = store.keys(KeyKind::Mac).await.expect("keys");
+    let pos = |id| keys.iter().position(|k| k.id == id).expect("listed");
+    assert!(pos(b) < pos(a));
+    assert!(store.retire_key(a, T0).await.expect("retire"));
+    assert!(store.keys(KeyKind::Mac).await.expect("keys").iter().any(|k| k.id == a && k.retired_at == Some(T0)));
+    assert!(store.keys(KeyKind::IdToken).await.expect("keys").iter().all(|k| k.id != a));
+}

@@ -1,0 +1,129 @@
+//! latchkey's storage: one [`Store`] trait, and the backends behind it.
+//!
+//! Handlers hold an `Arc<dyn Store>` and never branch on the backend. Every method is one unit of work: where
+//! a rule needs several statements to hold together (redeeming a code, enforcing refresh-token limits), the
+//! backend runs them in one transaction, so that a response is only sent once the grant is durable.
+
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+mod records;
+pub mod sqlite;
+
+pub use records::{Channel, GrantLimits, GrantState, KeyKind, NewUser, Project, Redeemed, Session, StoredKey, User};
+
+use async_trait::async_trait;
+use latchkey_core::access_token::GrantId;
+use latchkey_core::client::Client;
+use latchkey_core::time::UnixTime;
+use latchkey_core::token::{AuthCode, Grant};
+use std::sync::Arc;
+
+/// A storage failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique value (e-mail address, id) is taken.
+    #[error("already exists: {0}")]
+    Conflict(String),
+    /// The database cannot be reached or is overloaded; the caller may retry later.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else.
+    #[error("storage error: {0}")]
+    Other(String),
+}
+
+/// The result of a store call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Opens the store named by a database URL (`sqlite://path`), running its migrations.
+pub async fn open(database_url: &str) -> StoreResult<Arc<dyn Store>> {
+    if database_url.starts_with("sqlite:") {
+        Ok(Arc::new(sqlite::SqliteStore::open(database_url).await?))
+    } else {
+        Err(StoreError::Other(format!(
+            "unsupported database URL scheme in {:?}: use sqlite://PATH",
+            database_url.split(':').next().unwrap_or("")
+        )))
+    }
+}
+
+/// Everything latchkey keeps.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates a project.
+    async fn create_project(&self, project: &Project) -> StoreResult<()>;
+    /// A project by id.
+    async fn project(&self, id: &str) -> StoreResult<Option<Project>>;
+    /// Every project.
+    async fn projects(&self) -> StoreResult<Vec<Project>>;
+    /// Switches the data API on or off; false when there is no such project.
+    async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool>;
+    /// Deletes a project with its clients and their grants; false when there is no such project.
+    async fn delete_project(&self, id: &str) -> StoreResult<bool>;
+
+    /// Creates a client.
+    async fn create_client(&self, client: &Client) -> StoreResult<()>;
+    /// A client by `client_id`, deleted or not.
+    async fn client(&self, client_id: &str) -> StoreResult<Option<Client>>;
+    /// The clients of a project, or every client.
+    async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>>;
+    /// Marks a client deleted (restorable); false when there is no such live client.
+    async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+
+    /// Creates a user with the channel every account has.
+    async fn create_user(&self, user: &NewUser, channel: &Channel) -> StoreResult<()>;
+    /// A user by id.
+    async fn user(&self, id: &str) -> StoreResult<Option<User>>;
+    /// A user by e-mail address (case-insensitive).
+    async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>>;
+    /// Every user.
+    async fn users(&self) -> StoreResult<Vec<User>>;
+    /// Deletes a user, their channel, sessions and grants; false when there is no such user.
+    async fn delete_user(&self, id: &str) -> StoreResult<bool>;
+    /// Disables (`Some(at)`) or re-enables (`None`) a user; false when there is no such user.
+    async fn set_user_disabled(&self, id: &str, at: Option<UnixTime>) -> StoreResult<bool>;
+    /// The user's channel.
+    async fn channel_of(&self, user_id: &str) -> StoreResult<Option<Channel>>;
+
+    /// Stores a browser session.
+    async fn create_session(&self, session: &Session) -> StoreResult<()>;
+    /// A live session by the hash of its token.
+    async fn session(&self, token_hash: &[u8], now: UnixTime) -> StoreResult<Option<Session>>;
+    /// Ends a session.
+    async fn delete_session(&self, token_hash: &[u8]) -> StoreResult<()>;
+
+    /// Counts a failed sign-in under `key` within a window of `window` seconds; returns the count so far.
+    async fn record_login_failure(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32>;
+    /// Failed sign-ins under `key` in the current window.
+    async fn login_failures(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32>;
+    /// Forgets the failures under `key` (after a successful sign-in).
+    async fn clear_login_failures(&self, key: &str) -> StoreResult<()>;
+
+    /// Stores a new authorization code.
+    async fn insert_code(&self, code: &AuthCode) -> StoreResult<()>;
+    /// A code by its hash, used or not.
+    async fn code(&self, code_hash: &[u8]) -> StoreResult<Option<AuthCode>>;
+    /// Marks the code used and stores its grant, in one transaction, then enforces the refresh-token limits.
+    /// When the code was used meanwhile, nothing is stored and the answer is [`Redeemed::AlreadyUsed`].
+    async fn redeem_code(&self, grant: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed>;
+    /// Revokes the grants made from a code (on its reuse); returns how many.
+    async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64>;
+    /// The grant held by a refresh token, with the state of its user and client.
+    async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>>;
+    /// A grant by id, with the state of its user and client.
+    async fn grant(&self, id: &GrantId) -> StoreResult<Option<GrantState>>;
+    /// Revokes a grant; false when it was not active.
+    async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> StoreResult<bool>;
+
+    /// The keys of a kind, newest first, retired ones included.
+    async fn keys(&self, kind: KeyKind) -> StoreResult<Vec<StoredKey>>;
+    /// Adds a key; returns its id.
+    async fn add_key(&self, kind: KeyKind, secret: &[u8], now: UnixTime) -> StoreResult<u32>;
+    /// Retires a key: it no longer signs, and verifies only until it is dropped.
+    async fn retire_key(&self, id: u32, now: UnixTime) -> StoreResult<bool>;
+
+    /// Removes what has expired (sessions, codes, throttling windows) before `now`; returns rows removed.
+    async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64>;
+    /// Whether the database answers.
+    async fn ping(&self) -> StoreResult<()>;
+}

@@ -1,0 +1,157 @@
+//! Records the store keeps beyond the protocol's own (clients, codes and grants live in `latchkey-core`).
+
+use latchkey_core::time::UnixTime;
+use latchkey_core::token::Grant;
+
+/// A developer project: it owns clients and enables the data API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    /// The project id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Whether the data API is enabled (the spec's prerequisite).
+    pub api_enabled: bool,
+    /// When it was created.
+    pub created_at: UnixTime,
+}
+
+/// A user to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUser {
+    /// The user id.
+    pub id: String,
+    /// The e-mail address, unique regardless of case.
+    pub email: String,
+    /// The display name.
+    pub name: Option<String>,
+    /// The argon2id PHC string.
+    pub password_hash: String,
+    /// When the account was created.
+    pub created_at: UnixTime,
+}
+
+/// A user account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The user id.
+    pub id: String,
+    /// The e-mail address.
+    pub email: String,
+    /// The display name.
+    pub name: Option<String>,
+    /// The argon2id PHC string.
+    pub password_hash: String,
+    /// When the account was created.
+    pub created_at: UnixTime,
+    /// When the account was disabled.
+    pub disabled_at: Option<UnixTime>,
+}
+
+/// The user's channel on the video platform: every account has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Channel {
+    /// The channel id.
+    pub id: String,
+    /// The owner.
+    pub user_id: String,
+    /// The channel's title.
+    pub title: String,
+    /// Its description.
+    pub description: String,
+    /// When it was created.
+    pub created_at: UnixTime,
+}
+
+/// A signed-in browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// SHA-256 of the session cookie's value.
+    pub token_hash: Vec<u8>,
+    /// The user.
+    pub user_id: String,
+    /// When the user signed in.
+    pub created_at: UnixTime,
+    /// When the session ends.
+    pub expires_at: UnixTime,
+}
+
+/// The refresh-token limits (`DECISIONS.md`): issuing one more invalidates the oldest of the set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantLimits {
+    /// Live refresh tokens per (client, user).
+    pub per_client_user: u32,
+    /// Live refresh tokens per user across all clients.
+    pub per_user: u32,
+}
+
+impl Default for GrantLimits {
+    fn default() -> Self {
+        Self { per_client_user: 100, per_user: 1000 }
+    }
+}
+
+/// The outcome of redeeming a code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redeemed {
+    /// The grant is stored.
+    Issued,
+    /// The code had been used already; nothing was stored.
+    AlreadyUsed,
+}
+
+/// A grant with what decides whether it may still be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantState {
+    /// The grant.
+    pub grant: Grant,
+    /// When its user was disabled (a deleted user takes their grants along).
+    pub user_disabled_at: Option<UnixTime>,
+    /// When its client was deleted.
+    pub client_deleted_at: Option<UnixTime>,
+}
+
+impl GrantState {
+    /// Whether tokens of this grant work at `now`.
+    pub fn is_usable(&self, now: UnixTime) -> bool {
+        self.grant.is_active(now) && self.user_disabled_at.is_none() && self.client_deleted_at.is_none()
+    }
+}
+
+/// What a stored key is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// HMAC key for access tokens and CSRF tokens.
+    Mac,
+    /// ES256 key (PKCS#8) for id_tokens.
+    IdToken,
+}
+
+impl KeyKind {
+    /// The kind's name in the store.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Mac => "mac",
+            Self::IdToken => "id_token",
+        }
+    }
+}
+
+/// A stored key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    /// The key id.
+    pub id: u32,
+    /// The key material.
+    pub secret: Vec<u8>,
+    /// When it was made.
+    pub created_at: UnixTime,
+    /// When it was retired.
+    pub retired_at: Option<UnixTime>,
+}
+
+impl std::fmt::Debug for StoredKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoredKey({}, created {:?}, retired {:?})", self.id, self.created_at, self.retired_at)
+    }
+}
