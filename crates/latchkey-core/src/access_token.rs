@@ -77,6 +77,18 @@ impl MacKey {
     }
 }
 
+impl MacKey {
+    /// An HMAC-SHA256 tag over `data`, for other server-made tokens (CSRF tokens).
+    pub fn tag(&self, data: &[u8]) -> Vec<u8> {
+        hmac::sign(&self.key, data).as_ref().to_vec()
+    }
+
+    /// Whether `tag` is this key's tag over `data`, compared in constant time.
+    pub fn verify_tag(&self, data: &[u8], tag: &[u8]) -> bool {
+        hmac::verify(&self.key, data, tag).is_ok()
+    }
+}
+
 impl std::fmt::Debug for MacKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "MacKey({})", self.id)

@@ -86,3 +86,71 @@ pub struct Client {
     /// When the client was deleted, if it was.
     pub deleted_at: Option<UnixTime>,
 }
+
+/// A field of a client that breaks a rule, with the message shown next to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's name (as in the CLI and the JSON API).
+    pub field: &'static str,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
+    FieldError { field, message: message.into() }
+}
+
+/// Checks the fields of a client of `kind` against the spec's rules; every broken rule is reported.
+pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d: &ClientDetails) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let name = name.trim();
+    if name.is_empty() {
+        errors.push(field_error("name", "Enter a client name."));
+    } else if name.chars().count() > 100 {
+        errors.push(field_error("name", "A client name is at most 100 characters."));
+    }
+    for uri in redirect_uris {
+        if crate::redirect::scheme_of(uri).is_none() || uri.contains('#') || uri.chars().any(char::is_whitespace) {
+            errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}")));
+        }
+    }
+    let present = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+    match kind {
+        ClientType::Mobile => {
+            if !present(&d.bundle_id) {
+                errors.push(field_error("bundle_id", "A mobile-platform client needs its app's bundle ID."));
+            }
+            if let Some(s) = d.store_id.as_deref().filter(|s| !s.is_empty()) {
+                if !s.bytes().all(|b| b.is_ascii_digit()) {
+                    errors.push(field_error("store_id", "The store ID is digits only (the last part of the app-store URL)."));
+                }
+            }
+            if d.app_check {
+                if !present(&d.team_id) {
+                    errors.push(field_error("team_id", "A team ID is required when App Check is enabled."));
+                }
+                if d.bundle_id.as_deref().is_some_and(|b| b.contains('*')) {
+                    errors.push(field_error("bundle_id", "The bundle ID must not contain * when App Check is enabled."));
+                }
+            }
+        }
+        ClientType::UniversalDesktop => {
+            match d.uwp_store_id.as_deref() {
+                Some(s) if s.chars().count() == 12 => {}
+                _ => errors.push(field_error("uwp_store_id", "The store ID of a universal desktop app is exactly 12 characters.")),
+            }
+            if let Some(sid) = d.package_sid.as_deref() {
+                if sid != sid.to_lowercase() || sid.is_empty() {
+                    errors.push(field_error("package_sid", "The package SID is written in lower case."));
+                }
+            }
+        }
+        ClientType::BrowserExtension => {
+            if !present(&d.extension_item_id) {
+                errors.push(field_error("extension_item_id", "A browser-extension client needs the extension's item ID."));
+            }
+        }
+        ClientType::Desktop => {}
+    }
+    errors
+}

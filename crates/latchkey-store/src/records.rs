@@ -109,6 +109,8 @@ pub struct GrantState {
     pub user_disabled_at: Option<UnixTime>,
     /// When its client was deleted.
     pub client_deleted_at: Option<UnixTime>,
+    /// Whether the client's project has the data API enabled.
+    pub api_enabled: bool,
 }
 
 impl GrantState {

@@ -22,8 +22,9 @@ pub struct SqliteStore {
 }
 
 const GRANT_STATE: &str = "SELECT g.id, g.client_id, g.user_id, g.scopes, g.refresh_hash, g.dpop_jkt, g.created_at, \
-     g.expires_at, g.revoked_at, g.code_hash, u.disabled_at AS user_disabled_at, c.deleted_at AS client_deleted_at \
-     FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id";
+     g.expires_at, g.revoked_at, g.code_hash, u.disabled_at AS user_disabled_at, c.deleted_at AS client_deleted_at, \
+     p.api_enabled FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
+     JOIN projects p ON p.id = c.project_id";
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `url` (`sqlite://path` or `sqlite::memory:`) and migrates it.

@@ -136,6 +136,7 @@ pub(super) fn grant_state_from_row(r: &SqliteRow) -> StoreResult<GrantState> {
         },
         user_disabled_at: opt_time(r, "user_disabled_at")?,
         client_deleted_at: opt_time(r, "client_deleted_at")?,
+        api_enabled: get(r, "api_enabled")?,
     })
 }
 

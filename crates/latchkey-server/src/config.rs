@@ -1,0 +1,283 @@
+//! Configuration: one documented struct, read from a TOML file, `LATCHKEY_*` environment variables and flags
+//! (in that order of precedence, flags last), validated at start-up. `docs/configuration.md` lists every field.
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// Everything an operator can set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the SQLite database and the generated TLS certificate live. Default `./latchkey-data`.
+    pub data_dir: PathBuf,
+    /// The HTTPS listener. Default `127.0.0.1:8443`.
+    pub listen: SocketAddr,
+    /// The database; default `sqlite://<data_dir>/latchkey.db`.
+    pub database_url: Option<String>,
+    /// PEM certificate chain; with `tls_key`. Default: a generated self-signed certificate in `<data_dir>/tls`.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
+    /// The public base URL, which is also the issuer. Default `https://<listen>`.
+    pub public_url: Option<String>,
+    /// Base URL of the authorization endpoint, when it is served under another name. Default `public_url`.
+    pub auth_url: Option<String>,
+    /// Base URL of the token and revocation endpoints. Default `public_url`.
+    pub token_url: Option<String>,
+    /// Base URL of the data API. Default `public_url`.
+    pub api_base_url: Option<String>,
+    /// The prefix of the data-API scope identifiers. Default `https://latchkey.dev`.
+    pub scope_base: String,
+    /// Access-token lifetime in seconds (`expires_in`). Default 3600.
+    pub access_token_lifetime: i64,
+    /// Authorization-code lifetime in seconds. Default 600.
+    pub code_lifetime: i64,
+    /// Browser session lifetime in seconds. Default 43200 (12 hours).
+    pub session_lifetime: i64,
+    /// Refuse authorization requests without PKCE (RFC 9700). Default true.
+    pub require_pkce: bool,
+    /// Live refresh tokens per (client, user). Default 100.
+    pub refresh_tokens_per_client_user: u32,
+    /// Live refresh tokens per user across all clients. Default 1000.
+    pub refresh_tokens_per_user: u32,
+    /// Failed sign-ins allowed per (e-mail, address) within `login_failure_window`. Default 5.
+    pub login_max_failures: u32,
+    /// The window of the sign-in throttle, in seconds. Default 900.
+    pub login_failure_window: i64,
+    /// Log format: `text` or `json`. Default `text`.
+    pub log_format: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("latchkey-data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+            database_url: None,
+            tls_cert: None,
+            tls_key: None,
+            public_url: None,
+            auth_url: None,
+            token_url: None,
+            api_base_url: None,
+            scope_base: "https://latchkey.dev".into(),
+            access_token_lifetime: 3600,
+            code_lifetime: 600,
+            session_lifetime: 43_200,
+            require_pkce: true,
+            refresh_tokens_per_client_user: 100,
+            refresh_tokens_per_user: 1000,
+            login_max_failures: 5,
+            login_failure_window: 900,
+            log_format: "text".into(),
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration: {0}")]
+pub struct ConfigError(pub String);
+
+/// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
+pub const FIELDS: [&str; 19] = [
+    "data_dir",
+    "listen",
+    "database_url",
+    "tls_cert",
+    "tls_key",
+    "public_url",
+    "auth_url",
+    "token_url",
+    "api_base_url",
+    "scope_base",
+    "access_token_lifetime",
+    "code_lifetime",
+    "session_lifetime",
+    "require_pkce",
+    "refresh_tokens_per_client_user",
+    "refresh_tokens_per_user",
+    "login_max_failures",
+    "login_failure_window",
+    "log_format",
+];
+
+impl Config {
+    /// Builds the configuration: the TOML `file` (if any), then `LATCHKEY_*` variables from `env`, then
+    /// `overrides` (the command line's flags), each later source winning.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: toml::Table,
+    ) -> Result<Self, ConfigError> {
+        let mut table = match file {
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+                text.parse::<toml::Table>().map_err(|e| ConfigError(format!("{}: {e}", path.display())))?
+            }
+            None => toml::Table::new(),
+        };
+        for (name, value) in env {
+            let Some(field) = name.strip_prefix("LATCHKEY_").map(str::to_lowercase) else { continue };
+            if FIELDS.contains(&field.as_str()) {
+                table.insert(field, env_value(&value));
+            }
+        }
+        table.extend(overrides);
+        let config: Config = table.try_into().map_err(|e: toml::de::Error| ConfigError(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads a TOML file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        toml::from_str(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// The database URL in force.
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
+    }
+
+    /// Checks the values that can be wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err(ConfigError("tls_cert and tls_key go together".into()));
+        }
+        for (name, url) in [
+            ("public_url", &self.public_url),
+            ("auth_url", &self.auth_url),
+            ("token_url", &self.token_url),
+            ("api_base_url", &self.api_base_url),
+        ] {
+            if let Some(u) = url {
+                if !u.starts_with("https://") || u.ends_with('/') {
+                    return Err(ConfigError(format!("{name} must be an https:// URL without a trailing slash: {u}")));
+                }
+            }
+        }
+        let positive = [
+            ("access_token_lifetime", self.access_token_lifetime),
+            ("code_lifetime", self.code_lifetime),
+            ("session_lifetime", self.session_lifetime),
+            ("login_failure_window", self.login_failure_window),
+        ];
+        if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
+            return Err(ConfigError(format!("{name} must be positive")));
+        }
+        if self.refresh_tokens_per_client_user == 0 || self.refresh_tokens_per_user == 0 {
+            return Err(ConfigError("refresh-token limits must be at least 1".into()));
+        }
+        if !matches!(self.log_format.as_str(), "text" | "json") {
+            return Err(ConfigError("log_format is text or json".into()));
+        }
+        Ok(())
+    }
+}
+
+/// An environment variable's value as TOML: a number or boolean when it reads as one, else a string.
+fn env_value(raw: &str) -> toml::Value {
+    if let Ok(i) = raw.parse::<i64>() {
+        return toml::Value::Integer(i);
+    }
+    match raw {
+        "true" => toml::Value::Boolean(true),
+        "false" => toml::Value::Boolean(false),
+        _ => toml::Value::String(raw.to_owned()),
+    }
+}
+
+/// The public URLs, once the listener's address is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Urls {
+    /// The issuer.
+    pub issuer: String,
+    /// Base of the authorization endpoint.
+    pub auth: String,
+    /// Base of the token and revocation endpoints.
+    pub token: String,
+    /// Base of the data API.
+    pub api: String,
+}
+
+impl Urls {
+    /// The URLs of `config` for a listener bound to `bound`.
+    pub fn new(config: &Config, bound: SocketAddr) -> Self {
+        let issuer = config.public_url.clone().unwrap_or_else(|| {
+            if bound.ip().is_unspecified() {
+                format!("https://localhost:{}", bound.port())
+            } else {
+                format!("https://{bound}")
+            }
+        });
+        let or_issuer = |u: &Option<String>| u.clone().unwrap_or_else(|| issuer.clone());
+        Self { auth: or_issuer(&config.auth_url), token: or_issuer(&config.token_url), api: or_issuer(&config.api_base_url), issuer }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_point_at_the_data_dir() {
+        let c = Config::default();
+        c.validate().unwrap();
+        assert_eq!(c.database_url(), "sqlite://latchkey-data/latchkey.db");
+        let urls = Urls::new(&c, c.listen);
+        assert_eq!(urls.issuer, "https://127.0.0.1:8443");
+        assert_eq!(urls.token, urls.issuer);
+    }
+
+    #[test]
+    fn env_overrides_the_file_and_flags_override_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("latchkey.toml");
+        std::fs::write(&file, "access_token_lifetime = 100\ncode_lifetime = 50\nscope_base = \"https://a\"").unwrap();
+        let env = [
+            ("LATCHKEY_CODE_LIFETIME".to_string(), "60".to_string()),
+            ("LATCHKEY_REQUIRE_PKCE".into(), "false".into()),
+            ("LATCHKEY_TEST_DATABASE_URL".into(), "ignored".into()),
+            ("HOME".into(), "/root".into()),
+        ];
+        let mut flags = toml::Table::new();
+        flags.insert("scope_base".into(), "https://b".into());
+        let c = Config::load(Some(&file), env, flags).unwrap();
+        assert_eq!((c.access_token_lifetime, c.code_lifetime, c.require_pkce), (100, 60, false));
+        assert_eq!(c.scope_base, "https://b");
+    }
+
+    #[test]
+    fn every_field_is_listed() {
+        let full = Config {
+            database_url: Some("x".into()),
+            tls_cert: Some("c".into()),
+            tls_key: Some("k".into()),
+            public_url: Some("https://x".into()),
+            auth_url: Some("https://x".into()),
+            token_url: Some("https://x".into()),
+            api_base_url: Some("https://x".into()),
+            ..Config::default()
+        };
+        let table = toml::Table::try_from(&full).unwrap();
+        let mut keys: Vec<_> = table.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        let mut fields = FIELDS.to_vec();
+        fields.sort_unstable();
+        assert_eq!(keys, fields);
+    }
+
+    #[test]
+    fn toml_fields_are_checked() {
+        let c: Config = toml::from_str("listen = \"0.0.0.0:9000\"\npublic_url = \"https://id.example\"").unwrap();
+        assert_eq!(Urls::new(&c, c.listen).issuer, "https://id.example");
+        assert!(toml::from_str::<Config>("no_such_field = 1").is_err());
+        let bad = Config { public_url: Some("http://x".into()), ..Config::default() };
+        assert!(bad.validate().is_err());
+    }
+}

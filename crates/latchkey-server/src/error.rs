@@ -1,0 +1,239 @@
+//! Where domain errors become protocol responses: the one place that maps them.
+//!
+//! - Token and revocation endpoints: RFC 6749 §5.2 JSON, 400 by default, 401 for `invalid_client`, 503 with
+//!   `Retry-After` when the store is unavailable, always `Cache-Control: no-store`.
+//! - Authorization endpoint: an error page when the client or redirect URI cannot be trusted, otherwise a
+//!   redirect carrying `error`, `error_description`, `state` and `iss`.
+//! - Data API: the platform's JSON error body, 401 with `WWW-Authenticate` (RFC 6750 §3) or 403.
+//! - Store errors are logged here and become `server_error` or `temporarily_unavailable`.
+
+use crate::views;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use latchkey_core::redirect;
+use latchkey_core::{ErrorCode, OAuthError};
+use latchkey_proto::ErrorResponse;
+use latchkey_store::StoreError;
+
+/// Seconds a client should wait before retrying when the store is unavailable.
+pub const RETRY_AFTER_SECS: &str = "5";
+
+/// Logs a store failure and turns it into the protocol error that reports it.
+pub fn store_error(e: StoreError) -> OAuthError {
+    match e {
+        StoreError::Unavailable(detail) => {
+            tracing::warn!(%detail, "store unavailable");
+            OAuthError::new(ErrorCode::TemporarilyUnavailable, "The service is temporarily unavailable; retry shortly.")
+        }
+        other => {
+            tracing::error!(error = %other, "store failure");
+            OAuthError::new(ErrorCode::ServerError, "The server encountered an unexpected condition.")
+        }
+    }
+}
+
+/// An error of the token or revocation endpoint.
+#[derive(Debug)]
+pub struct TokenError {
+    /// The error.
+    pub error: OAuthError,
+    /// Whether the client authenticated with HTTP Basic (a 401 then names that scheme).
+    pub basic_auth: bool,
+}
+
+impl From<OAuthError> for TokenError {
+    fn from(error: OAuthError) -> Self {
+        Self { error, basic_auth: false }
+    }
+}
+
+impl From<StoreError> for TokenError {
+    fn from(e: StoreError) -> Self {
+        store_error(e).into()
+    }
+}
+
+impl IntoResponse for TokenError {
+    fn into_response(self) -> Response {
+        let status = match self.error.code {
+            ErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
+            ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        let body = ErrorResponse {
+            error: self.error.code.as_str().to_owned(),
+            error_description: Some(self.error.description.into_owned()),
+        };
+        let mut response = (status, no_store_json(&body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+        if status == StatusCode::UNAUTHORIZED {
+            let scheme = if self.basic_auth { "Basic realm=\"latchkey\"" } else { "Bearer realm=\"latchkey\"" };
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(scheme));
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        response
+    }
+}
+
+/// Serializes a body as JSON, with the JSON content type.
+pub fn no_store_json<T: serde::Serialize>(body: &T) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "serializing a response");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// A failure at the authorization endpoint: shown on a page or sent back to the app.
+#[derive(Debug)]
+pub struct AuthorizeFailure {
+    /// The error.
+    pub error: OAuthError,
+    /// Where to send it (redirect URI and state); `None` shows a page.
+    pub redirect: Option<(String, Option<String>)>,
+    /// The issuer, added to redirects (RFC 9207).
+    pub issuer: String,
+}
+
+impl AuthorizeFailure {
+    /// A failure shown on a page.
+    pub fn page(error: OAuthError, issuer: &str) -> Self {
+        Self { error, redirect: None, issuer: issuer.to_owned() }
+    }
+}
+
+impl IntoResponse for AuthorizeFailure {
+    fn into_response(self) -> Response {
+        match self.redirect {
+            Some((uri, state)) if self.error.redirectable => {
+                let mut params = vec![("error", self.error.code.as_str()), ("error_description", &*self.error.description)];
+                if let Some(s) = &state {
+                    params.push(("state", s));
+                }
+                params.push(("iss", &self.issuer));
+                redirect_to_app(&redirect::with_params(&uri, &params))
+            }
+            _ => {
+                let status = match self.error.code {
+                    ErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
+                    ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
+                    ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::AccessDenied | ErrorCode::AdminPolicyEnforced | ErrorCode::OrgInternal => {
+                        StatusCode::FORBIDDEN
+                    }
+                    _ => StatusCode::BAD_REQUEST,
+                };
+                let mut response = views::error_page(status, &self.error);
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+                }
+                response
+            }
+        }
+    }
+}
+
+/// A `303 See Other` to the app's redirect URI, never cached and with no referrer.
+pub fn redirect_to_app(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(value) => {
+            let mut r = StatusCode::SEE_OTHER.into_response();
+            let h = r.headers_mut();
+            h.insert(header::LOCATION, value);
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+            r
+        }
+        Err(_) => views::error_page(
+            StatusCode::BAD_REQUEST,
+            &OAuthError::page(ErrorCode::RedirectUriMismatch, "The redirect URI cannot be used."),
+        ),
+    }
+}
+
+/// An error of the data API, in the platform's JSON error format.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    reason: &'static str,
+    message: String,
+    www_authenticate: Option<String>,
+}
+
+impl ApiError {
+    /// 401: no usable access token (RFC 6750 §3.1 `invalid_token`, or no credentials at all).
+    pub fn unauthenticated(message: &str, token_sent: bool) -> Self {
+        let challenge = if token_sent {
+            format!("Bearer realm=\"latchkey\", error=\"invalid_token\", error_description=\"{message}\"")
+        } else {
+            "Bearer realm=\"latchkey\"".to_owned()
+        };
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            reason: "authError",
+            message: message.to_owned(),
+            www_authenticate: Some(challenge),
+        }
+    }
+
+    /// 403: the token lacks every scope that allows the call.
+    pub fn insufficient_scope(scopes: &str) -> Self {
+        Self {
+            status: StatusCode::FORBIDDEN,
+            reason: "insufficientPermissions",
+            message: "Request had insufficient authentication scopes.".into(),
+            www_authenticate: Some(format!(
+                "Bearer realm=\"latchkey\", error=\"insufficient_scope\", scope=\"{scopes}\""
+            )),
+        }
+    }
+
+    /// 400 with a reason, for a bad parameter.
+    pub fn bad_request(reason: &'static str, message: String) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, reason, message, www_authenticate: None }
+    }
+
+    /// 403 with a reason.
+    pub fn forbidden(reason: &'static str, message: String) -> Self {
+        Self { status: StatusCode::FORBIDDEN, reason, message, www_authenticate: None }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        let e = store_error(e);
+        let status = if e.code == ErrorCode::TemporarilyUnavailable {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        Self { status, reason: "backendError", message: e.description.into_owned(), www_authenticate: None }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "error": {
+                "code": self.status.as_u16(),
+                "message": self.message,
+                "errors": [{ "message": self.message, "domain": "global", "reason": self.reason }],
+            }
+        });
+        let mut response = (self.status, no_store_json(&body)).into_response();
+        if let Some(v) = self.www_authenticate.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        response
+    }
+}

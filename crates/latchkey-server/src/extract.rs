@@ -1,0 +1,47 @@
+//! Request parsing shared by the handlers: form bodies, query strings, bearer tokens, the client address.
+
+use axum::http::{header, HeaderMap};
+use latchkey_core::OAuthError;
+use std::net::SocketAddr;
+
+/// The peer address of the connection, set by the listener.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// Decoded `name=value` pairs of a query string or form body, in order, repeats kept.
+pub type Pairs = Vec<(String, String)>;
+
+/// Decodes `application/x-www-form-urlencoded` text.
+pub fn pairs(text: &[u8]) -> Pairs {
+    form_urlencoded::parse(text).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+}
+
+/// Borrows pairs for the core's parsers.
+pub fn borrowed(pairs: &Pairs) -> Vec<(&str, &str)> {
+    pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// Decodes a form body, refusing any other content type (RFC 6749 §3.2).
+pub fn form(headers: &HeaderMap, body: &[u8]) -> Result<Pairs, OAuthError> {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Err(OAuthError::invalid_request("Content-Type must be application/x-www-form-urlencoded."));
+    }
+    Ok(pairs(body))
+}
+
+/// One header's value as text, refusing a repeated header.
+pub fn single_header<'h>(headers: &'h HeaderMap, name: &header::HeaderName) -> Result<Option<&'h str>, OAuthError> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(OAuthError::invalid_request(format!("The {name} header was sent more than once.")));
+    }
+    first
+        .map(|v| v.to_str().map_err(|_| OAuthError::invalid_request(format!("The {name} header is not text."))))
+        .transpose()
+}

@@ -1,0 +1,135 @@
+//! latchkey's HTTPS layer: configuration, TLS, routes, pages and the server's lifecycle.
+//!
+//! [`start`] opens the store, loads the keys, binds the listener and serves until [`Running::shutdown`] (or
+//! the process's signal handler) stops it. Integration tests start the same server on an ephemeral port.
+
+pub mod admin;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod keys;
+pub mod listener;
+pub mod password;
+pub mod routes;
+pub mod session;
+pub mod state;
+pub mod tls;
+pub mod views;
+
+use anyhow::Context;
+use config::{Config, Urls};
+use keys::KeyRing;
+use latchkey_core::scope::ScopeRegistry;
+use latchkey_core::time::Clock;
+use state::AppState;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How often an instance re-reads the keys (so a rotation reaches it).
+const KEY_RELOAD_EVERY: Duration = Duration::from_secs(60);
+/// How often expired sessions, codes and throttle windows are removed.
+const PURGE_EVERY: Duration = Duration::from_secs(600);
+
+/// A server that is serving.
+pub struct Running {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The public URLs.
+    pub urls: Urls,
+    /// The certificate clients should trust, when the server generated it.
+    pub generated_cert: Option<PathBuf>,
+    /// The certificate file in use.
+    pub cert_path: PathBuf,
+    /// The shared state (tests use its store).
+    pub state: AppState,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting, drains open connections, and waits for the end.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// Waits until the server stops.
+    pub async fn wait(mut self) {
+        let _ = (&mut self.task).await;
+    }
+
+    /// A sender that stops the server.
+    pub fn take_shutdown(&mut self) -> Option<oneshot::Sender<()>> {
+        self.shutdown.take()
+    }
+}
+
+/// Starts the server described by `config`.
+pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Running> {
+    config.validate()?;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    let store = latchkey_store::open(&config.database_url()).await.context("opening the store")?;
+    let keys = KeyRing::load(&*store, clock.now()).await.context("loading keys")?;
+    let (cert_path, key_path, generated_cert) = match (&config.tls_cert, &config.tls_key) {
+        (Some(c), Some(k)) => (c.clone(), k.clone(), None),
+        _ => {
+            let files = tls::ensure_local_certificate(&config.data_dir.join("tls"))?;
+            let generated = files.generated.then(|| files.cert.clone());
+            (files.cert, files.key, generated)
+        }
+    };
+    let tls_config = tls::server_config(&cert_path, &key_path)?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    let urls = Urls::new(&config, addr);
+    let state = AppState {
+        store,
+        scopes: Arc::new(ScopeRegistry::new(&config.scope_base)),
+        config: Arc::new(config),
+        urls: Arc::new(urls.clone()),
+        keys,
+        clock,
+    };
+    let app = routes::router(state.clone());
+    let (tx, rx) = oneshot::channel::<()>();
+    let maintenance = tokio::spawn(maintain(state.clone()));
+    let task = tokio::spawn(async move {
+        listener::serve(listener, tls_config, app, async {
+            let _ = rx.await;
+        })
+        .await;
+        maintenance.abort();
+    });
+    Ok(Running { addr, urls, generated_cert, cert_path, state, shutdown: Some(tx), task })
+}
+
+/// Background upkeep: key reloads and purging of expired rows.
+async fn maintain(state: AppState) {
+    let mut reload = tokio::time::interval(KEY_RELOAD_EVERY);
+    let mut purge = tokio::time::interval(PURGE_EVERY);
+    loop {
+        tokio::select! {
+            _ = reload.tick() => {
+                if let Err(e) = state.keys.reload(&*state.store, state.clock.now()).await {
+                    tracing::warn!(error = %e, "reloading keys");
+                }
+            }
+            _ = purge.tick() => {
+                match state.store.purge_expired(state.clock.now()).await {
+                    Ok(n) if n > 0 => tracing::debug!(rows = n, "purged expired rows"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "purging expired rows"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The sign-in page (`GET`/`POST /signin`), sign-out, and the home page.
+
+use super::AUTHORIZE_PATH;
+use crate::extract::{self, ClientAddr};
+use crate::password;
+use crate::session::{self, SESSION_COOKIE};
+use crate::state::AppState;
+use crate::views::{self, LoginPage};
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use std::collections::HashMap;
+
+/// Each address may fail this many times the per-account limit before it is throttled for every account.
+const PER_ADDRESS_FACTOR: u32 = 20;
+
+/// Renders the sign-in page, setting its CSRF cookie when the browser has none.
+pub fn login_page(
+    headers: &HeaderMap,
+    status: StatusCode,
+    app_name: Option<&str>,
+    error: Option<&str>,
+    continue_to: &str,
+    email: &str,
+) -> Response {
+    let (csrf, set_cookie) = session::login_csrf(headers);
+    let mut response =
+        views::page(status, &LoginPage { app_name, error, csrf: &csrf, continue_to, email });
+    if let Some(c) = set_cookie {
+        response.headers_mut().append(header::SET_COOKIE, c);
+    }
+    response
+}
+
+/// `GET /signin?continue=...`.
+pub async fn signin_get(headers: HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response {
+    let continue_to = safe_continue(q.get("continue").map(String::as_str));
+    login_page(&headers, StatusCode::OK, None, None, continue_to, "")
+}
+
+/// `POST /signin`: checks the password, starts a session and goes on.
+pub async fn signin_post(
+    State(state): State<AppState>,
+    addr: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = match extract::form(&headers, &body) {
+        Ok(f) => f,
+        Err(e) => return views::notice(StatusCode::BAD_REQUEST, "Bad request", &e.description),
+    };
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("");
+    let continue_to = safe_continue(Some(field("continue")));
+    let email = field("email").trim();
+    let again = |status, msg: &str| login_page(&headers, status, None, Some(msg), continue_to, email);
+    if !session::login_csrf_ok(&headers, field("csrf")) {
+        return again(StatusCode::FORBIDDEN, "The sign-in form expired. Try again.");
+    }
+    if email.is_empty() || field("password").is_empty() {
+        return again(StatusCode::BAD_REQUEST, "Enter your email and password.");
+    }
+    let ip = addr.map(|Extension(a)| a.0.ip().to_string()).unwrap_or_default();
+    let account_key = format!("login:{}|{ip}", email.to_lowercase());
+    let address_key = format!("login-ip:{ip}");
+    let now = state.clock.now();
+    let window = state.config.login_failure_window;
+    let limit = state.config.login_max_failures;
+    let throttled = async {
+        Ok::<_, latchkey_store::StoreError>(
+            state.store.login_failures(&account_key, now, window).await? >= limit
+                || state.store.login_failures(&address_key, now, window).await? >= limit * PER_ADDRESS_FACTOR,
+        )
+    };
+    match throttled.await {
+        Ok(false) => {}
+        Ok(true) => {
+            let minutes = window.div_euclid(60).max(1);
+            return again(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!("Too many failed attempts. Try again in {minutes} minutes."),
+            );
+        }
+        Err(e) => return unavailable(e),
+    }
+    let user = match state.store.user_by_email(email).await {
+        Ok(u) => u,
+        Err(e) => return unavailable(e),
+    };
+    let ok = password::verify_blocking(field("password").to_owned(), user.as_ref().map(|u| u.password_hash.clone())).await;
+    let user = match user {
+        Some(u) if ok => u,
+        _ => {
+            for key in [&account_key, &address_key] {
+                if let Err(e) = state.store.record_login_failure(key, now, window).await {
+                    return unavailable(e);
+                }
+            }
+            return again(StatusCode::UNAUTHORIZED, "Wrong email or password.");
+        }
+    };
+    if user.disabled_at.is_some() {
+        return again(StatusCode::FORBIDDEN, "This account is disabled.");
+    }
+    if let Err(e) = state.store.clear_login_failures(&account_key).await {
+        return unavailable(e);
+    }
+    let cookie = match session::start(&state, &user.id).await {
+        Ok(c) => c,
+        Err(e) => return unavailable(e),
+    };
+    tracing::info!(user_id = %user.id, "signed in");
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let h = response.headers_mut();
+    h.append(header::SET_COOKIE, cookie);
+    h.insert(header::LOCATION, HeaderValue::from_str(continue_to).unwrap_or(HeaderValue::from_static("/")));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `POST /signout`: ends the session (CSRF-checked) and goes home.
+pub async fn signout_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let form = extract::pairs(&body);
+    let token = form.iter().find(|(k, _)| k == "csrf").map(|(_, v)| v.as_str()).unwrap_or("");
+    if let Ok(Some(s)) = session::current(&state, &headers).await {
+        if !session::csrf_ok(&state, &s.session, token) {
+            return views::notice(StatusCode::FORBIDDEN, "This page has expired", "Reload the page and try again.");
+        }
+        if let Err(e) = state.store.delete_session(&s.session.token_hash).await {
+            return unavailable(e);
+        }
+    }
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    response.headers_mut().append(header::SET_COOKIE, session::set_cookie(SESSION_COOKIE, "", 0));
+    response.headers_mut().insert(header::LOCATION, HeaderValue::from_static("/"));
+    response
+}
+
+/// `GET /`: who is signed in.
+pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    match session::current(&state, &headers).await {
+        Ok(Some(s)) => views::notice(StatusCode::OK, "latchkey", &format!("You are signed in as {}.", s.user.email)),
+        Ok(None) => views::notice(
+            StatusCode::OK,
+            "latchkey",
+            "This is the latchkey authorization service. Apps send you here to sign in.",
+        ),
+        Err(e) => unavailable(e),
+    }
+}
+
+/// Where a sign-in may continue to: only our own authorization endpoint or the home page (no open redirect).
+fn safe_continue(target: Option<&str>) -> &str {
+    match target {
+        Some(t) if t.starts_with(&format!("{AUTHORIZE_PATH}?")) && !t.contains(['\r', '\n']) => t,
+        _ => "/",
+    }
+}
+
+fn unavailable(e: latchkey_store::StoreError) -> Response {
+    let e = crate::error::store_error(e);
+    views::error_page(StatusCode::SERVICE_UNAVAILABLE, &e)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn continue_targets_stay_on_the_authorization_endpoint() {
+        assert_eq!(super::safe_continue(Some("/o/oauth2/v2/auth?client_id=x")), "/o/oauth2/v2/auth?client_id=x");
+        assert_eq!(super::safe_continue(Some("https://evil.example/")), "/");
+        assert_eq!(super::safe_continue(Some("//evil.example/o/oauth2/v2/auth?")), "/");
+        assert_eq!(super::safe_continue(None), "/");
+    }
+}

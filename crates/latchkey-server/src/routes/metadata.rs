@@ -1,0 +1,58 @@
+//! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery) and the id_token JWKS.
+
+use super::{AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+use crate::error::no_store_json;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::{header, HeaderValue};
+use axum::response::Response;
+use latchkey_proto::ServerMetadata;
+use serde_json::json;
+
+/// `/.well-known/oauth-authorization-server` and `/.well-known/openid-configuration`.
+pub async fn metadata_get(State(state): State<AppState>) -> Response {
+    let u = &state.urls;
+    let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let body = ServerMetadata {
+        issuer: u.issuer.clone(),
+        authorization_endpoint: format!("{}{AUTHORIZE_PATH}", u.auth),
+        token_endpoint: format!("{}{TOKEN_PATH}", u.token),
+        revocation_endpoint: format!("{}{REVOKE_PATH}", u.token),
+        userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
+        jwks_uri: format!("{}{JWKS_PATH}", u.issuer),
+        response_types_supported: strings(&["code"]),
+        response_modes_supported: strings(&["query"]),
+        grant_types_supported: strings(&["authorization_code", "refresh_token"]),
+        code_challenge_methods_supported: strings(&["S256", "plain"]),
+        scopes_supported: state.scopes.all().iter().map(|s| s.id.clone()).collect(),
+        token_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
+        revocation_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
+        subject_types_supported: strings(&["public"]),
+        id_token_signing_alg_values_supported: strings(&["ES256"]),
+        claims_supported: strings(&[
+            "iss", "sub", "aud", "azp", "exp", "iat", "auth_time", "nonce", "at_hash", "email", "email_verified", "name",
+        ]),
+        dpop_signing_alg_values_supported: Vec::new(),
+        authorization_response_iss_parameter_supported: true,
+    };
+    cacheable(no_store_json(&body))
+}
+
+/// The id_token keys, live and recently retired.
+pub async fn jwks_get(State(state): State<AppState>) -> Response {
+    let keys = state.keys.get();
+    let jwks: Vec<_> = keys
+        .id_token
+        .iter()
+        .map(|k| {
+            let jwk = k.public_jwk();
+            json!({ "kty": jwk.kty, "crv": jwk.crv, "x": jwk.x, "y": jwk.y, "kid": k.kid(), "use": "sig", "alg": "ES256" })
+        })
+        .collect();
+    cacheable(no_store_json(&json!({ "keys": jwks })))
+}
+
+fn cacheable(mut r: Response) -> Response {
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+    r
+}

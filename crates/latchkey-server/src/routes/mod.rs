@@ -1,0 +1,90 @@
+//! The HTTP routes. A handler runs its extractors, makes one call into the core or the store, and maps the
+//! result; error mapping lives in `crate::error`.
+
+mod api;
+mod authorize;
+mod identity;
+mod login;
+mod metadata;
+mod revoke;
+mod token;
+
+use crate::state::AppState;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::time::Instant;
+
+/// The authorization endpoint's path.
+pub const AUTHORIZE_PATH: &str = "/o/oauth2/v2/auth";
+/// The token endpoint's path.
+pub const TOKEN_PATH: &str = "/token";
+/// The revocation endpoint's path.
+pub const REVOKE_PATH: &str = "/revoke";
+/// The UserInfo endpoint's path.
+pub const USERINFO_PATH: &str = "/v1/userinfo";
+/// The JWKS path.
+pub const JWKS_PATH: &str = "/oauth2/v3/certs";
+
+/// Every route of the service.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route(AUTHORIZE_PATH, get(authorize::authorize_get).post(authorize::authorize_post))
+        .route("/signin", get(login::signin_get).post(login::signin_post))
+        .route("/signout", axum::routing::post(login::signout_post))
+        .route(TOKEN_PATH, axum::routing::post(token::token_post))
+        .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
+        .route("/video/v3/channels", get(api::channels_get))
+        .route(USERINFO_PATH, get(identity::userinfo).post(identity::userinfo))
+        .route("/.well-known/oauth-authorization-server", get(metadata::metadata_get))
+        .route("/.well-known/openid-configuration", get(metadata::metadata_get))
+        .route(JWKS_PATH, get(metadata::jwks_get))
+        .route("/static/latchkey.css", get(stylesheet))
+        .route("/", get(login::home_get))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(middleware::from_fn(log_request))
+        .with_state(state)
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600")),
+        ],
+        include_str!("../../static/latchkey.css"),
+    )
+        .into_response()
+}
+
+async fn ready(State(state): State<AppState>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => "ready".into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready");
+            (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, crate::error::RETRY_AFTER_SECS)], "store unavailable")
+                .into_response()
+        }
+    }
+}
+
+async fn not_found() -> Response {
+    crate::views::notice(StatusCode::NOT_FOUND, "Not found", "There is nothing at this address.")
+}
+
+/// Logs method, path (never the query, which can carry tokens), status and latency.
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    tracing::info!(%method, %path, status = response.status().as_u16(), micros, "request");
+    response
+}

@@ -1,0 +1,35 @@
+//! The state every handler shares.
+
+use crate::config::{Config, Urls};
+use crate::keys::KeyRing;
+use latchkey_core::scope::ScopeRegistry;
+use latchkey_core::time::Clock;
+use latchkey_store::{GrantLimits, Store};
+use std::sync::Arc;
+
+/// Shared, read-only state (the key ring reloads itself in place).
+#[derive(Clone)]
+pub struct AppState {
+    /// The store; handlers never know which backend it is.
+    pub store: Arc<dyn Store>,
+    /// The configuration in force.
+    pub config: Arc<Config>,
+    /// The public URLs.
+    pub urls: Arc<Urls>,
+    /// The server's keys.
+    pub keys: KeyRing,
+    /// The scopes this deployment knows.
+    pub scopes: Arc<ScopeRegistry>,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl AppState {
+    /// The refresh-token limits in force.
+    pub fn grant_limits(&self) -> GrantLimits {
+        GrantLimits {
+            per_client_user: self.config.refresh_tokens_per_client_user,
+            per_user: self.config.refresh_tokens_per_user,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Server-rendered pages: one askama struct per page, and the headers every page carries.
+//!
+//! Pages work without JavaScript, cannot be framed (`frame-ancestors 'none'`), are never cached and send no
+//! referrer. Inputs keep the names browser automation relies on: `email`, `password`, `scope`, `decision`.
+
+use askama::Template;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use latchkey_core::OAuthError;
+
+/// The content security policy of every page: nothing but our own stylesheet, and no framing.
+pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+
+/// The sign-in page.
+#[derive(Template)]
+#[template(path = "login.html")]
+pub struct LoginPage<'a> {
+    /// The app asking, when there is one.
+    pub app_name: Option<&'a str>,
+    /// A message for a failed attempt.
+    pub error: Option<&'a str>,
+    /// The CSRF token.
+    pub csrf: &'a str,
+    /// Where to go after signing in (a path of ours).
+    pub continue_to: &'a str,
+    /// The pre-filled e-mail address (`login_hint`).
+    pub email: &'a str,
+}
+
+/// One scope on the consent page.
+pub struct ConsentScope<'a> {
+    /// The scope identifier, the checkbox value.
+    pub id: &'a str,
+    /// What it allows.
+    pub summary: &'a str,
+    /// Whether the box is ticked.
+    pub checked: bool,
+}
+
+/// The consent page.
+#[derive(Template)]
+#[template(path = "consent.html")]
+pub struct ConsentPage<'a> {
+    /// The client's name.
+    pub app_name: &'a str,
+    /// The API service.
+    pub api_name: &'a str,
+    /// Who is signed in.
+    pub user_email: &'a str,
+    /// The requested scopes.
+    pub scopes: Vec<ConsentScope<'a>>,
+    /// The CSRF token.
+    pub csrf: &'a str,
+    /// The authorization request, form-encoded, carried through the form.
+    pub request: &'a str,
+    /// A message when the form was sent without a choice.
+    pub error: Option<&'a str>,
+}
+
+/// The account chooser (`prompt=select_account`).
+#[derive(Template)]
+#[template(path = "select_account.html")]
+pub struct SelectAccountPage<'a> {
+    /// The client's name.
+    pub app_name: &'a str,
+    /// Who is signed in.
+    pub user_email: &'a str,
+    /// Continue with this account.
+    pub continue_href: &'a str,
+    /// Sign in with another account.
+    pub switch_href: &'a str,
+}
+
+/// A user-facing error.
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    heading: &'a str,
+    status: u16,
+    code: &'a str,
+    description: &'a str,
+}
+
+/// A plain message.
+#[derive(Template)]
+#[template(path = "notice.html")]
+pub struct NoticePage<'a> {
+    /// The heading.
+    pub heading: &'a str,
+    /// The message.
+    pub message: &'a str,
+}
+
+/// Renders a page with the headers every page carries.
+pub fn page(status: StatusCode, template: &impl Template) -> Response {
+    match template.render() {
+        Ok(html) => {
+            let mut r = (status, html).into_response();
+            let h = r.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+            h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+            h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+            h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+            r
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "rendering a page");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+        }
+    }
+}
+
+/// The user-facing error page for an error of the authorization endpoint.
+pub fn error_page(status: StatusCode, error: &OAuthError) -> Response {
+    let heading = match error.code {
+        latchkey_core::ErrorCode::ServerError | latchkey_core::ErrorCode::TemporarilyUnavailable => {
+            "Something went wrong"
+        }
+        _ => "Access blocked: this app's request is invalid",
+    };
+    page(
+        status,
+        &ErrorPage { heading, status: status.as_u16(), code: error.code.as_str(), description: &error.description },
+    )
+}
+
+/// A page with a heading and a message.
+pub fn notice(status: StatusCode, heading: &str, message: &str) -> Response {
+    page(status, &NoticePage { heading, message })
+}
