@@ -122,7 +122,10 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
             }
             if let Some(s) = d.store_id.as_deref().filter(|s| !s.is_empty()) {
                 if !s.bytes().all(|b| b.is_ascii_digit()) {
-                    errors.push(field_error("store_id", "The store ID is digits only (the last part of the app-store URL)."));
+                    errors.push(field_error(
+                        "store_id",
+                        "The store ID is digits only (the last part of the app-store URL).",
+                    ));
                 }
             }
             if d.app_check {
@@ -130,14 +133,18 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
                     errors.push(field_error("team_id", "A team ID is required when App Check is enabled."));
                 }
                 if d.bundle_id.as_deref().is_some_and(|b| b.contains('*')) {
-                    errors.push(field_error("bundle_id", "The bundle ID must not contain * when App Check is enabled."));
+                    errors
+                        .push(field_error("bundle_id", "The bundle ID must not contain * when App Check is enabled."));
                 }
             }
         }
         ClientType::UniversalDesktop => {
             match d.uwp_store_id.as_deref() {
                 Some(s) if s.chars().count() == 12 => {}
-                _ => errors.push(field_error("uwp_store_id", "The store ID of a universal desktop app is exactly 12 characters.")),
+                _ => errors.push(field_error(
+                    "uwp_store_id",
+                    "The store ID of a universal desktop app is exactly 12 characters.",
+                )),
             }
             if let Some(sid) = d.package_sid.as_deref() {
                 if sid != sid.to_lowercase() || sid.is_empty() {
@@ -147,7 +154,10 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
         }
         ClientType::BrowserExtension => {
             if !present(&d.extension_item_id) {
-                errors.push(field_error("extension_item_id", "A browser-extension client needs the extension's item ID."));
+                errors.push(field_error(
+                    "extension_item_id",
+                    "A browser-extension client needs the extension's item ID.",
+                ));
             }
         }
         ClientType::Desktop => {}

@@ -162,7 +162,13 @@ pub async fn client_delete(store: &dyn Store, client_id: &str, now: UnixTime) ->
 }
 
 /// Creates a user and their channel.
-pub async fn user_create(store: &dyn Store, email: &str, password: &str, name: Option<&str>, now: UnixTime) -> AdminResult {
+pub async fn user_create(
+    store: &dyn Store,
+    email: &str,
+    password: &str,
+    name: Option<&str>,
+    now: UnixTime,
+) -> AdminResult {
     let email = email.trim();
     if !valid_email(email) {
         return Err(AdminError::Invalid(format!("not an e-mail address: {email}")));
@@ -190,7 +196,11 @@ pub async fn user_create(store: &dyn Store, email: &str, password: &str, name: O
 
 fn valid_email(email: &str) -> bool {
     let Some((local, domain)) = email.split_once('@') else { return false };
-    !local.is_empty() && !domain.is_empty() && !domain.contains('@') && email.len() <= 254 && !email.contains(char::is_whitespace)
+    !local.is_empty()
+        && !domain.is_empty()
+        && !domain.contains('@')
+        && email.len() <= 254
+        && !email.contains(char::is_whitespace)
 }
 
 fn user_json(u: &User) -> Value {

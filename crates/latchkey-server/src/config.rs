@@ -139,9 +139,7 @@ impl Config {
 
     /// The database URL in force.
     pub fn database_url(&self) -> String {
-        self.database_url
-            .clone()
-            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
+        self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
     }
 
     /// Checks the values that can be wrong.
@@ -216,7 +214,12 @@ impl Urls {
             }
         });
         let or_issuer = |u: &Option<String>| u.clone().unwrap_or_else(|| issuer.clone());
-        Self { auth: or_issuer(&config.auth_url), token: or_issuer(&config.token_url), api: or_issuer(&config.api_base_url), issuer }
+        Self {
+            auth: or_issuer(&config.auth_url),
+            token: or_issuer(&config.token_url),
+            api: or_issuer(&config.api_base_url),
+            issuer,
+        }
     }
 }
 

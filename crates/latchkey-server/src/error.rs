@@ -113,7 +113,8 @@ impl IntoResponse for AuthorizeFailure {
     fn into_response(self) -> Response {
         match self.redirect {
             Some((uri, state)) if self.error.redirectable => {
-                let mut params = vec![("error", self.error.code.as_str()), ("error_description", &*self.error.description)];
+                let mut params =
+                    vec![("error", self.error.code.as_str()), ("error_description", &*self.error.description)];
                 if let Some(s) = &state {
                     params.push(("state", s));
                 }

@@ -25,7 +25,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     println!("  data dir:  {}", data_dir.display());
     let cert = running.cert_path.display().to_string();
     match &running.generated_cert {
-        Some(_) => println!("  TLS:       generated a self-signed certificate for localhost, 127.0.0.1 and ::1 at {cert}"),
+        Some(_) => {
+            println!("  TLS:       generated a self-signed certificate for localhost, 127.0.0.1 and ::1 at {cert}")
+        }
         None => println!("  TLS:       certificate {cert}"),
     }
     println!("  Clients trust it with: curl --cacert {cert}, SSL_CERT_FILE={cert} (OpenSSL, Python),");

@@ -85,8 +85,7 @@ async fn channels(state: &AppState, headers: &HeaderMap, query: Option<&str>) ->
     if !found.api_enabled {
         return Err(ApiError::forbidden(
             "accessNotConfigured",
-            "The Video Data API is not enabled for the project of this OAuth client. Enable it in the console."
-                .into(),
+            "The Video Data API is not enabled for the project of this OAuth client. Enable it in the console.".into(),
         ));
     }
     let pairs = extract::pairs(query.unwrap_or("").as_bytes());
@@ -141,8 +140,12 @@ fn channel_resource(c: &Channel, parts: &[&str]) -> Value {
                 "description": c.description,
                 "publishedAt": rfc3339(c.created_at),
             }),
-            "contentDetails" => json!({ "relatedPlaylists": { "uploads": format!("UU{}", c.id.trim_start_matches("UC")) } }),
-            "statistics" => json!({ "viewCount": "0", "subscriberCount": "0", "hiddenSubscriberCount": false, "videoCount": "0" }),
+            "contentDetails" => {
+                json!({ "relatedPlaylists": { "uploads": format!("UU{}", c.id.trim_start_matches("UC")) } })
+            }
+            "statistics" => {
+                json!({ "viewCount": "0", "subscriberCount": "0", "hiddenSubscriberCount": false, "videoCount": "0" })
+            }
             "status" => json!({ "privacyStatus": "public", "isLinked": true }),
             _ => continue,
         };

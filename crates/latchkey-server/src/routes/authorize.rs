@@ -35,7 +35,8 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
         Err(e) => return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response(),
     };
     let continue_to = continue_url(&params, false);
-    let hint_differs = |s: &SignedIn| request.login_hint.as_ref().is_some_and(|h| !s.user.email.eq_ignore_ascii_case(h));
+    let hint_differs =
+        |s: &SignedIn| request.login_hint.as_ref().is_some_and(|h| !s.user.email.eq_ignore_ascii_case(h));
     match signed_in {
         Some(s) if !request.prompt.login && !hint_differs(&s) => {
             if request.prompt.none {
@@ -151,7 +152,11 @@ async fn validate(
         require_pkce: state.config.require_pkce,
         user_agent,
     };
-    let failure = |e: authorize::AuthorizeError| AuthorizeFailure { error: e.error, redirect: e.redirect, issuer: issuer.clone() };
+    let failure = |e: authorize::AuthorizeError| AuthorizeFailure {
+        error: e.error,
+        redirect: e.redirect,
+        issuer: issuer.clone(),
+    };
     let request = authorize::validate(params, cx).map_err(failure)?;
     match client {
         Some(client) => Ok((client, request)),
@@ -184,11 +189,7 @@ fn continue_url(params: &AuthorizeParams, sign_in_again: bool) -> String {
         .split(' ')
         .filter(|v| !v.is_empty() && *v != "login" && *v != "select_account")
         .collect();
-    p.prompt = if sign_in_again {
-        Some("login".into())
-    } else {
-        (!rest.is_empty()).then(|| rest.join(" "))
-    };
+    p.prompt = if sign_in_again { Some("login".into()) } else { (!rest.is_empty()).then(|| rest.join(" ")) };
     p.login_hint = None;
     let mut query = form_urlencoded::Serializer::new(String::new());
     for (k, v) in p.to_pairs() {

@@ -26,8 +26,7 @@ pub fn login_page(
     email: &str,
 ) -> Response {
     let (csrf, set_cookie) = session::login_csrf(headers);
-    let mut response =
-        views::page(status, &LoginPage { app_name, error, csrf: &csrf, continue_to, email });
+    let mut response = views::page(status, &LoginPage { app_name, error, csrf: &csrf, continue_to, email });
     if let Some(c) = set_cookie {
         response.headers_mut().append(header::SET_COOKIE, c);
     }
@@ -88,7 +87,8 @@ pub async fn signin_post(
         Ok(u) => u,
         Err(e) => return unavailable(e),
     };
-    let ok = password::verify_blocking(field("password").to_owned(), user.as_ref().map(|u| u.password_hash.clone())).await;
+    let ok =
+        password::verify_blocking(field("password").to_owned(), user.as_ref().map(|u| u.password_hash.clone())).await;
     let user = match user {
         Some(u) if ok => u,
         _ => {

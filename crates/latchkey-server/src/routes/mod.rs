@@ -68,7 +68,11 @@ async fn ready(State(state): State<AppState>) -> Response {
         Ok(()) => "ready".into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");
-            (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, crate::error::RETRY_AFTER_SECS)], "store unavailable")
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, crate::error::RETRY_AFTER_SECS)],
+                "store unavailable",
+            )
                 .into_response()
         }
     }

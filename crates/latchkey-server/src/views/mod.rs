@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 use latchkey_core::OAuthError;
 
 /// The content security policy of every page: nothing but our own stylesheet, and no framing.
-pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+pub const CSP: &str =
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
 /// The sign-in page.
 #[derive(Template)]

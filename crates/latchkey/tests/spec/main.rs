@@ -1,0 +1,5 @@
+//! Integration tests: the real server over HTTPS, one module per spec section (and per RFC).
+
+mod support;
+
+mod flow;
