@@ -3,3 +3,4 @@
 mod support;
 
 mod flow;
+mod interop_oauth2_rs;
