@@ -6,6 +6,7 @@
 pub mod access_token;
 pub mod authorize;
 pub mod client;
+pub mod dpop;
 pub mod error;
 pub mod jws;
 pub mod pkce;

@@ -24,6 +24,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     refresh_token_limits_invalidate_the_oldest(&*store).await;
     grant_state_follows_user_and_client(&*store).await;
     keys_are_kept_newest_first(&*store).await;
+    single_use_values_are_recorded_once(store.clone()).await;
 }
 
 /// A project with a desktop client, and a user; returns (client_id, user_id).
@@ -243,4 +244,32 @@ async fn keys_are_kept_newest_first(store: &dyn Store) {
     assert!(store.retire_key(a, T0).await.expect("retire"));
     assert!(store.keys(KeyKind::Mac).await.expect("keys").iter().any(|k| k.id == a && k.retired_at == Some(T0)));
     assert!(store.keys(KeyKind::IdToken).await.expect("keys").iter().all(|k| k.id != a));
+}
+
+async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
+    let a = random_b64(32).into_bytes();
+    let b = random_b64(32).into_bytes();
+    let c = random_b64(32).into_bytes();
+    assert_eq!(store.record_once(&[(a.clone(), T0.plus(60))], T0).await.expect("a"), None);
+    assert_eq!(store.record_once(&[(a.clone(), T0.plus(60))], T0.plus(1)).await.expect("a again"), Some(0));
+    // All or none: b is not kept when a (second) is a replay.
+    assert_eq!(store.record_once(&[(b.clone(), T0.plus(60)), (a.clone(), T0.plus(60))], T0).await.expect("b,a"), Some(1));
+    assert_eq!(store.record_once(&[(b.clone(), T0.plus(60))], T0).await.expect("b"), None, "b was rolled back");
+    // After its expiry, a value may be used again.
+    assert_eq!(store.record_once(&[(a.clone(), T0.plus(200))], T0.plus(60)).await.expect("a expired"), None);
+    // Concurrent recordings of one value: exactly one wins.
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            let c = c.clone();
+            tokio::spawn(async move { store.record_once(&[(c, T0.plus(60))], T0).await })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tasks {
+        if t.await.expect("join").expect("record") == None {
+            won += 1;
+        }
+    }
+    assert_eq!(won, 1);
 }

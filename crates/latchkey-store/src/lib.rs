@@ -122,6 +122,11 @@ pub trait Store: Send + Sync + 'static {
     /// Retires a key: it no longer signs, and verifies only until it is dropped.
     async fn retire_key(&self, id: u32, now: UnixTime) -> StoreResult<bool>;
 
+    /// Records single-use values (DPoP `jti`s, server nonces), each remembered until its expiry, all or none
+    /// in one transaction. Returns the index of the first value already recorded and not yet expired (then
+    /// nothing is recorded), or `None` when all were new.
+    async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>>;
+
     /// Removes what has expired (sessions, codes, throttling windows) before `now`; returns rows removed.
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64>;
     /// Whether the database answers.

@@ -20,7 +20,7 @@ enum Command {
     /// Runs the authorization server, the data API and the pages, over HTTPS.
     Serve(ConfigArgs),
     /// Manages projects, clients, users and keys in the store (also while the server runs).
-    Admin(admin::AdminArgs),
+    Admin(Box<admin::AdminArgs>),
 }
 
 /// Where the configuration comes from; flags win over `LATCHKEY_*` variables, which win over the file.
@@ -80,7 +80,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
-            Command::Admin(args) => admin::run(args).await,
+            Command::Admin(args) => admin::run(*args).await,
         }
     });
     match result {

@@ -458,12 +458,36 @@ impl Store for SqliteStore {
         Ok(r.rows_affected() == 1)
     }
 
+    async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
+        let mut tx = self.pool.begin().await.map_err(map_err)?;
+        for (i, (key, expires_at)) in values.iter().enumerate() {
+            // A row whose value expired may be taken over; a live one is a replay.
+            let r = sqlx::query(
+                "INSERT INTO replay (key_hash, expires_at) VALUES (?1, ?2) ON CONFLICT(key_hash) DO UPDATE \
+                 SET expires_at = excluded.expires_at WHERE replay.expires_at <= ?3",
+            )
+            .bind(key)
+            .bind(expires_at.0)
+            .bind(now.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_err)?;
+            if r.rows_affected() == 0 {
+                tx.rollback().await.map_err(map_err)?;
+                return Ok(Some(i));
+            }
+        }
+        tx.commit().await.map_err(map_err)?;
+        Ok(None)
+    }
+
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {
         let mut n = 0;
         for sql in [
             "DELETE FROM sessions WHERE expires_at <= ?1",
             "DELETE FROM auth_codes WHERE expires_at <= ?1 - 86400",
             "DELETE FROM login_failures WHERE window_start <= ?1 - 86400",
+            "DELETE FROM replay WHERE expires_at <= ?1",
         ] {
             n += sqlx::query(sql).bind(now.0).execute(&self.pool).await.map_err(map_err)?.rows_affected();
         }

@@ -1,0 +1,226 @@
+//! DPoP proofs (RFC 9449 §4.3, as the spec narrows it) and server nonces (§8).
+//!
+//! [`verify`] runs every check that needs no state: the JWS form, `typ`, `alg` (ES256 only), the public `jwk`,
+//! the raw R|S signature over the exact bytes received, `htm`, `htu` and `iat`. What needs state, the `jti` and
+//! nonce replay checks, is the store's job; this module says which replay keys to record ([`replay_key`]).
+//!
+//! Server nonces are self-contained: an HMAC under the server key over an expiry and random bytes. Any instance
+//! can check one without a lookup; the store only remembers which were used, so each is good once.
+
+use crate::access_token::MacKey;
+use crate::jws::{verify_es256, EcJwk};
+use crate::secret::random_bytes;
+use crate::time::UnixTime;
+use crate::{ErrorCode, OAuthError};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::Deserialize;
+
+/// The largest proof accepted, in bytes.
+const MAX_PROOF: usize = 4096;
+/// The longest `jti` accepted.
+const MAX_JTI: usize = 256;
+
+/// The window in which a proof's `iat` is accepted (`DECISIONS.md`: 60 s past, 5 s future).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Seconds a proof may be old.
+    pub max_age: i64,
+    /// Seconds a proof may come from the future (clock skew).
+    pub max_future: i64,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Self { max_age: 60, max_future: 5 }
+    }
+}
+
+/// A proof that passed the stateless checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    /// The RFC 7638 thumbprint of the proof's key.
+    pub jkt: String,
+    /// The proof's unique identifier.
+    pub jti: String,
+    /// When the proof was made.
+    pub iat: UnixTime,
+    /// The server nonce it carries, if any.
+    pub nonce: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    typ: Option<String>,
+    alg: Option<String>,
+    jwk: Option<serde_json::Map<String, serde_json::Value>>,
+    crit: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    jti: Option<serde_json::Value>,
+    htm: Option<serde_json::Value>,
+    htu: Option<serde_json::Value>,
+    iat: Option<serde_json::Value>,
+    nonce: Option<serde_json::Value>,
+}
+
+fn bad(text: &'static str) -> OAuthError {
+    OAuthError::new(ErrorCode::InvalidDpopProof, text)
+}
+
+/// Runs the stateless checks of RFC 9449 §4.3 on the value of the `DPoP` header, for a request of `method` to
+/// the endpoint at `endpoint_url` (the configured public URL), at `now`.
+pub fn verify(proof: &str, method: &str, endpoint_url: &str, now: UnixTime, window: Window) -> Result<Proof, OAuthError> {
+    if proof.len() > MAX_PROOF {
+        return Err(bad("The DPoP proof is too large."));
+    }
+    let mut parts = proof.split('.');
+    let (Some(h64), Some(p64), Some(s64), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err(bad("The DPoP proof is not a compact JWS."));
+    };
+    let decode = |s: &str| URL_SAFE_NO_PAD.decode(s).map_err(|_| bad("The DPoP proof is not base64url."));
+    let header: Header =
+        serde_json::from_slice(&decode(h64)?).map_err(|_| bad("The DPoP proof header is not a JSON object."))?;
+    if header.typ.as_deref() != Some("dpop+jwt") {
+        return Err(bad("The DPoP proof's typ must be dpop+jwt."));
+    }
+    if header.alg.as_deref() != Some("ES256") {
+        return Err(bad("The DPoP proof's alg must be ES256."));
+    }
+    if header.crit.is_some() {
+        return Err(bad("The DPoP proof has critical header parameters this server does not understand."));
+    }
+    let jwk = public_jwk(header.jwk.as_ref())?;
+    let point = jwk.to_point().ok_or_else(|| bad("The DPoP proof's jwk is not a P-256 public key."))?;
+    let signature = decode(s64)?;
+    if signature.len() != 64 {
+        return Err(bad("The DPoP proof's signature must be the raw 64-byte R|S form."));
+    }
+    let signing_input = &proof[..h64.len() + 1 + p64.len()];
+    if !verify_es256(&point, signing_input.as_bytes(), &signature) {
+        return Err(bad("The DPoP proof's signature is invalid."));
+    }
+    let claims: Claims =
+        serde_json::from_slice(&decode(p64)?).map_err(|_| bad("The DPoP proof payload is not a JSON object."))?;
+    let jti = match claims.jti {
+        Some(serde_json::Value::String(j)) if !j.is_empty() && j.len() <= MAX_JTI => j,
+        _ => return Err(bad("The DPoP proof needs a jti of 1 to 256 characters.")),
+    };
+    match claims.htm {
+        Some(serde_json::Value::String(m)) if m == method => {}
+        _ => return Err(bad("The DPoP proof's htm does not match the request method.")),
+    }
+    match claims.htu {
+        Some(serde_json::Value::String(u)) if same_uri(&u, endpoint_url) => {}
+        _ => return Err(bad("The DPoP proof's htu does not match the endpoint's URL.")),
+    }
+    let iat = match claims.iat.as_ref().and_then(serde_json::Value::as_i64) {
+        Some(i) => UnixTime(i),
+        None => return Err(bad("The DPoP proof needs a numeric iat.")),
+    };
+    if iat.0 < now.0 - window.max_age || iat.0 > now.0 + window.max_future {
+        return Err(bad("The DPoP proof's iat is outside the accepted window."));
+    }
+    let nonce = match claims.nonce {
+        None => None,
+        Some(serde_json::Value::String(n)) => Some(n),
+        Some(_) => return Err(bad("The DPoP proof's nonce must be a string.")),
+    };
+    Ok(Proof { jkt: jwk.thumbprint(), jti, iat, nonce })
+}
+
+/// The `jwk` header: an EC P-256 public key, with no private member.
+fn public_jwk(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> Result<EcJwk, OAuthError> {
+    let jwk = jwk.ok_or_else(|| bad("The DPoP proof header needs a jwk."))?;
+    const PRIVATE: [&str; 7] = ["d", "p", "q", "dp", "dq", "qi", "k"];
+    if PRIVATE.iter().any(|m| jwk.contains_key(*m)) {
+        return Err(bad("The DPoP proof's jwk carries a private key member."));
+    }
+    let text = |name: &str| jwk.get(name).and_then(serde_json::Value::as_str).map(str::to_owned);
+    match (text("kty"), text("crv"), text("x"), text("y")) {
+        (Some(kty), Some(crv), Some(x), Some(y)) if kty == "EC" && crv == "P-256" => Ok(EcJwk { kty, crv, x, y }),
+        _ => Err(bad("The DPoP proof's jwk must be an EC P-256 public key (kty, crv, x, y).")),
+    }
+}
+
+/// Compares two HTTP URIs without query and fragment, after syntax- and scheme-based normalisation
+/// (RFC 9449 §4.3 item 9; RFC 3986 §6.2.2, §6.2.3).
+pub fn same_uri(a: &str, b: &str) -> bool {
+    fn normal(s: &str) -> Option<String> {
+        let mut u = url::Url::parse(s).ok()?;
+        if !matches!(u.scheme(), "http" | "https") {
+            return None;
+        }
+        u.set_query(None);
+        u.set_fragment(None);
+        Some(u.to_string())
+    }
+    matches!((normal(a), normal(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Base64url(SHA-256(code)): the `jti` of a code-exchange proof that needs no nonce (the spec's rule).
+pub fn code_jti(code: &str) -> String {
+    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, code.as_bytes()))
+}
+
+/// The key under which a proof's `jti` is remembered: one per (key, jti).
+pub fn replay_key(proof: &Proof) -> Vec<u8> {
+    let input = format!("jti:{}:{}", proof.jkt, proof.jti);
+    ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref().to_vec()
+}
+
+/// The key under which a used nonce is remembered.
+pub fn nonce_replay_key(nonce: &str) -> Vec<u8> {
+    let input = format!("nonce:{nonce}");
+    ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref().to_vec()
+}
+
+/// Issues a nonce valid until `expires_at`.
+pub fn issue_nonce(key: &MacKey, expires_at: UnixTime) -> String {
+    let mut body = Vec::with_capacity(24 + 32);
+    body.extend_from_slice(&key.id.to_be_bytes());
+    body.extend_from_slice(&expires_at.0.to_be_bytes());
+    body.extend_from_slice(&random_bytes(12));
+    let tag = key.tag(&nonce_input(&body));
+    body.extend_from_slice(&tag);
+    URL_SAFE_NO_PAD.encode(body)
+}
+
+/// Why a nonce was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceError {
+    /// Not one of ours.
+    Invalid,
+    /// Past its lifetime.
+    Expired,
+}
+
+/// Checks a nonce's MAC and expiry; returns its expiry (how long its use must be remembered).
+pub fn check_nonce(keys: &[MacKey], nonce: &str, now: UnixTime) -> Result<UnixTime, NonceError> {
+    let raw = URL_SAFE_NO_PAD.decode(nonce).map_err(|_| NonceError::Invalid)?;
+    if raw.len() != 24 + 32 {
+        return Err(NonceError::Invalid);
+    }
+    let (body, tag) = raw.split_at(24);
+    let id = u32::from_be_bytes(body[..4].try_into().map_err(|_| NonceError::Invalid)?);
+    let key = keys.iter().find(|k| k.id == id).ok_or(NonceError::Invalid)?;
+    if !key.verify_tag(&nonce_input(body), tag) {
+        return Err(NonceError::Invalid);
+    }
+    let expires_at = UnixTime(i64::from_be_bytes(body[4..12].try_into().map_err(|_| NonceError::Invalid)?));
+    if now >= expires_at {
+        return Err(NonceError::Expired);
+    }
+    Ok(expires_at)
+}
+
+fn nonce_input(body: &[u8]) -> Vec<u8> {
+    let mut v = b"latchkey-dpop-nonce:".to_vec();
+    v.extend_from_slice(body);
+    v
+}
+
+#[cfg(test)]
+mod tests;
