@@ -47,6 +47,15 @@ pub struct Config {
     pub login_failure_window: i64,
     /// Log format: `text` or `json`. Default `text`.
     pub log_format: String,
+    /// Seconds a DPoP proof's `iat` may lie in the past. Default 60.
+    pub dpop_max_age: i64,
+    /// Seconds a DPoP proof's `iat` may lie in the future (clock skew). Default 5.
+    pub dpop_max_future: i64,
+    /// Lifetime of a DPoP server nonce in seconds. Default 300.
+    pub dpop_nonce_lifetime: i64,
+    /// The spec's rule, strictly: a code-exchange proof's `jti` must be Base64url(SHA-256(code)). Default false:
+    /// a proof with another unique `jti` is accepted together with a valid server nonce (RFC 9449 clients).
+    pub dpop_strict_code_jti: bool,
 }
 
 impl Default for Config {
@@ -71,6 +80,10 @@ impl Default for Config {
             login_max_failures: 5,
             login_failure_window: 900,
             log_format: "text".into(),
+            dpop_max_age: 60,
+            dpop_max_future: 5,
+            dpop_nonce_lifetime: 300,
+            dpop_strict_code_jti: false,
         }
     }
 }
@@ -81,7 +94,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 19] = [
+pub const FIELDS: [&str; 23] = [
     "data_dir",
     "listen",
     "database_url",
@@ -101,6 +114,10 @@ pub const FIELDS: [&str; 19] = [
     "login_max_failures",
     "login_failure_window",
     "log_format",
+    "dpop_max_age",
+    "dpop_max_future",
+    "dpop_nonce_lifetime",
+    "dpop_strict_code_jti",
 ];
 
 impl Config {
@@ -164,12 +181,16 @@ impl Config {
             ("code_lifetime", self.code_lifetime),
             ("session_lifetime", self.session_lifetime),
             ("login_failure_window", self.login_failure_window),
+            ("dpop_nonce_lifetime", self.dpop_nonce_lifetime),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
         }
         if self.refresh_tokens_per_client_user == 0 || self.refresh_tokens_per_user == 0 {
             return Err(ConfigError("refresh-token limits must be at least 1".into()));
+        }
+        if self.dpop_max_age < 0 || self.dpop_max_future < 0 {
+            return Err(ConfigError("dpop_max_age and dpop_max_future must not be negative".into()));
         }
         if !matches!(self.log_format.as_str(), "text" | "json") {
             return Err(ConfigError("log_format is text or json".into()));

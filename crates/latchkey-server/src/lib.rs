@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod config;
+pub mod dpop;
 pub mod error;
 pub mod extract;
 pub mod keys;

@@ -43,7 +43,7 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
             "email_verified",
             "name",
         ]),
-        dpop_signing_alg_values_supported: Vec::new(),
+        dpop_signing_alg_values_supported: strings(&["ES256"]),
         authorization_response_iss_parameter_supported: true,
     };
     cacheable(no_store_json(&body))

@@ -299,7 +299,9 @@ async fn identity_scopes_work_for_a_project_without_the_api() {
     server.user("alice@example.com").await;
     let pkce = Pkce::new();
     let browser = server.browser();
-    let code = browser.code(&server, &app, "alice@example.com", &["openid", "email"], &["openid", "email"], &pkce, REDIRECT).await;
+    let code = browser
+        .code(&server, &app, "alice@example.com", &["openid", "email"], &["openid", "email"], &pkce, REDIRECT)
+        .await;
     let response = server
         .token(&[
             ("grant_type", "authorization_code"),

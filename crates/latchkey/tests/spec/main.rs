@@ -4,3 +4,14 @@ mod support;
 
 mod flow;
 mod interop_oauth2_rs;
+mod token_exchange;
+mod browser;
+
+mod authorize_endpoint;
+mod login_consent;
+mod rfc8252_loopback;
+mod rfc7636_pkce;
+mod refresh;
+mod rfc7009_revoke;
+mod data_api;
+mod metadata;
