@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Python interop tests (authlib + Selenium/headless Chromium) against the real latchkey binary.
+# Runs the interop tests against the real latchkey binary: Python (authlib + Selenium/headless Chromium), then
+# Node (oauth4webapi with DPoP + playwright-core/headless Chromium; needs Node.js 20+ and npm).
 #
 #   bash tests/interop/run.sh
 #
@@ -52,4 +53,24 @@ export LATCHKEY_BIN
 # Selenium gets explicit browser and driver paths; keep Selenium Manager offline all the same.
 export SE_OFFLINE=true SE_AVOID_STATS=true
 
-exec "$venv/bin/python" "$here/python_authlib.py"
+python_rc=0
+"$venv/bin/python" "$here/python_authlib.py" || python_rc=$?
+
+# oauth4webapi (DPoP) through playwright-core with the same Chromium; versions pinned in package-lock.json.
+# playwright-core ships no browser and has no install script, so `npm ci` downloads none.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null \
+    || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+    echo "interop: node_dpop.mjs needs Node.js 20 or newer with npm (e.g. sudo apt-get install -y nodejs npm)" >&2
+    exit 1
+fi
+lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
+stamp="$here/node_modules/.latchkey-lock-sha256"
+if [[ ! -d "$here/node_modules" || "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
+    (cd "$here" && npm ci --silent --no-audit --no-fund)
+    echo "$lock_sum" >"$stamp"
+fi
+node_rc=0
+node "$here/node_dpop.mjs" || node_rc=$?
+
+echo "interop: python_authlib.py exit $python_rc, node_dpop.mjs exit $node_rc"
+[[ $python_rc == 0 && $node_rc == 0 ]]

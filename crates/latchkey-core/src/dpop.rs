@@ -72,7 +72,13 @@ fn bad(text: &'static str) -> OAuthError {
 
 /// Runs the stateless checks of RFC 9449 §4.3 on the value of the `DPoP` header, for a request of `method` to
 /// the endpoint at `endpoint_url` (the configured public URL), at `now`.
-pub fn verify(proof: &str, method: &str, endpoint_url: &str, now: UnixTime, window: Window) -> Result<Proof, OAuthError> {
+pub fn verify(
+    proof: &str,
+    method: &str,
+    endpoint_url: &str,
+    now: UnixTime,
+    window: Window,
+) -> Result<Proof, OAuthError> {
     if proof.len() > MAX_PROOF {
         return Err(bad("The DPoP proof is too large."));
     }
@@ -116,13 +122,15 @@ pub fn verify(proof: &str, method: &str, endpoint_url: &str, now: UnixTime, wind
         Some(serde_json::Value::String(u)) if same_uri(&u, endpoint_url) => {}
         _ => return Err(bad("The DPoP proof's htu does not match the endpoint's URL.")),
     }
-    let iat = match claims.iat.as_ref().and_then(serde_json::Value::as_i64) {
-        Some(i) => UnixTime(i),
-        None => return Err(bad("The DPoP proof needs a numeric iat.")),
+    // A NumericDate may have a fraction (RFC 7519 §2): clients with a floating-point clock send one.
+    let iat = match claims.iat.as_ref().and_then(serde_json::Value::as_f64) {
+        Some(i) if i.is_finite() => i,
+        _ => return Err(bad("The DPoP proof needs a numeric iat.")),
     };
-    if iat.0 < now.0 - window.max_age || iat.0 > now.0 + window.max_future {
+    if iat < (now.0 - window.max_age) as f64 || iat > (now.0 + window.max_future) as f64 {
         return Err(bad("The DPoP proof's iat is outside the accepted window."));
     }
+    let iat = UnixTime(iat.floor() as i64);
     let nonce = match claims.nonce {
         None => None,
         Some(serde_json::Value::String(n)) => Some(n),
@@ -155,9 +163,39 @@ pub fn same_uri(a: &str, b: &str) -> bool {
         }
         u.set_query(None);
         u.set_fragment(None);
+        let path = normal_percent(u.path());
+        u.set_path(&path);
         Some(u.to_string())
     }
     matches!((normal(a), normal(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Percent-encoding normalisation (RFC 3986 §6.2.2.1, §6.2.2.2), which the URL parser leaves out: escapes of
+/// unreserved characters decoded, the others in upper case. `path` is ASCII, as `Url::path` returns it.
+fn normal_percent(path: &str) -> String {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                let c = char::from_u32(h * 16 + l).unwrap_or('%');
+                if c.is_ascii_alphanumeric() || "-._~".contains(c) {
+                    out.push(c);
+                } else {
+                    out.push('%');
+                    out.push(char::from(bytes[i + 1].to_ascii_uppercase()));
+                    out.push(char::from(bytes[i + 2].to_ascii_uppercase()));
+                }
+                i += 3;
+                continue;
+            }
+        }
+        out.push(char::from(bytes[i]));
+        i += 1;
+    }
+    out
 }
 
 /// Base64url(SHA-256(code)): the `jti` of a code-exchange proof that needs no nonce (the spec's rule).

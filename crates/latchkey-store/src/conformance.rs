@@ -253,7 +253,10 @@ async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
     assert_eq!(store.record_once(&[(a.clone(), T0.plus(60))], T0).await.expect("a"), None);
     assert_eq!(store.record_once(&[(a.clone(), T0.plus(60))], T0.plus(1)).await.expect("a again"), Some(0));
     // All or none: b is not kept when a (second) is a replay.
-    assert_eq!(store.record_once(&[(b.clone(), T0.plus(60)), (a.clone(), T0.plus(60))], T0).await.expect("b,a"), Some(1));
+    assert_eq!(
+        store.record_once(&[(b.clone(), T0.plus(60)), (a.clone(), T0.plus(60))], T0).await.expect("b,a"),
+        Some(1)
+    );
     assert_eq!(store.record_once(&[(b.clone(), T0.plus(60))], T0).await.expect("b"), None, "b was rolled back");
     // After its expiry, a value may be used again.
     assert_eq!(store.record_once(&[(a.clone(), T0.plus(200))], T0.plus(60)).await.expect("a expired"), None);

@@ -136,11 +136,8 @@ fn htm_must_equal_the_method() {
 #[test]
 fn htu_is_compared_without_query_after_normalisation() {
     let k = key();
-    for ok in [
-        "https://as.example:8443/token?x=1",
-        "https://AS.example:8443/token#f",
-        "HTTPS://as.example:8443/token",
-    ] {
+    for ok in ["https://as.example:8443/token?x=1", "https://AS.example:8443/token#f", "HTTPS://as.example:8443/token"]
+    {
         let mut c = claims();
         c["htu"] = ok.into();
         assert!(check(&proof(&k, header(&k), c)).is_ok(), "{ok}");
@@ -153,7 +150,9 @@ fn htu_is_compared_without_query_after_normalisation() {
         Window::default(),
     );
     assert!(default_port.is_ok(), "the default port is normalised away");
-    for bad in ["https://as.example:8443/revoke", "http://as.example:8443/token", "https://evil.example:8443/token", "/token"] {
+    for bad in
+        ["https://as.example:8443/revoke", "http://as.example:8443/token", "https://evil.example:8443/token", "/token"]
+    {
         let mut c = claims();
         c["htu"] = bad.into();
         refused(&proof(&k, header(&k), c));

@@ -2,7 +2,7 @@
 //! (RFC 6750), its scopes (`DECISIONS.md`), and the access-token states (valid, expired, revoked).
 
 use crate::support::*;
-use latchkey_core::time::UnixTime;
+use latchkey_core::time::{Clock, UnixTime};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -107,8 +107,8 @@ async fn a_token_in_both_the_header_and_the_query_is_400() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     let query = format!("part=id&mine=true&access_token={}", t.access_token);
-    let (status, _) = reason_of(get(&server, &query, &t.access_token).await).await;
-    assert_eq!(status, 400);
+    let r = get(&server, &query, &t.access_token).await;
+    assert_eq!(reason_of(r).await, (400, "invalidParameter".to_string()));
 }
 
 #[tokio::test]
@@ -120,7 +120,7 @@ async fn no_token_is_401_with_a_bearer_challenge_and_no_error_code() {
     assert!(challenge.starts_with("Bearer realm="), "{challenge}");
     // RFC 6750 §3.1: a request without authentication information gets no error code.
     assert!(!challenge.contains("error="), "{challenge}");
-    assert_eq!(reason_of(r).await.0, 401);
+    assert_eq!(reason_of(r).await, (401, "authError".to_string()));
 }
 
 #[tokio::test]
@@ -138,6 +138,7 @@ async fn a_garbage_or_tampered_token_is_401_invalid_token() {
         let challenge = www_authenticate(&r);
         assert!(challenge.starts_with("Bearer realm="), "{challenge}");
         assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+        assert_eq!(reason_of(r).await, (401, "authError".to_string()), "{bad}");
     }
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 200, "the real one works");
 }
@@ -220,9 +221,8 @@ async fn a_missing_part_is_400() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     for query in ["mine=true", "part=&mine=true"] {
-        let (status, reason) = reason_of(get(&server, query, &t.access_token).await).await;
-        assert_eq!(status, 400, "{query}");
-        assert!(!reason.is_empty());
+        let r = get(&server, query, &t.access_token).await;
+        assert_eq!(reason_of(r).await, (400, "required".to_string()), "{query}");
     }
 }
 
@@ -231,9 +231,8 @@ async fn an_unknown_part_is_400() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     for query in ["part=bogus&mine=true", "part=snippet,bogus&mine=true", "part=Snippet&mine=true"] {
-        let (status, reason) = reason_of(get(&server, query, &t.access_token).await).await;
-        assert_eq!(status, 400, "{query}");
-        assert!(!reason.is_empty());
+        let r = get(&server, query, &t.access_token).await;
+        assert_eq!(reason_of(r).await, (400, "unknownPart".to_string()), "{query}");
     }
 }
 
@@ -241,11 +240,12 @@ async fn an_unknown_part_is_400() {
 async fn a_request_without_the_mine_filter_is_400() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    for query in ["part=id", "part=id&mine=false", "part=id&mine=yes"] {
-        let (status, reason) = reason_of(get(&server, query, &t.access_token).await).await;
-        assert_eq!(status, 400, "{query}");
-        assert!(!reason.is_empty());
+    for query in ["part=id", "part=id&mine=false"] {
+        let r = get(&server, query, &t.access_token).await;
+        assert_eq!(reason_of(r).await, (400, "missingRequiredParameter".to_string()), "{query}");
     }
+    let r = get(&server, "part=id&mine=yes", &t.access_token).await;
+    assert_eq!(reason_of(r).await, (400, "invalidParameter".to_string()));
 }
 
 #[tokio::test]
@@ -275,5 +275,52 @@ async fn a_token_of_a_disabled_user_is_401() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
+    assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 401);
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_name_is_case_insensitive() {
+    // RFC 7235 §2.1: auth-scheme names are case-insensitive.
+    let (server, app) = setup().await;
+    let t = server.tokens(&app, ALICE, &[READONLY]).await;
+    for scheme in ["bearer", "BEARER"] {
+        let r = server
+            .http()
+            .get(server.url("/video/v3/channels?part=id&mine=true"))
+            .header("authorization", format!("{scheme} {}", t.access_token))
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(r.status(), 200, "{scheme}");
+    }
+}
+
+#[tokio::test]
+async fn an_access_token_query_parameter_sent_twice_is_400() {
+    let (server, app) = setup().await;
+    let t = server.tokens(&app, ALICE, &[READONLY]).await;
+    let url =
+        server.url(&format!("/video/v3/channels?part=id&mine=true&access_token={0}&access_token={0}", t.access_token));
+    let r = server.http().get(url).send().await.expect("get");
+    assert_eq!(reason_of(r).await, (400, "invalidParameter".to_string()));
+}
+
+#[tokio::test]
+async fn access_tokens_minted_before_a_key_rotation_keep_working() {
+    let (server, app) = setup().await;
+    let before = server.tokens(&app, ALICE, &[READONLY]).await;
+    let at = latchkey_core::time::SystemClock.now();
+    latchkey_server::admin::key_rotate(server.store(), latchkey_store::KeyKind::Mac, at).await.expect("rotate");
+    server.running.state.keys.reload(server.store(), at).await.expect("reload");
+    let after = server.tokens(&app, ALICE, &[READONLY]).await;
+    assert_eq!(get(&server, "part=id&mine=true", &before.access_token).await.status(), 200);
+    assert_eq!(get(&server, "part=id&mine=true", &after.access_token).await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_token_of_a_deleted_user_is_401() {
+    let (server, app) = setup().await;
+    let t = server.tokens(&app, ALICE, &[READONLY]).await;
+    latchkey_server::admin::user_delete(server.store(), ALICE).await.expect("delete");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 401);
 }

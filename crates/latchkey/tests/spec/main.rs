@@ -15,3 +15,5 @@ mod refresh;
 mod rfc7009_revoke;
 mod data_api;
 mod metadata;
+mod cli;
+mod rfc9449_dpop;

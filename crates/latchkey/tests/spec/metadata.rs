@@ -76,10 +76,10 @@ async fn the_advertised_jwks_uri_serves_es256_public_keys() {
     let keys = jwks["keys"].as_array().expect("keys");
     assert!(!keys.is_empty());
     for k in keys {
-        assert_eq!(
-            (&k["kty"], &k["crv"], &k["alg"], &k["use"]),
-            (&"EC".into(), &"P-256".into(), &"ES256".into(), &"sig".into())
-        );
+        assert_eq!(k["kty"], "EC");
+        assert_eq!(k["crv"], "P-256");
+        assert_eq!(k["alg"], "ES256");
+        assert_eq!(k["use"], "sig");
         assert!(k["kid"].is_string());
         assert!(k.get("d").is_none(), "no private key material: {k}");
         assert_eq!(URL_SAFE_NO_PAD.decode(k["x"].as_str().expect("x")).expect("b64").len(), 32);
@@ -149,7 +149,8 @@ async fn an_id_token_is_signed_and_carries_the_identity_claims() {
     let app = server.app().await;
     let user_id = server.user(ALICE).await;
     let before = now();
-    let t = tokens_with(&server, &app, &["openid", "email", "profile", READONLY], &[("nonce", "n-0S6_WzA2Mj")]).await;
+    let nonce = "n-0S6_WzA2Mj &=/+ü";
+    let t = tokens_with(&server, &app, &["openid", "email", "profile", READONLY], &[("nonce", nonce)]).await;
     let id_token = t.id_token.as_deref().expect("id_token for identity scopes");
     let (header, claims) = verified(&server, id_token).await;
     assert_eq!(header["typ"], "JWT");
@@ -157,7 +158,7 @@ async fn an_id_token_is_signed_and_carries_the_identity_claims() {
     assert_eq!(claims["sub"], user_id.as_str());
     assert_eq!(claims["aud"], app.client_id.as_str());
     assert_eq!(claims["azp"], app.client_id.as_str());
-    assert_eq!(claims["nonce"], "n-0S6_WzA2Mj");
+    assert_eq!(claims["nonce"], nonce, "the nonce comes back exactly, through the sign-in page");
     assert_eq!(claims["email"], ALICE);
     assert_eq!(claims["email_verified"], true);
     assert_eq!(claims["name"], "Test User");
@@ -291,4 +292,26 @@ async fn userinfo_leaves_out_claims_whose_scope_was_not_granted() {
     let body: Value = r.json().await.expect("json");
     assert_eq!(body["sub"], user_id.as_str());
     assert!(body.get("email").is_none() && body.get("name").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn configured_public_urls_are_the_issuer_and_the_bases_of_the_endpoints() {
+    let server = TestServer::start_with(|c| {
+        c.public_url = Some("https://id.example.test".into());
+        c.token_url = Some("https://token.example.test".into());
+        c.api_base_url = Some("https://api.example.test".into());
+    })
+    .await;
+    // The listener is still on the loopback address; the documents name the public URLs.
+    let local = format!("https://{}", server.running.addr);
+    let doc = get_json(&server, &format!("{local}/.well-known/oauth-authorization-server")).await;
+    assert_eq!(doc["issuer"], "https://id.example.test");
+    assert_eq!(doc["authorization_endpoint"], "https://id.example.test/o/oauth2/v2/auth");
+    assert_eq!(doc["token_endpoint"], "https://token.example.test/token");
+    assert_eq!(doc["revocation_endpoint"], "https://token.example.test/revoke");
+    assert_eq!(doc["jwks_uri"], "https://id.example.test/oauth2/v3/certs");
+    // docs/configuration.md: api_base_url is the base of the data API and of /v1/userinfo.
+    assert_eq!(doc["userinfo_endpoint"], "https://api.example.test/v1/userinfo");
+    let oidc = get_json(&server, &format!("{local}/.well-known/openid-configuration")).await;
+    assert_eq!(doc, oidc);
 }

@@ -242,3 +242,17 @@ async fn past_the_per_user_limit_the_oldest_refresh_token_of_any_client_stops_wo
     assert_eq!(refresh(&server, &a, rt(&third)).await.status(), 200);
     assert_eq!(refresh(&server, &a, rt(&fourth)).await.status(), 200);
 }
+
+#[tokio::test]
+async fn revoked_refresh_tokens_do_not_count_towards_the_limit() {
+    let server = TestServer::start_with(|c| c.refresh_tokens_per_client_user = 2).await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    let first = server.tokens(&app, ALICE, &[READONLY]).await;
+    let second = server.tokens(&app, ALICE, &[READONLY]).await;
+    let r = server.http().post(server.url("/revoke")).form(&[("token", rt(&second))]).send().await.expect("revoke");
+    assert_eq!(r.status(), 200);
+    let third = server.tokens(&app, ALICE, &[READONLY]).await;
+    assert_eq!(refresh(&server, &app, rt(&first)).await.status(), 200, "two live refresh tokens are within the limit");
+    assert_eq!(refresh(&server, &app, rt(&third)).await.status(), 200);
+}

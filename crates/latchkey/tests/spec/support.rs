@@ -256,6 +256,18 @@ pub fn unescape(s: &str) -> String {
 }
 
 impl Browser {
+    /// A browser for any server at `base` whose certificate is `ca` (PEM).
+    pub fn new(base: &str, ca: &[u8]) -> Self {
+        let http = reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(ca).expect("pem"))
+            .redirect(Policy::none())
+            .cookie_store(true)
+            .build()
+            .expect("client");
+        Self { http, base: base.to_owned() }
+    }
+
     /// GET a URL.
     pub async fn get(&self, url: &str) -> Page {
         page(self.http.get(url).header("user-agent", CHROME_UA).send().await.expect("GET")).await

@@ -355,34 +355,47 @@ enum Fault {
     MalformedVerifier,
     NoVerifier,
     OtherRedirectUri,
+    NoRedirectUri,
     OtherClient,
+    UnknownClient,
+    WrongClientSecret,
 }
 
 #[tokio::test]
 async fn a_second_use_of_a_code_revokes_the_tokens_even_when_the_second_request_is_otherwise_faulty() {
+    // DECISIONS.md: "whatever else is wrong with the request".
     let (server, app) = setup().await;
     let other = server.app().await;
     let wrong = Pkce::new();
     let short = "a".repeat(42);
-    for fault in
-        [Fault::WrongVerifier, Fault::MalformedVerifier, Fault::NoVerifier, Fault::OtherRedirectUri, Fault::OtherClient]
-    {
+    let faults = [
+        Fault::WrongVerifier,
+        Fault::MalformedVerifier,
+        Fault::NoVerifier,
+        Fault::OtherRedirectUri,
+        Fault::NoRedirectUri,
+        Fault::OtherClient,
+        Fault::UnknownClient,
+        Fault::WrongClientSecret,
+    ];
+    for fault in faults {
         let (code, pkce, t) = exchanged(&server, &app).await;
-        let (client, verifier, redirect_uri) = match fault {
-            Fault::WrongVerifier => (&app, Some(wrong.verifier.as_str()), REDIRECT),
-            Fault::MalformedVerifier => (&app, Some(short.as_str()), REDIRECT),
-            Fault::NoVerifier => (&app, None, REDIRECT),
-            Fault::OtherRedirectUri => (&app, Some(pkce.verifier.as_str()), "http://127.0.0.1:9999/elsewhere"),
-            Fault::OtherClient => (&other, Some(pkce.verifier.as_str()), REDIRECT),
+        let right = Some(pkce.verifier.as_str());
+        let (client_id, verifier, redirect_uri, secret) = match fault {
+            Fault::WrongVerifier => (app.client_id.as_str(), Some(wrong.verifier.as_str()), Some(REDIRECT), None),
+            Fault::MalformedVerifier => (app.client_id.as_str(), Some(short.as_str()), Some(REDIRECT), None),
+            Fault::NoVerifier => (app.client_id.as_str(), None, Some(REDIRECT), None),
+            Fault::OtherRedirectUri => (app.client_id.as_str(), right, Some("http://127.0.0.1:9999/elsewhere"), None),
+            Fault::NoRedirectUri => (app.client_id.as_str(), right, None, None),
+            Fault::OtherClient => (other.client_id.as_str(), right, Some(REDIRECT), None),
+            Fault::UnknownClient => ("no-such-client", right, Some(REDIRECT), None),
+            Fault::WrongClientSecret => (app.client_id.as_str(), right, Some(REDIRECT), Some("lks_wrong")),
         };
-        let mut form = vec![
-            ("grant_type", "authorization_code"),
-            ("client_id", client.client_id.as_str()),
-            ("code", code.as_str()),
-            ("redirect_uri", redirect_uri),
-        ];
-        if let Some(v) = verifier {
-            form.push(("code_verifier", v));
+        let mut form = vec![("grant_type", "authorization_code"), ("client_id", client_id), ("code", code.as_str())];
+        for (name, value) in [("code_verifier", verifier), ("redirect_uri", redirect_uri), ("client_secret", secret)] {
+            if let Some(v) = value {
+                form.push((name, v));
+            }
         }
         assert_eq!(error_of(server.token(&form).await).await, invalid_grant(), "{fault:?}");
         assert_revoked(&server, &app, &t).await;
@@ -440,13 +453,69 @@ async fn the_same_code_exchanged_by_eight_concurrent_requests_succeeds_exactly_o
         });
     }
     let mut ok = 0;
+    let mut winner: Option<latchkey_proto::TokenResponse> = None;
     while let Some(joined) = tasks.join_next().await {
         let (status, body) = joined.expect("task");
         if status == 200 {
             ok += 1;
+            winner = Some(serde_json::from_value(body).expect("token response"));
         } else {
             assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{body}");
         }
     }
     assert_eq!(ok, 1, "exactly one exchange succeeds");
+    // The code was presented more than once, so what the winner got is revoked too (RFC 6749 §4.1.2).
+    let t = winner.expect("the winner's tokens");
+    assert_revoked(&server, &app, &t).await;
+}
+
+#[tokio::test]
+async fn a_form_content_type_with_a_charset_parameter_is_accepted() {
+    let (server, app) = setup().await;
+    let (code, pkce) = code_for(&server, &app).await;
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(exchange_form(&app, &code, &pkce.verifier))
+        .finish();
+    let r = server
+        .http()
+        .post(server.url("/token"))
+        .header("content-type", "application/x-www-form-urlencoded; charset=UTF-8")
+        .body(body)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn two_client_authentication_methods_in_one_request_are_refused() {
+    // RFC 6749 §2.3: the client must not use more than one authentication method in each request.
+    let (server, app) = setup().await;
+    let (code, pkce) = code_for(&server, &app).await;
+    let mut form = exchange_form(&app, &code, &pkce.verifier);
+    form.push(("client_secret", &app.client_secret));
+    let r = server
+        .http()
+        .post(server.url("/token"))
+        .basic_auth(&app.client_id, Some(&app.client_secret))
+        .form(&form)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(error_of(r).await, invalid_request());
+
+    // A body client_id naming another client than the Basic credentials is refused too.
+    let other = server.app().await;
+    let mut form = exchange_form(&other, &code, &pkce.verifier);
+    form.retain(|(k, _)| *k != "client_secret");
+    let r = server
+        .http()
+        .post(server.url("/token"))
+        .basic_auth(&app.client_id, Some(&app.client_secret))
+        .form(&form)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(error_of(r).await, invalid_request());
+    assert_eq!(server.token(&exchange_form(&app, &code, &pkce.verifier)).await.status(), 200);
 }

@@ -1,0 +1,244 @@
+//! The `latchkey` binary as an operator runs it: `serve` with no setup, the admin CLI on the same store while
+//! the server runs, plaintext refused, graceful shutdown, and logs that carry no secret.
+
+use crate::support::{Browser, Pkce, PASSWORD, READONLY};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_latchkey");
+
+/// Runs `latchkey admin --data-dir DIR <args>`, feeding `stdin`; returns (exit code, stdout, stderr).
+fn admin(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(BIN)
+        .arg("admin")
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn admin");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("admin output");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {text}"))
+}
+
+/// A `latchkey serve` process on a free port; killed on drop.
+struct Served {
+    child: Child,
+    base: String,
+    stdout: String,
+}
+
+impl Served {
+    fn start(dir: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .env("LATCHKEY_LOG", "debug,sqlx=warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn serve");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut stdout = String::new();
+        let mut base = None;
+        for line in lines.by_ref() {
+            let line = line.expect("line");
+            stdout.push_str(&line);
+            stdout.push('\n');
+            if let Some(rest) = line.strip_prefix("  issuer:") {
+                base = Some(rest.trim().to_owned());
+            }
+            if line.starts_with("Press Ctrl-C") {
+                break;
+            }
+        }
+        let base = base.unwrap_or_else(|| panic!("no issuer line in the start-up output: {stdout}"));
+        Self { child, base, stdout }
+    }
+
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let started = Instant::now();
+        let code = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status.code();
+            }
+            assert!(started.elapsed() < Duration::from_secs(15), "the server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut stderr);
+        }
+        (code, stderr)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+#[tokio::test]
+async fn serve_runs_with_no_setup_and_says_how_to_trust_its_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = Served::start(dir.path());
+    let cert = dir.path().join("tls/cert.pem");
+    assert!(cert.exists(), "the certificate is generated at <data-dir>/tls/cert.pem");
+    assert!(dir.path().join("latchkey.db").exists(), "the SQLite database is in the data dir");
+    assert!(served.stdout.contains(&cert.display().to_string()), "start-up output names the certificate: {}", served.stdout);
+    assert!(served.stdout.contains("--cacert"), "start-up output says how a client trusts it");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("tls/key.pem")).expect("key").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the private key is readable by its owner only");
+    }
+    let ca = std::fs::read(&cert).expect("cert");
+    let browser = Browser::new(&served.base, &ca);
+    let r = browser.get(&format!("{}/healthz", served.base)).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    let (code, _) = served.stop();
+    assert_eq!(code, Some(0), "SIGTERM stops the server cleanly");
+}
+
+#[tokio::test]
+async fn a_plaintext_http_request_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = Served::start(dir.path());
+    let plain = served.base.replace("https://", "http://");
+    let r = reqwest::Client::new().get(format!("{plain}/healthz")).send().await.expect("answered");
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.expect("body").contains("HTTPS only"));
+    served.stop();
+}
+
+#[tokio::test]
+async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let (code, out, _) = admin(d, &["project", "create", "--name", "Demo"], "");
+    assert_eq!(code, 0);
+    let project = json(&out)["project_id"].as_str().expect("project_id").to_owned();
+    assert_eq!(json(&admin(d, &["project", "enable-api", "--project", &project], "").1)["api_enabled"], true);
+    let (code, _, err) = admin(d, &["project", "enable-api", "--project", "nope"], "");
+    assert_eq!(code, 2, "an unknown project is 'not found': {err}");
+
+    let (code, out, _) = admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "Demo App"], "");
+    assert_eq!(code, 0);
+    let client = json(&out);
+    let client_id = client["client_id"].as_str().expect("client_id").to_owned();
+    let secret = client["client_secret"].as_str().expect("client_secret").to_owned();
+    assert!(client_id.bytes().chain(secret.bytes()).all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)));
+    let shown = admin(d, &["client", "show", &client_id], "").1;
+    assert!(!shown.contains(&secret), "the secret is shown once, never again");
+    assert_eq!(json(&admin(d, &["project", "show", &project], "").1)["clients"][0]["client_id"], client_id.as_str());
+
+    let (code, _, err) = admin(d, &["client", "create", "--project", &project, "--type", "mobile", "--name", "M"], "");
+    assert_eq!(code, 1, "a mobile client without a bundle ID is refused");
+    assert!(err.contains("bundle"), "{err}");
+
+    let (code, out, _) = admin(d, &["user", "create", "--email", "ann@example.com", "--password-stdin", "--name", "Ann"], "s3cret-passw0rd\n");
+    assert_eq!(code, 0);
+    let user_id = json(&out)["user_id"].as_str().expect("user_id").to_owned();
+    let (code, _, _) = admin(d, &["user", "create", "--email", "ANN@example.com", "--password-stdin"], "another-passw0rd\n");
+    assert_eq!(code, 1, "e-mail addresses are unique regardless of case");
+    let (code, _, _) = admin(d, &["user", "create", "--email", "bob@example.com"], "");
+    assert_ne!(code, 0, "the password never goes on the command line");
+    assert_eq!(json(&admin(d, &["user", "show", "ann@example.com"], "").1)["user_id"], user_id.as_str());
+    assert_eq!(json(&admin(d, &["user", "list"], "").1)["users"].as_array().expect("users").len(), 1);
+    assert_eq!(json(&admin(d, &["user", "disable", &user_id], "").1)["disabled"], true);
+    assert_eq!(json(&admin(d, &["client", "delete", &client_id], "").1)["deleted"], true);
+    assert_eq!(admin(d, &["client", "delete", &client_id], "").0, 2, "deleting twice: not found");
+    assert_eq!(json(&admin(d, &["user", "delete", &user_id], "").1)["deleted"], true);
+    let keys = json(&admin(d, &["keys", "list"], "").1);
+    assert!(keys["keys"].as_array().expect("keys").is_empty(), "keys are made by the server's first start");
+    assert_eq!(json(&admin(d, &["keys", "rotate", "--kind", "id-token"], "").1)["kind"], "id_token");
+    assert!(!admin(d, &["keys", "list"], "").1.contains("secret"), "key material is never printed");
+}
+
+#[tokio::test]
+async fn a_full_flow_against_the_binary_leaves_no_secret_in_the_logs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let served = Served::start(d);
+    // The admin CLI works on the same store while the server runs.
+    let project = json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
+    admin(d, &["project", "enable-api", "--project", &project], "");
+    let client = json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
+    let client_id = client["client_id"].as_str().expect("id");
+    let secret = client["client_secret"].as_str().expect("secret");
+    admin(d, &["user", "create", "--email", "log@example.com", "--password-stdin"], &format!("{PASSWORD}\n"));
+
+    let ca = std::fs::read(d.join("tls/cert.pem")).expect("cert");
+    let browser = Browser::new(&served.base, &ca);
+    let pkce = Pkce::new();
+    let redirect = "http://127.0.0.1:4444/cb";
+    let mut url = url::Url::parse(&format!("{}/o/oauth2/v2/auth", served.base)).expect("url");
+    url.query_pairs_mut()
+        .append_pair("client_id", client_id)
+        .append_pair("redirect_uri", redirect)
+        .append_pair("response_type", "code")
+        .append_pair("scope", READONLY)
+        .append_pair("code_challenge", &pkce.challenge)
+        .append_pair("code_challenge_method", "S256")
+        .append_pair("state", "s");
+    let consent = browser.consent_page(url.as_str(), "log@example.com").await;
+    let done = browser.decide(&consent, &[READONLY], "allow").await;
+    let code = done.redirect_param("code").expect("code");
+    let token: serde_json::Value = browser
+        .http
+        .post(format!("{}/token", served.base))
+        .form(&[
+            ("grant_type", "authorization_code"),
+            ("client_id", client_id),
+            ("client_secret", secret),
+            ("code", &code),
+            ("code_verifier", &pkce.verifier),
+            ("redirect_uri", redirect),
+        ])
+        .send()
+        .await
+        .expect("token")
+        .json()
+        .await
+        .expect("json");
+    let access = token["access_token"].as_str().expect("access token").to_owned();
+    let refresh = token["refresh_token"].as_str().expect("refresh token").to_owned();
+    let r = browser
+        .http
+        .get(format!("{}/video/v3/channels?part=id&mine=true&access_token={access}", served.base))
+        .send()
+        .await
+        .expect("channels");
+    assert_eq!(r.status(), 200);
+    let (code_status, logs) = served.stop();
+    assert_eq!(code_status, Some(0));
+    assert!(logs.contains("request"), "request logs are written: {logs}");
+    for (what, value) in [
+        ("code", code.as_str()),
+        ("access token", access.as_str()),
+        ("refresh token", refresh.as_str()),
+        ("client secret", secret),
+        ("password", PASSWORD),
+        ("verifier", pkce.verifier.as_str()),
+    ] {
+        assert!(!logs.contains(value), "the logs contain the {what}");
+    }
+}
