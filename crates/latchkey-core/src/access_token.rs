@@ -59,6 +59,8 @@ pub struct AccessClaims {
 pub enum AccessTokenError {
     /// Not a token of ours, or tampered with.
     Invalid,
+    /// Well-formed, but signed with a key id this key set does not hold (a rotation elsewhere, or a forgery).
+    UnknownKey,
     /// Past its expiry.
     Expired,
 }
@@ -124,7 +126,7 @@ pub fn verify(keys: &[MacKey], token: &str, now: UnixTime) -> Result<AccessClaim
         return Err(AccessTokenError::Invalid);
     }
     let key_id = u32::from_be_bytes(raw[1..5].try_into().map_err(|_| AccessTokenError::Invalid)?);
-    let key = keys.iter().find(|k| k.id == key_id).ok_or(AccessTokenError::Invalid)?;
+    let key = keys.iter().find(|k| k.id == key_id).ok_or(AccessTokenError::UnknownKey)?;
     hmac::verify(&key.key, &raw[..BODY], &raw[BODY..]).map_err(|_| AccessTokenError::Invalid)?;
     let claims = AccessClaims {
         grant_id: GrantId(raw[5..21].try_into().map_err(|_| AccessTokenError::Invalid)?),
@@ -172,7 +174,7 @@ mod tests {
         let tampered = String::from_utf8(bytes).unwrap();
         assert_eq!(verify(std::slice::from_ref(&key), &tampered, UnixTime(0)), Err(AccessTokenError::Invalid));
         let other = mint(&MacKey::new(2, b"k"), &claims());
-        assert_eq!(verify(&[key], &other, UnixTime(0)), Err(AccessTokenError::Invalid));
+        assert_eq!(verify(&[key], &other, UnixTime(0)), Err(AccessTokenError::UnknownKey));
     }
 
     #[test]

@@ -37,13 +37,29 @@ impl KeySet {
 #[derive(Debug, Clone)]
 pub struct KeyRing {
     current: Arc<RwLock<Arc<KeySet>>>,
+    /// When an on-demand reload last ran (Unix seconds), so that unknown key ids cannot make every request
+    /// read the store.
+    last_demand: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl KeyRing {
     /// Loads the keys, creating the first of each kind when the store has none.
     pub async fn load(store: &dyn Store, now: UnixTime) -> StoreResult<Self> {
         let set = load_set(store, now).await?;
-        Ok(Self { current: Arc::new(RwLock::new(Arc::new(set))) })
+        Ok(Self { current: Arc::new(RwLock::new(Arc::new(set))), last_demand: Arc::default() })
+    }
+
+    /// Reloads because a request named a key this instance does not hold; at most once per second, so that
+    /// forged key ids cost nothing. Returns whether a reload ran.
+    pub async fn reload_on_demand(&self, store: &dyn Store, now: UnixTime) -> StoreResult<bool> {
+        use std::sync::atomic::Ordering;
+        let last = self.last_demand.load(Ordering::Relaxed);
+        if now.0 <= last || self.last_demand.compare_exchange(last, now.0, Ordering::AcqRel, Ordering::Relaxed).is_err()
+        {
+            return Ok(false);
+        }
+        self.reload(store, now).await?;
+        Ok(true)
     }
 
     /// The current set.

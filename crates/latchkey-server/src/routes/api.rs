@@ -53,19 +53,18 @@ pub(super) async fn bearer_grant(
     Ok((claims, found))
 }
 
-/// Checks the MAC and expiry; an unknown key id triggers one reload of the key ring (a rotation elsewhere).
+/// Checks the MAC and expiry. A key id this instance does not know (a rotation made elsewhere) triggers a
+/// reload of the key ring, at most once per second.
 async fn verify(state: &AppState, token: &str, now: UnixTime) -> Result<AccessClaims, ApiError> {
-    let first = access_token::verify(&state.keys.get().mac, token, now);
-    let result = match first {
-        Err(AccessTokenError::Invalid) if token.starts_with(access_token::PREFIX) => {
-            state.keys.reload(&*state.store, now).await?;
-            access_token::verify(&state.keys.get().mac, token, now)
-        }
-        other => other,
-    };
+    let mut result = access_token::verify(&state.keys.get().mac, token, now);
+    if result == Err(AccessTokenError::UnknownKey) && state.keys.reload_on_demand(&*state.store, now).await? {
+        result = access_token::verify(&state.keys.get().mac, token, now);
+    }
     result.map_err(|e| match e {
         AccessTokenError::Expired => ApiError::unauthenticated("The access token expired.", true),
-        AccessTokenError::Invalid => ApiError::unauthenticated("The access token is invalid.", true),
+        AccessTokenError::Invalid | AccessTokenError::UnknownKey => {
+            ApiError::unauthenticated("The access token is invalid.", true)
+        }
     })
 }
 

@@ -65,7 +65,7 @@ async fn grant_of(state: &AppState, token: &str) -> Result<Option<GrantId>, Toke
         // Verify as of the start of time, so that expiry does not hide the grant.
         return Ok(match access_token::verify(&keys.mac, token, UnixTime(i64::MIN)) {
             Ok(c) => Some(c.grant_id),
-            Err(AccessTokenError::Expired | AccessTokenError::Invalid) => None,
+            Err(AccessTokenError::Expired | AccessTokenError::Invalid | AccessTokenError::UnknownKey) => None,
         });
     }
     Ok(state.store.grant_by_refresh(&secret::hash(token)).await?.map(|g| g.grant.id))

@@ -324,3 +324,29 @@ async fn a_token_of_a_deleted_user_is_401() {
     latchkey_server::admin::user_delete(server.store(), ALICE).await.expect("delete");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 401);
 }
+
+#[tokio::test]
+async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without_a_restart() {
+    use latchkey_core::access_token::{self, MacKey};
+    let (server, app) = setup().await;
+    let t = server.tokens(&app, ALICE, &[READONLY]).await;
+    let at = latchkey_core::time::SystemClock.now();
+    // Another instance (or the admin CLI) adds a key; this instance has not reloaded yet.
+    let new_id =
+        latchkey_server::admin::key_rotate(server.store(), latchkey_store::KeyKind::Mac, at).await.expect("rotate")
+            ["key_id"]
+            .as_u64()
+            .expect("id");
+    let stored = server.store().keys(latchkey_store::KeyKind::Mac).await.expect("keys");
+    let key = |id: u64| {
+        let k = stored.iter().find(|k| u64::from(k.id) == id).expect("key");
+        MacKey::new(k.id, &k.secret)
+    };
+    let old = stored.iter().find(|k| u64::from(k.id) != new_id).expect("old key");
+    let claims = access_token::verify(&[MacKey::new(old.id, &old.secret)], &t.access_token, at).expect("claims");
+    let minted_elsewhere = access_token::mint(&key(new_id), &claims);
+    assert_eq!(get(&server, "part=id&mine=true", &minted_elsewhere).await.status(), 200);
+    // A forged key id is refused, and costs at most one reload per second.
+    let forged = access_token::mint(&MacKey::new(999_999, b"forged"), &claims);
+    assert_eq!(get(&server, "part=id&mine=true", &forged).await.status(), 401);
+}
