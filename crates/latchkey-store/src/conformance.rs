@@ -270,7 +270,7 @@ async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
         .collect();
     let mut won = 0;
     for t in tasks {
-        if t.await.expect("join").expect("record") == None {
+        if t.await.expect("join").expect("record").is_none() {
             won += 1;
         }
     }

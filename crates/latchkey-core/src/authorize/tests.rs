@@ -107,7 +107,8 @@ fn an_embedded_web_view_gets_disallowed_useragent() {
 #[test]
 fn other_faults_redirect_with_the_state() {
     let c = desktop();
-    let cases: [(&[(&'static str, Option<&str>)], ErrorCode); 9] = [
+    type Change<'a> = &'a [(&'static str, Option<&'a str>)];
+    let cases: [(Change, ErrorCode); 9] = [
         (&[("response_type", None)], ErrorCode::InvalidRequest),
         (&[("response_type", Some("token"))], ErrorCode::UnsupportedResponseType),
         (&[("scope", None)], ErrorCode::InvalidRequest),
