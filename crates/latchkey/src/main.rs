@@ -1,6 +1,7 @@
-//! `latchkey`: the one binary. `serve` runs the service, `admin` manages its store.
+//! `latchkey`: the one binary. `serve` runs the service, `admin` manages its store, `app` is an installed app.
 
 mod admin;
+mod app;
 mod serve;
 
 use clap::{Args, Parser, Subcommand};
@@ -21,6 +22,8 @@ enum Command {
     Serve(ConfigArgs),
     /// Manages projects, clients, users and keys in the store (also while the server runs).
     Admin(Box<admin::AdminArgs>),
+    /// Acts as an installed app: signs in through the system browser, keeps and refreshes tokens, calls APIs.
+    App(app::AppArgs),
 }
 
 /// Where the configuration comes from; flags win over `LATCHKEY_*` variables, which win over the file.
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Admin(args) => admin::run(*args).await,
+            Command::App(args) => app::run(args).await,
         }
     });
     match result {

@@ -1,0 +1,61 @@
+//! The installed-app side of latchkey: everything an app on a phone, tablet or desktop does to get limited
+//! access to a user's data, without ever seeing their password (RFC 6749, 7636, 8252, 9449).
+//!
+//! - [`Discovery`] reads the issuer's metadata (RFC 8414 / OpenID Connect Discovery).
+//! - [`Pkce`] makes a fresh verifier and its S256 challenge for every request; `state` is generated and checked.
+//! - [`LoopbackListener`] receives the redirect on `127.0.0.1` with a random port, accepts exactly one matching
+//!   response and tells the user to return to the app; apps with a custom URI scheme hand the redirect URL to
+//!   [`Authorization::finish`] instead.
+//! - [`browser::open`] opens the system browser, honouring `$BROWSER`.
+//! - [`DpopKey`] keeps an ES256 key on the device ([`KeyStore`]; a 0600 file by default) and makes a fresh proof
+//!   per token request, caching the server's `DPoP-Nonce` and retrying once on `use_dpop_nonce`.
+//! - [`Session`] keeps tokens in long-term storage ([`TokenStore`]; a 0600 file by default), refreshes the access
+//!   token shortly before it expires with one refresh in flight however many callers ask, and revokes.
+//!
+//! The HTTP transport is injected ([`HttpClient`]); [`ReqwestHttp`] is the default.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), latchkey_client::Error> {
+//! use latchkey_client::{browser, AppConfig, LoopbackListener, OAuthClient, ReqwestHttp};
+//! use std::sync::Arc;
+//!
+//! let http = Arc::new(ReqwestHttp::with_ca_file(Some("latchkey-data/tls/cert.pem".as_ref()))?);
+//! let client = OAuthClient::discover(
+//!     AppConfig::new("https://127.0.0.1:8443", "lkapp-example"),
+//!     http,
+//! ).await?;
+//! let listener = LoopbackListener::bind().await?;
+//! let pending = client.authorize(&listener.redirect_uri(), &["https://latchkey.dev/auth/readonly"])?;
+//! browser::open(pending.url())?;
+//! let response = listener.receive(pending.state(), std::time::Duration::from_secs(300)).await?;
+//! let tokens = client.exchange(pending, &response, None).await?;
+//! if !tokens.granted("https://latchkey.dev/auth/readonly") {
+//!     println!("the user did not allow reading the account; that feature stays off");
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod browser;
+mod client;
+mod discovery;
+mod dpop;
+mod error;
+mod http;
+mod loopback;
+mod pkce;
+mod session;
+mod storage;
+mod tokens;
+
+pub use client::{AppConfig, Authorization, AuthorizationResponse, OAuthClient};
+pub use discovery::Discovery;
+pub use dpop::{DpopKey, FileKeyStore, KeyStore};
+pub use error::Error;
+#[cfg(feature = "reqwest")]
+pub use http::ReqwestHttp;
+pub use http::{HttpClient, HttpRequest, HttpResponse};
+pub use loopback::LoopbackListener;
+pub use pkce::Pkce;
+pub use session::Session;
+pub use storage::write_private;
+pub use tokens::{FileTokenStore, TokenSet, TokenStore};
