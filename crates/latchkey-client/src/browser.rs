@@ -51,3 +51,6 @@ fn run(command: &str, url: &str) -> bool {
         .spawn()
         .is_ok()
 }
+
+#[cfg(test)]
+mod tests;

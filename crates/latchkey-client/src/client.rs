@@ -351,3 +351,6 @@ pub(crate) fn unix_now() -> i64 {
     let now = std::time::SystemTime::now();
     now.duration_since(std::time::UNIX_EPOCH).map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests;

@@ -40,6 +40,8 @@ mod client;
 mod discovery;
 mod dpop;
 mod error;
+#[cfg(test)]
+mod fake_http;
 mod http;
 mod loopback;
 mod pkce;

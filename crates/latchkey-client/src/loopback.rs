@@ -38,11 +38,25 @@ impl LoopbackListener {
     /// Waits for the response whose `state` is `expected_state`, for at most `timeout`. Consumes the listener:
     /// once the response is in, nothing listens on the port any more.
     pub async fn receive(self, expected_state: &str, timeout: Duration) -> Result<AuthorizationResponse, Error> {
+        // Each connection is answered on its own, so one that never sends a request (a browser's speculative
+        // preconnect, another local process) cannot hold up the real redirect. Unfinished ones are dropped with
+        // the listener once the response is in.
         let wait = async {
+            let mut connections = tokio::task::JoinSet::new();
             loop {
-                let Ok((stream, _)) = self.listener.accept().await else { continue };
-                if let Some(response) = handle(stream, expected_state).await {
-                    return response;
+                tokio::select! {
+                    accepted = self.listener.accept() => {
+                        if let Ok((stream, _)) = accepted {
+                            let expected = expected_state.to_owned();
+                            connections.spawn(async move { handle(stream, &expected).await });
+                        }
+                    }
+                    // (Only an empty set fails this pattern; a refused request must not disable the branch.)
+                    Some(done) = connections.join_next() => {
+                        if let Ok(Some(response)) = done {
+                            return response;
+                        }
+                    }
                 }
             }
         };

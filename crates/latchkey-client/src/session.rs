@@ -119,3 +119,6 @@ impl Session {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -97,3 +97,6 @@ impl TokenStore for FileTokenStore {
         remove(&self.path)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,8 +13,12 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The HTTPS listener. Default `127.0.0.1:8443`.
     pub listen: SocketAddr,
-    /// The database; default `sqlite://<data_dir>/latchkey.db`.
+    /// The database; default `sqlite://<data_dir>/latchkey.db`. `postgres://...` selects PostgreSQL.
     pub database_url: Option<String>,
+    /// PostgreSQL: connections per instance. Default 16.
+    pub database_max_connections: u32,
+    /// PostgreSQL: seconds a request waits for a connection before answering 503. Default 3.
+    pub database_acquire_timeout: u64,
     /// PEM certificate chain; with `tls_key`. Default: a generated self-signed certificate in `<data_dir>/tls`.
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
@@ -64,6 +68,8 @@ impl Default for Config {
             data_dir: PathBuf::from("latchkey-data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
             database_url: None,
+            database_max_connections: 16,
+            database_acquire_timeout: 3,
             tls_cert: None,
             tls_key: None,
             public_url: None,
@@ -94,10 +100,12 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 23] = [
+pub const FIELDS: [&str; 25] = [
     "data_dir",
     "listen",
     "database_url",
+    "database_max_connections",
+    "database_acquire_timeout",
     "tls_cert",
     "tls_key",
     "public_url",
@@ -159,6 +167,14 @@ impl Config {
         self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
     }
 
+    /// The connection-pool settings (PostgreSQL).
+    pub fn pool_settings(&self) -> latchkey_store::PoolSettings {
+        latchkey_store::PoolSettings {
+            max_connections: self.database_max_connections,
+            acquire_timeout: std::time::Duration::from_secs(self.database_acquire_timeout),
+        }
+    }
+
     /// Checks the values that can be wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.tls_cert.is_some() != self.tls_key.is_some() {
@@ -188,6 +204,12 @@ impl Config {
         }
         if self.refresh_tokens_per_client_user == 0 || self.refresh_tokens_per_user == 0 {
             return Err(ConfigError("refresh-token limits must be at least 1".into()));
+        }
+        if self.database_max_connections == 0 || self.database_acquire_timeout == 0 {
+            return Err(ConfigError("database_max_connections and database_acquire_timeout must be positive".into()));
+        }
+        if self.database_url.as_deref().is_some_and(|u| latchkey_store::backend_of(u).is_none()) {
+            return Err(ConfigError("database_url must start with sqlite:// or postgres://".into()));
         }
         if self.dpop_max_age < 0 || self.dpop_max_future < 0 {
             return Err(ConfigError("dpop_max_age and dpop_max_future must not be negative".into()));
@@ -294,6 +316,22 @@ mod tests {
         let mut fields = FIELDS.to_vec();
         fields.sort_unstable();
         assert_eq!(keys, fields);
+    }
+
+    #[test]
+    fn the_database_pool_is_configurable_and_checked() {
+        let env = [
+            ("LATCHKEY_DATABASE_URL".to_string(), "postgres://u@db:5432/latchkey".to_string()),
+            ("LATCHKEY_DATABASE_MAX_CONNECTIONS".into(), "4".into()),
+            ("LATCHKEY_DATABASE_ACQUIRE_TIMEOUT".into(), "1".into()),
+        ];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        assert_eq!(c.database_url(), "postgres://u@db:5432/latchkey");
+        let pool = c.pool_settings();
+        assert_eq!((pool.max_connections, pool.acquire_timeout.as_secs()), (4, 1));
+        assert!(Config { database_max_connections: 0, ..Config::default() }.validate().is_err());
+        assert!(Config { database_acquire_timeout: 0, ..Config::default() }.validate().is_err());
+        assert!(Config { database_url: Some("mysql://x".into()), ..Config::default() }.validate().is_err());
     }
 
     #[test]

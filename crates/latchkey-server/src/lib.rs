@@ -76,7 +76,8 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let store = latchkey_store::open(&config.database_url()).await.context("opening the store")?;
+    let store =
+        latchkey_store::open_with(&config.database_url(), config.pool_settings()).await.context("opening the store")?;
     let keys = KeyRing::load(&*store, clock.now()).await.context("loading keys")?;
     let (cert_path, key_path, generated_cert) = match (&config.tls_cert, &config.tls_key) {
         (Some(c), Some(k)) => (c.clone(), k.clone(), None),

@@ -22,6 +22,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     a_code_redeems_once(&*store).await;
     concurrent_redemption_issues_one_grant(store.clone()).await;
     refresh_token_limits_invalidate_the_oldest(&*store).await;
+    refresh_token_limits_hold_under_concurrent_issuance(store.clone()).await;
     grant_state_follows_user_and_client(&*store).await;
     keys_are_kept_newest_first(&*store).await;
     single_use_values_are_recorded_once(store.clone()).await;
@@ -218,6 +219,28 @@ async fn refresh_token_limits_invalidate_the_oldest(store: &dyn Store) {
     let g5 = issue(store, &other.client_id, &user_id, limits).await;
     assert!(!usable(g2).await, "the user's oldest live grant goes when a fourth is issued");
     assert!(usable(g3).await && usable(g4).await && usable(g5).await);
+}
+
+async fn refresh_token_limits_hold_under_concurrent_issuance(store: Arc<dyn Store>) {
+    let (client_id, user_id) = fixture(&*store).await;
+    let limits = GrantLimits { per_client_user: 3, per_user: 3 };
+    let tasks: Vec<_> = (0..12)
+        .map(|_| {
+            let (store, client_id, user_id) = (store.clone(), client_id.clone(), user_id.clone());
+            tokio::spawn(async move { issue(&*store, &client_id, &user_id, limits).await })
+        })
+        .collect();
+    let mut grants = Vec::new();
+    for t in tasks {
+        grants.push(t.await.expect("every issuance succeeds"));
+    }
+    let mut live = 0;
+    for g in &grants {
+        if store.grant(&g.id).await.expect("get").expect("kept").is_usable(T0) {
+            live += 1;
+        }
+    }
+    assert_eq!(live, 3, "exactly the limit survives twelve concurrent issuances");
 }
 
 async fn grant_state_follows_user_and_client(store: &dyn Store) {

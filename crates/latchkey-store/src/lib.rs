@@ -3,11 +3,16 @@
 //! Handlers hold an `Arc<dyn Store>` and never branch on the backend. Every method is one unit of work: where
 //! a rule needs several statements to hold together (redeeming a code, enforcing refresh-token limits), the
 //! backend runs them in one transaction, so that a response is only sent once the grant is durable.
+//!
+//! Backends: [`sqlite`] (one file, the default) and [`postgres`] (many instances on one database).
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+pub mod postgres;
 mod records;
 pub mod sqlite;
+#[cfg(any(test, feature = "conformance"))]
+pub mod test_database;
 
 pub use records::{Channel, GrantLimits, GrantState, KeyKind, NewUser, Project, Redeemed, Session, StoredKey, User};
 
@@ -17,6 +22,7 @@ use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]
@@ -35,15 +41,45 @@ pub enum StoreError {
 /// The result of a store call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// Opens the store named by a database URL (`sqlite://path`), running its migrations.
+/// Connection-pool settings of the PostgreSQL backend (SQLite keeps its own, suited to one local file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Connections per instance. Default 16.
+    pub max_connections: u32,
+    /// How long a request waits for a connection before the store reports itself unavailable. Default 3 s.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self { max_connections: 16, acquire_timeout: Duration::from_secs(3) }
+    }
+}
+
+/// The backend a database URL names: `sqlite` or `postgres`.
+pub fn backend_of(database_url: &str) -> Option<&'static str> {
+    match database_url.split(':').next() {
+        Some("sqlite") => Some("sqlite"),
+        Some("postgres" | "postgresql") => Some("postgres"),
+        _ => None,
+    }
+}
+
+/// Opens the store named by a database URL (`sqlite://path` or `postgres://...`) with the default pool
+/// settings, running its migrations.
 pub async fn open(database_url: &str) -> StoreResult<Arc<dyn Store>> {
-    if database_url.starts_with("sqlite:") {
-        Ok(Arc::new(sqlite::SqliteStore::open(database_url).await?))
-    } else {
-        Err(StoreError::Other(format!(
-            "unsupported database URL scheme in {:?}: use sqlite://PATH",
+    open_with(database_url, PoolSettings::default()).await
+}
+
+/// Opens the store named by a database URL, running its migrations; `pool` applies to PostgreSQL.
+pub async fn open_with(database_url: &str, pool: PoolSettings) -> StoreResult<Arc<dyn Store>> {
+    match backend_of(database_url) {
+        Some("sqlite") => Ok(Arc::new(sqlite::SqliteStore::open(database_url).await?)),
+        Some(_) => Ok(Arc::new(postgres::PgStore::open(database_url, pool).await?)),
+        None => Err(StoreError::Other(format!(
+            "unsupported database URL scheme in {:?}: use sqlite://PATH or postgres://USER@HOST:PORT/DATABASE",
             database_url.split(':').next().unwrap_or("")
-        )))
+        ))),
     }
 }
 

@@ -32,6 +32,8 @@ enum Noun {
     /// Signing keys (access tokens, id_tokens).
     #[command(subcommand)]
     Keys(KeysCmd),
+    /// Runs the store's migrations and exits (`serve` also runs them at start-up).
+    Migrate,
 }
 
 #[derive(Subcommand)]
@@ -189,8 +191,11 @@ enum KeysCmd {
 /// Runs one admin command.
 pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
-    std::fs::create_dir_all(&config.data_dir)?;
-    let store = latchkey_store::open(&config.database_url()).await?;
+    let url = config.database_url();
+    if latchkey_store::backend_of(&url) == Some("sqlite") {
+        std::fs::create_dir_all(&config.data_dir)?;
+    }
+    let store = latchkey_store::open_with(&url, config.pool_settings()).await?;
     let store = &*store;
     let now = SystemClock.now();
     let result = match args.noun {
@@ -244,6 +249,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             },
             KeysCmd::Retire { id } => ops::key_retire(store, id, now).await,
         },
+        // Opening the store ran the migrations.
+        Noun::Migrate => Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url) })),
     };
     match result {
         Ok(value) => {

@@ -169,6 +169,12 @@ fn saved(dir: &Path) -> Result<Saved, Failure> {
 /// The client and session of the saved app.
 async fn open(dir: &Path) -> Result<(Arc<OAuthClient>, Session, Saved), Failure> {
     let saved = saved(dir)?;
+    let (client, session) = connect(dir, &saved).await?;
+    Ok((client, session, saved))
+}
+
+/// The client and session for `saved` settings.
+async fn connect(dir: &Path, saved: &Saved) -> Result<(Arc<OAuthClient>, Session), Failure> {
     let http: Arc<dyn HttpClient> = Arc::new(ReqwestHttp::with_ca_file(saved.ca_file.as_deref())?);
     let mut config = AppConfig::new(&saved.issuer, &saved.client_id);
     config.client_secret = saved.client_secret.clone();
@@ -179,7 +185,7 @@ async fn open(dir: &Path) -> Result<(Arc<OAuthClient>, Session, Saved), Failure>
         None
     };
     let session = Session::new(client.clone(), Arc::new(FileTokenStore::new(dir.join("tokens.json"))), key);
-    Ok((client, session, saved))
+    Ok((client, session))
 }
 
 async fn with_session<F, Fut>(dir: &Path, f: F) -> Result<(), Failure>
@@ -201,9 +207,9 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<(), Failure> {
         dpop: args.dpop,
         requested: requested.clone(),
     };
-    let bytes = serde_json::to_vec_pretty(&saved).map_err(|e| Failure::Other(e.into()))?;
-    write_private(&dir.join("app.json"), &bytes)?;
-    let (client, session, _) = open(dir).await?;
+    // The settings are stored only once the sign-in succeeded: an abandoned or failed login leaves the current
+    // sign-in (its issuer, client and DPoP binding) as it was.
+    let (client, session) = connect(dir, &saved).await?;
     if saved.dpop && !client.discovery().supports_dpop() {
         eprintln!("Note: the server does not advertise ES256 DPoP; trying anyway.");
     }
@@ -224,6 +230,8 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<(), Failure> {
     let tokens = client.exchange(pending, &response, key.as_ref()).await?;
     let granted: Vec<&str> = tokens.scopes().collect();
     let denied: Vec<&str> = scope_refs.iter().copied().filter(|s| !tokens.granted(s)).collect();
+    let bytes = serde_json::to_vec_pretty(&saved).map_err(|e| Failure::Other(e.into()))?;
+    write_private(&dir.join("app.json"), &bytes)?;
     session.save(tokens.clone()).await?;
     println!("Signed in to {}.", saved.issuer);
     println!("Granted: {}", if granted.is_empty() { "(nothing)".into() } else { granted.join(" ") });

@@ -35,7 +35,7 @@ pub struct ConfigArgs {
     /// The data directory (SQLite database, generated TLS certificate). Default ./latchkey-data.
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
-    /// The database URL: sqlite://PATH. Default sqlite://<data-dir>/latchkey.db.
+    /// The database URL: sqlite://PATH or postgres://USER@HOST:PORT/DB. Default sqlite://<data-dir>/latchkey.db.
     #[arg(long, global = true)]
     database_url: Option<String>,
     /// The HTTPS listen address. Default 127.0.0.1:8443.

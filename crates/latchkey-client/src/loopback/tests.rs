@@ -58,3 +58,41 @@ async fn waiting_times_out_cleanly() {
     let l = LoopbackListener::bind().await.expect("bind");
     assert!(matches!(l.receive("s", Duration::from_millis(50)).await, Err(Error::Timeout(_))));
 }
+
+#[tokio::test]
+async fn an_idle_connection_does_not_hold_up_the_real_redirect() {
+    let l = LoopbackListener::bind().await.expect("bind");
+    let port = l.port;
+    let waiting = tokio::spawn(l.receive("s", Duration::from_secs(30)));
+    // A browser's speculative preconnect, or another local process, that never sends a request.
+    let _idle = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    let answered = tokio::time::timeout(Duration::from_secs(3), get(port, "/callback?code=c&state=s")).await;
+    assert_eq!(answered.expect("answered while the idle connection is open").0, 200);
+    assert_eq!(waiting.await.expect("join").expect("response").code.as_deref(), Some("c"));
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn a_refused_request_that_ends_while_the_real_one_is_arriving_does_not_stall_the_listener() {
+    let l = LoopbackListener::bind().await.expect("bind");
+    let port = l.port;
+    let waiting = tokio::spawn(l.receive("s", Duration::from_secs(30)));
+    let mut forged = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    forged.write_all(b"GET /callback?code=evil&state=wrong HTTP/1.1\r\n").await.expect("write");
+    let mut real = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    real.write_all(b"GET /callback?code=good&state=s HTTP/1.1\r\n").await.expect("write");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The forged request is refused while the real one is still in progress; then the real one completes.
+    forged.write_all(b"Host: 127.0.0.1\r\n\r\n").await.expect("write");
+    let mut refused = String::new();
+    forged.read_to_string(&mut refused).await.expect("read");
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    real.write_all(b"Host: 127.0.0.1\r\n\r\n").await.expect("write");
+    let mut page = String::new();
+    real.read_to_string(&mut page).await.expect("read");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    let received = tokio::time::timeout(Duration::from_secs(3), waiting).await.expect("not stalled");
+    assert_eq!(received.expect("join").expect("response").code.as_deref(), Some("good"));
+}

@@ -61,9 +61,15 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<()
 /// The grant a token belongs to, if it is one of ours. An expired access token still names its grant.
 async fn grant_of(state: &AppState, token: &str) -> Result<Option<GrantId>, TokenError> {
     if token.starts_with(access_token::PREFIX) {
-        let keys = state.keys.get();
-        // Verify as of the start of time, so that expiry does not hide the grant.
-        return Ok(match access_token::verify(&keys.mac, token, UnixTime(i64::MIN)) {
+        // Verify as of the start of time, so that expiry does not hide the grant. A key this instance does not
+        // hold yet (rotated in through another instance) is looked up, as the data API does.
+        let mut result = access_token::verify(&state.keys.get().mac, token, UnixTime(i64::MIN));
+        if result == Err(AccessTokenError::UnknownKey)
+            && state.keys.reload_on_demand(&*state.store, state.clock.now()).await?
+        {
+            result = access_token::verify(&state.keys.get().mac, token, UnixTime(i64::MIN));
+        }
+        return Ok(match result {
             Ok(c) => Some(c.grant_id),
             Err(AccessTokenError::Expired | AccessTokenError::Invalid | AccessTokenError::UnknownKey) => None,
         });

@@ -25,7 +25,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 /// The driver binary, unless `LATCHKEY_CHROMEDRIVER` names another.
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The longest wait for a page element, a redirect or the driver.
-const WAIT: Duration = Duration::from_secs(15);
+pub(crate) const WAIT: Duration = Duration::from_secs(15);
 const EMAIL: &str = "alice@example.com";
 
 #[tokio::test]
@@ -155,12 +155,12 @@ async fn assert_stays_on_the_server(browser: &Client, server: &TestServer) {
 }
 
 /// The consent checkbox of `scope`.
-fn scope_box(scope: &str) -> String {
+pub(crate) fn scope_box(scope: &str) -> String {
     format!("input[name=scope][value=\"{scope}\"]")
 }
 
 /// Waits for an element to appear.
-async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
+pub(crate) async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
     match browser.wait().at_most(WAIT).for_element(Locator::Css(css)).await {
         Ok(e) => e,
         Err(e) => {
@@ -200,7 +200,7 @@ fn target_dir() -> PathBuf {
 
 /// Runs `body` with a fresh headless Chromium, then ends the browser session whatever happened; skips (or, under
 /// `CI=true`, fails) when Chromium or ChromeDriver is not installed.
-async fn with_chrome<F, Fut>(body: F)
+pub(crate) async fn with_chrome<F, Fut>(body: F)
 where
     F: FnOnce(Client) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,

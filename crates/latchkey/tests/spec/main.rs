@@ -17,3 +17,5 @@ mod data_api;
 mod metadata;
 mod cli;
 mod rfc9449_dpop;
+mod app_cli;
+mod multi_instance;

@@ -904,6 +904,7 @@ async fn htu_must_be_the_token_endpoint_ignoring_query_and_fragment() {
 #[tokio::test]
 async fn htu_is_the_configured_public_token_url_not_the_listener_address() {
     let (server, app) = setup_with(|c| c.token_url = Some("https://tokens.latchkey.test".into())).await;
+    // An unbound refresh token: its proofs need no nonce but get every check.
     let mut b = Bound {
         key: Key::new(),
         nonce: String::new(),

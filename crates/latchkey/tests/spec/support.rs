@@ -9,6 +9,7 @@ use latchkey_core::time::SystemClock;
 use latchkey_proto::TokenResponse;
 use latchkey_server::config::Config;
 use latchkey_server::Running;
+use latchkey_store::test_database::TestDatabase;
 use reqwest::redirect::Policy;
 use std::sync::Arc;
 use tempfile::TempDir;
@@ -35,6 +36,34 @@ pub struct TestServer {
     pub ca: Vec<u8>,
     /// Keeps the data directory alive.
     pub dir: TempDir,
+    /// The PostgreSQL database this server made (dropped with it), when the suite runs on PostgreSQL.
+    pub db: Option<TestDatabase>,
+}
+
+/// The backend the suite runs on: `LATCHKEY_TEST_BACKEND=sqlite|postgres`, default `sqlite`.
+pub fn backend() -> &'static str {
+    match std::env::var("LATCHKEY_TEST_BACKEND").as_deref() {
+        Ok("postgres") => "postgres",
+        Ok("sqlite") | Ok("") | Err(_) => "sqlite",
+        Ok(other) => panic!("LATCHKEY_TEST_BACKEND is sqlite or postgres, not {other:?}"),
+    }
+}
+
+/// On PostgreSQL, points `config` at a fresh database, or at the one of the server whose data directory it
+/// shares (two instances on one store); the file `<data_dir>/test-database-url` says which.
+async fn choose_database(config: &mut Config) -> Option<TestDatabase> {
+    if backend() != "postgres" || config.database_url.is_some() {
+        return None;
+    }
+    let marker = config.data_dir.join("test-database-url");
+    if let Ok(url) = std::fs::read_to_string(&marker) {
+        config.database_url = Some(url);
+        return None;
+    }
+    let db = TestDatabase::create().await.expect("LATCHKEY_TEST_BACKEND=postgres needs a reachable PostgreSQL");
+    std::fs::write(&marker, &db.url).expect("database marker");
+    config.database_url = Some(db.url.clone());
+    Some(db)
 }
 
 /// A project with the API enabled and a desktop client.
@@ -63,10 +92,11 @@ impl TestServer {
             ..Config::default()
         };
         change(&mut config);
+        let db = choose_database(&mut config).await;
         let running = latchkey_server::start(config, Arc::new(SystemClock)).await.expect("server starts");
         let base = running.urls.issuer.clone();
         let ca = std::fs::read(&running.cert_path).expect("certificate");
-        Self { running, base, ca, dir }
+        Self { running, base, ca, dir, db }
     }
 
     /// The store behind the server.
@@ -265,6 +295,11 @@ impl Browser {
             .cookie_store(true)
             .build()
             .expect("client");
+        Self { http, base: base.to_owned() }
+    }
+
+    /// A browser for any server at `base` that uses `http` (which should keep cookies and not follow redirects).
+    pub fn with_http(base: &str, http: reqwest::Client) -> Self {
         Self { http, base: base.to_owned() }
     }
 

@@ -1,0 +1,162 @@
+//! Throwaway PostgreSQL databases for tests, so that concurrent runs never collide: [`TestDatabase::create`] makes a
+//! schema `latchkey_t_<time>_<random>` (cheap: one per server of the integration suite) and points the URL's
+//! `search_path` at it; [`TestDatabase::create_database`] makes a whole database of that name (for what must start
+//! from an empty database). Either is dropped when the guard goes.
+//!
+//! The server is `LATCHKEY_TEST_DATABASE_URL`, else the local `postgres://postgres@127.0.0.1:5432/test`. When it
+//! cannot be reached the tests that need it are skipped with a notice, except under `CI=true`, where that is a
+//! failure.
+
+use latchkey_core::secret::random_bytes;
+use latchkey_core::time::{Clock, SystemClock};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection, Row};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The server used when `LATCHKEY_TEST_DATABASE_URL` is not set.
+pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// Test databases older than this are left over from killed runs and dropped.
+const STALE_AFTER_SECS: i64 = 6 * 3600;
+const PREFIX: &str = "latchkey_t_";
+
+/// The PostgreSQL server tests use.
+pub fn server_url() -> String {
+    std::env::var("LATCHKEY_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| DEFAULT_URL.into())
+}
+
+/// Whether a missing PostgreSQL fails the run (`CI=true`) instead of skipping.
+pub fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// `url` with its database name replaced by `database` (query parameters kept).
+pub fn with_database(url: &str, database: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => match rest.find('?') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        },
+    };
+    let query = tail.find('?').map_or("", |i| &tail[i..]);
+    format!("{scheme}://{authority}/{database}{query}")
+}
+
+/// A fresh schema or database, dropped when this goes.
+#[derive(Debug)]
+pub struct TestDatabase {
+    /// Its URL.
+    pub url: String,
+    /// Its name.
+    pub name: String,
+    server: String,
+    whole_database: bool,
+}
+
+impl TestDatabase {
+    /// A fresh schema in the database of [`server_url`]; the URL sets the schema as the `search_path`. `None`
+    /// (after a notice on stderr) when the server cannot be reached; under `CI=true` that panics instead.
+    pub async fn create() -> Option<Self> {
+        Self::make(false).await
+    }
+
+    /// A fresh, empty database on the server of [`server_url`]; `None` as for [`TestDatabase::create`].
+    pub async fn create_database() -> Option<Self> {
+        Self::make(true).await
+    }
+
+    async fn make(whole_database: bool) -> Option<Self> {
+        let server = server_url();
+        let mut admin = match connect(&server).await {
+            Ok(c) => c,
+            Err(e) if required() => panic!("PostgreSQL at {server} is required under CI=true: {e}"),
+            Err(e) => {
+                eprintln!("PostgreSQL at {server} is not reachable ({e}); skipping a PostgreSQL test");
+                return None;
+            }
+        };
+        static SWEPT: AtomicBool = AtomicBool::new(false);
+        let now = SystemClock.now().0;
+        if !SWEPT.swap(true, Ordering::SeqCst) {
+            drop_stale(&mut admin, now).await;
+        }
+        let suffix: String = random_bytes(6).iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!("{PREFIX}{now}_{suffix}");
+        let (sql, url) = if whole_database {
+            (format!("CREATE DATABASE \"{name}\""), with_database(&server, &name))
+        } else {
+            let sep = if server.contains('?') { '&' } else { '?' };
+            (format!("CREATE SCHEMA \"{name}\""), format!("{server}{sep}options[search_path]={name}"))
+        };
+        sqlx::query(&sql).execute(&mut admin).await.unwrap_or_else(|e| panic!("{sql} on {server}: {e}"));
+        let _ = admin.close().await;
+        Some(Self { url, name, server, whole_database })
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let (server, name) = (self.server.clone(), self.name.clone());
+        let sql = if self.whole_database {
+            format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")
+        } else {
+            format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE")
+        };
+        // Drop runs inside a test's runtime: use a thread with a runtime of its own.
+        let done = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(async {
+                if let Ok(mut admin) = connect(&server).await {
+                    if let Err(e) = sqlx::query(&sql).execute(&mut admin).await {
+                        eprintln!("{sql}: {e}");
+                    }
+                    let _ = admin.close().await;
+                }
+            });
+        });
+        let _ = done.join();
+    }
+}
+
+async fn connect(url: &str) -> Result<PgConnection, String> {
+    let options = PgConnectOptions::from_str(url).map_err(|e| e.to_string())?;
+    match tokio::time::timeout(Duration::from_secs(5), options.connect()).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("connection timed out".into()),
+    }
+}
+
+/// Drops the test databases and schemas that killed runs left behind.
+async fn drop_stale(admin: &mut PgConnection, now: i64) {
+    let pattern = "'latchkey\\_t\\_%'";
+    for (list, kind, force) in [
+        (format!("SELECT datname FROM pg_database WHERE datname LIKE {pattern}"), "DATABASE", " WITH (FORCE)"),
+        (format!("SELECT nspname FROM pg_namespace WHERE nspname LIKE {pattern}"), "SCHEMA", " CASCADE"),
+    ] {
+        let Ok(rows) = sqlx::query(&list).fetch_all(&mut *admin).await else { continue };
+        for row in rows {
+            let Ok(name) = row.try_get::<String, _>(0) else { continue };
+            let made =
+                name.strip_prefix(PREFIX).and_then(|r| r.split('_').next()).and_then(|t| t.parse::<i64>().ok());
+            if made.is_some_and(|t| now - t > STALE_AFTER_SECS) {
+                let _ = sqlx::query(&format!("DROP {kind} IF EXISTS \"{name}\"{force}")).execute(&mut *admin).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_name_is_replaced_and_the_query_kept() {
+        assert_eq!(with_database("postgres://u@h:5432/test", "x"), "postgres://u@h:5432/x");
+        assert_eq!(with_database("postgres://u:p@h/test?sslmode=disable", "x"), "postgres://u:p@h/x?sslmode=disable");
+        assert_eq!(with_database("postgresql://h:1", "x"), "postgresql://h:1/x");
+        assert_eq!(with_database("postgres://h?sslmode=require", "x"), "postgres://h/x?sslmode=require");
+    }
+}
