@@ -3,8 +3,9 @@
 # Debian's packages, the Python packages of the interop test in a venv under target/).
 #
 # Suites:
-#   - unit tests of every crate, and the store conformance suite on SQLite (no services needed);
-#   - the integration suite (crates/latchkey/tests/spec): the real server over HTTPS, including headless Chromium;
+#   - unit tests of every crate, and the store conformance suite on SQLite and on PostgreSQL;
+#   - the integration suite (crates/latchkey/tests/spec): the real server over HTTPS, including headless Chromium,
+#     on SQLite, then again on PostgreSQL; its multi_instance tests run `latchkey serve` processes on PostgreSQL;
 #   - the interop suite (tests/interop): authlib + Selenium + Chromium against the real binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +28,32 @@ echo "== format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== unit, store conformance (SQLite) and integration tests"
+# PostgreSQL: LATCHKEY_TEST_DATABASE_URL, else the local server when it is reachable. Tests make their own
+# databases (or schemas) there and drop them. Under CI=true a missing PostgreSQL fails the run.
+export LATCHKEY_TEST_DATABASE_URL="${LATCHKEY_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
+pg_hostport=$(printf '%s' "$LATCHKEY_TEST_DATABASE_URL" | sed -E 's|^[a-z]+://([^@/]*@)?([^/?]*).*|\2|')
+pg_host=${pg_hostport%:*}
+pg_port=${pg_hostport##*:}
+[ "$pg_port" = "$pg_hostport" ] && pg_port=5432
+backends=sqlite
+if timeout 5 bash -c "exec 3<>/dev/tcp/${pg_host:-127.0.0.1}/$pg_port" 2>/dev/null; then
+  backends="sqlite, postgres"
+elif [ "${CI:-}" = true ]; then
+  echo "PostgreSQL is required under CI=true and is not reachable at $LATCHKEY_TEST_DATABASE_URL" >&2
+  exit 1
+else
+  echo "== PostgreSQL is not reachable at $LATCHKEY_TEST_DATABASE_URL: its tests are skipped"
+fi
+
+echo "== unit, store conformance and integration tests (backends: $backends)"
 cargo test --workspace --locked
+
+if [ "$backends" != sqlite ]; then
+  echo "== the integration suite again, on PostgreSQL"
+  # multi_instance ran above: it is on PostgreSQL whatever the backend.
+  LATCHKEY_TEST_BACKEND=postgres cargo test --locked -p latchkey --test spec -- --skip multi_instance
+fi
+echo "backends: $backends"
 
 echo "== interop: standard client libraries against the real binary"
 LATCHKEY_BIN="$(pwd)/target/debug/latchkey" bash tests/interop/run.sh

@@ -101,6 +101,13 @@ async fn load_set(store: &dyn Store, now: UnixTime) -> StoreResult<KeySet> {
         if !stored.iter().any(|k| k.retired_at.is_none()) {
             rotate(store, kind, now).await?;
             stored = store.keys(kind).await?;
+            // Instances starting together on an empty store may each have made one: all keep the first, so that
+            // they sign with the same key (the others, retired, still verify).
+            let first = stored.iter().filter(|k| k.retired_at.is_none()).map(|k| k.id).min();
+            for k in stored.iter_mut().filter(|k| k.retired_at.is_none() && Some(k.id) != first) {
+                store.retire_key(k.id, now).await?;
+                k.retired_at = Some(now);
+            }
         }
         // Live keys first (newest first), then retired ones still within their grace period.
         stored.sort_by_key(|k| (k.retired_at.is_some(), std::cmp::Reverse(k.id)));
@@ -117,3 +124,6 @@ async fn load_set(store: &dyn Store, now: UnixTime) -> StoreResult<KeySet> {
     }
     Ok(KeySet { mac, id_token })
 }
+
+#[cfg(test)]
+mod tests;

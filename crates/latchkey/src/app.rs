@@ -197,6 +197,18 @@ where
     Ok(f(session).await?)
 }
 
+/// Creates the state directory readable by its owner only (0700); its files are 0600.
+fn private_dir(dir: &Path) -> Result<(), Failure> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|e| Failure::Other(anyhow::anyhow!("{}: {e}", dir.display())))
+}
+
 async fn login(dir: &Path, args: LoginArgs) -> Result<(), Failure> {
     let requested: Vec<String> = args.scopes.iter().flat_map(|s| s.split_whitespace()).map(str::to_owned).collect();
     let saved = Saved {
@@ -207,6 +219,7 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<(), Failure> {
         dpop: args.dpop,
         requested: requested.clone(),
     };
+    private_dir(dir)?;
     // The settings are stored only once the sign-in succeeded: an abandoned or failed login leaves the current
     // sign-in (its issuer, client and DPoP binding) as it was.
     let (client, session) = connect(dir, &saved).await?;

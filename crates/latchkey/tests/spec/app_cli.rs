@@ -275,6 +275,7 @@ async fn an_app_without_dpop_signs_in_hears_that_an_unticked_scope_was_not_grant
         for file in ["tokens.json", "app.json"] {
             assert_eq!(mode(&side.state().join(file)), 0o600, "{file} is private");
         }
+        assert_eq!(mode(&side.state()), 0o700, "the state directory is private");
         assert!(!side.state().join("dpop.key").exists(), "no key without --dpop");
 
         let status = side.status().await;

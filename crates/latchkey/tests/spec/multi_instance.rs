@@ -15,6 +15,7 @@
 mod crash;
 mod faults;
 mod instance;
+mod measure;
 mod proxy;
 
 use crate::support::Pkce;

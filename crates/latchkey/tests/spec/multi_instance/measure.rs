@@ -1,0 +1,119 @@
+//! The figures `docs/scaling.md` extrapolates from: token-endpoint and data-API throughput of real `latchkey serve`
+//! processes, on PostgreSQL (one and two instances) and on SQLite, with the load generator on the same machine.
+//! Not a check, so ignored by default:
+//!
+//! ```sh
+//! cargo test --release -p latchkey --test spec -- --ignored --nocapture measure
+//! ```
+
+use super::instance::*;
+use super::Cluster;
+use crate::support::Pkce;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Concurrent clients, each with its own keep-alive connection.
+const CLIENTS: usize = 16;
+const CODES: usize = 400;
+const REFRESHES: usize = 4000;
+const API_CALLS: usize = 8000;
+
+/// Runs `total` requests made by `one(i)` over [`CLIENTS`] clients; prints rate and latency percentiles.
+async fn run<F, Fut>(what: &str, total: usize, tls: &Tls, one: F)
+where
+    F: Fn(usize, reqwest::Client) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
+    let one = Arc::new(one);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (one, next, http) = (one.clone(), next.clone(), http(tls, false));
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        return latencies;
+                    }
+                    let t = Instant::now();
+                    assert!(one(i, http.clone()).await, "{i}");
+                    latencies.push(t.elapsed());
+                }
+            })
+        })
+        .collect();
+    let mut all: Vec<Duration> = Vec::new();
+    for w in workers {
+        all.extend(w.await.expect("worker"));
+    }
+    let elapsed = started.elapsed();
+    all.sort();
+    let pct = |p: usize| all[(all.len() * p / 100).min(all.len() - 1)];
+    println!(
+        "{what}: {total} in {elapsed:.2?} = {:.0}/s; p50 {:.1?}, p99 {:.1?}",
+        total as f64 / elapsed.as_secs_f64(),
+        pct(50),
+        pct(99)
+    );
+}
+
+/// Exchanges, refreshes and data-API calls spread over `bases`.
+async fn measure(label: &str, bases: Vec<String>, codes_at: &str, tls: &Tls, client_id: &str) {
+    println!("== {label}");
+    let codes: Arc<Vec<(String, Pkce)>> = Arc::new(codes(&browser(codes_at, tls, false), codes_at, client_id, CODES).await);
+    let bases = Arc::new(bases);
+    let refresh_tokens = Arc::new(std::sync::Mutex::new(vec![String::new(); CODES]));
+    let access = Arc::new(std::sync::Mutex::new(String::new()));
+    let (c, b, r, a, id) = (codes.clone(), bases.clone(), refresh_tokens.clone(), access.clone(), client_id.to_owned());
+    run("code exchanges", CODES, tls, move |i, http| {
+        let (c, b, r, a, id) = (c.clone(), b.clone(), r.clone(), a.clone(), id.clone());
+        async move {
+            let (code, pkce) = &c[i];
+            let base = &b[i % b.len()];
+            let Ok((200, body)) = post(&http, base, "/token", &exchange_form(&id, code, pkce)).await else { return false };
+            r.lock().expect("lock")[i] = body["refresh_token"].as_str().unwrap_or_default().to_owned();
+            *a.lock().expect("lock") = body["access_token"].as_str().unwrap_or_default().to_owned();
+            true
+        }
+    })
+    .await;
+    let (b, r, id) = (bases.clone(), refresh_tokens.clone(), client_id.to_owned());
+    run("refreshes", REFRESHES, tls, move |i, http| {
+        let (b, r, id) = (b.clone(), r.clone(), id.clone());
+        async move {
+            let rt = r.lock().expect("lock")[i % CODES].clone();
+            matches!(refresh(&http, &b[i % b.len()], &id, &rt).await, Ok((200, _)))
+        }
+    })
+    .await;
+    let b = bases.clone();
+    let token = access.lock().expect("lock").clone();
+    run("data-API calls", API_CALLS, tls, move |i, http| {
+        let (b, token) = (b.clone(), token.clone());
+        async move { matches!(channels(&http, &b[i % b.len()], &token).await, Ok(200)) }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run it by name with --ignored --nocapture"]
+async fn measure_token_and_data_api_throughput_for_the_capacity_plan() {
+    // Refresh-token limits out of the way: one user holds every grant here.
+    let env = [("LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER", "100000"), ("LATCHKEY_REFRESH_TOKENS_PER_USER", "100000")];
+    let Some(c) = Cluster::start(&env).await else { return };
+    measure("PostgreSQL, one instance", vec![c.a.base.clone()], &c.a.base, &c.tls, &c.client_id).await;
+    measure("PostgreSQL, two instances", vec![c.a.base.clone(), c.b.base.clone()], &c.a.base, &c.tls, &c.client_id)
+        .await;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let url = format!("sqlite://{}", data.join("latchkey.db").display());
+    let client_id = provision(&url).await;
+    let spec = Spec { database_url: &url, dir: &data, tls: &c.tls, public_url: None, env: &env };
+    let one = Instance::start(&spec).await;
+    measure("SQLite, one instance", vec![one.base.clone()], &one.base, &c.tls, &client_id).await;
+}
