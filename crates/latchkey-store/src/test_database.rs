@@ -139,8 +139,7 @@ async fn drop_stale(admin: &mut PgConnection, now: i64) {
         let Ok(rows) = sqlx::query(&list).fetch_all(&mut *admin).await else { continue };
         for row in rows {
             let Ok(name) = row.try_get::<String, _>(0) else { continue };
-            let made =
-                name.strip_prefix(PREFIX).and_then(|r| r.split('_').next()).and_then(|t| t.parse::<i64>().ok());
+            let made = name.strip_prefix(PREFIX).and_then(|r| r.split('_').next()).and_then(|t| t.parse::<i64>().ok());
             if made.is_some_and(|t| now - t > STALE_AFTER_SECS) {
                 let _ = sqlx::query(&format!("DROP {kind} IF EXISTS \"{name}\"{force}")).execute(&mut *admin).await;
             }

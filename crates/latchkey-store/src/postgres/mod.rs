@@ -528,12 +528,11 @@ impl Store for PgStore {
     }
 
     async fn keys(&self, kind: KeyKind) -> StoreResult<Vec<StoredKey>> {
-        let rows =
-            sqlx::query("SELECT id, secret, created_at, retired_at FROM keys WHERE kind = $1 ORDER BY id DESC")
-                .bind(kind.as_str())
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_err)?;
+        let rows = sqlx::query("SELECT id, secret, created_at, retired_at FROM keys WHERE kind = $1 ORDER BY id DESC")
+            .bind(kind.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_err)?;
         rows.iter().map(rows::key_from_row).collect()
     }
 

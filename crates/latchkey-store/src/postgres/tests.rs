@@ -55,4 +55,3 @@ async fn a_postgres_url_opens_the_postgres_backend() {
     let store = crate::open(&db.url).await.expect("open");
     store.ping().await.expect("ping");
 }
-

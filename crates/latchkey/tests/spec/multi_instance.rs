@@ -68,7 +68,8 @@ impl Cluster {
     /// A third instance on the same database and certificate.
     async fn another(&self, name: &str) -> Instance {
         let d = self.dir.path().join(name);
-        let spec = Spec { database_url: &self.db.url, dir: &d, tls: &self.tls, public_url: Some(&self.public), env: &[] };
+        let spec =
+            Spec { database_url: &self.db.url, dir: &d, tls: &self.tls, public_url: Some(&self.public), env: &[] };
         Instance::start(&spec).await
     }
 
@@ -131,8 +132,7 @@ async fn a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_b
     }
     for (code, pkce) in &codes {
         let form = exchange_form(&c.client_id, code, pkce);
-        let (ra, rb) =
-            tokio::join!(post(&to_a, &c.a.base, "/token", &form), post(&to_b, &c.b.base, "/token", &form));
+        let (ra, rb) = tokio::join!(post(&to_a, &c.a.base, "/token", &form), post(&to_b, &c.b.base, "/token", &form));
         let answers = [ra.expect("answer from A"), rb.expect("answer from B")];
         let won: Vec<_> = answers.iter().filter(|(s, _)| *s == 200).collect();
         assert_eq!(won.len(), 1, "exactly one instance redeems the code: {answers:?}");
@@ -206,7 +206,8 @@ impl DpopKey {
     /// A proof for `POST {public}/token`.
     fn proof(&self, public: &str, jti: &str, nonce: Option<&str>) -> String {
         let header = json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk });
-        let mut claims = json!({ "jti": jti, "htm": "POST", "htu": format!("{public}/token"), "iat": SystemClock.now().0 });
+        let mut claims =
+            json!({ "jti": jti, "htm": "POST", "htu": format!("{public}/token"), "iat": SystemClock.now().0 });
         if let Some(n) = nonce {
             claims["nonce"] = n.into();
         }

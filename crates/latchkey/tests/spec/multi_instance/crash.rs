@@ -73,7 +73,13 @@ async fn load_and_kill(
 }
 
 /// One client: exchange a code, refresh once, revoke every third grant; stops when the server is gone.
-async fn work(base: &str, client_id: &str, http: &reqwest::Client, queue: &Mutex<Vec<(String, Pkce)>>, ledger: &Mutex<Ledger>) {
+async fn work(
+    base: &str,
+    client_id: &str,
+    http: &reqwest::Client,
+    queue: &Mutex<Vec<(String, Pkce)>>,
+    ledger: &Mutex<Ledger>,
+) {
     loop {
         let Some((code, pkce)) = queue.lock().expect("lock").pop() else { return };
         let note = |what: String| ledger.lock().expect("lock").unexpected.push(what);
@@ -147,8 +153,8 @@ async fn on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged(
-) {
+async fn on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged()
+{
     let dir = tempfile::tempdir().expect("tempdir");
     let tls = Tls::generate(&dir.path().join("tls"));
     let data = dir.path().join("data");

@@ -54,7 +54,6 @@ pub struct Instance {
     pub base: String,
     /// Its listener.
     pub addr: SocketAddr,
-    stdout: PathBuf,
     stderr: PathBuf,
 }
 
@@ -116,11 +115,6 @@ impl Instance {
         assert!(self.is_running(), "the instance is still running: {}", self.logs());
         assert!(!self.logs().contains("panicked"), "no panic: {}", self.logs());
     }
-
-    #[allow(dead_code)]
-    fn stdout(&self) -> String {
-        std::fs::read_to_string(&self.stdout).unwrap_or_default()
-    }
 }
 
 impl Drop for Instance {
@@ -151,8 +145,8 @@ impl Starting {
                     .trim()
                     .parse()
                     .expect("address");
-                let Starting { child, stdout, stderr } = self;
-                return Instance { child, base: format!("https://{addr}"), addr, stdout, stderr };
+                let Starting { child, stderr, .. } = self;
+                return Instance { child, base: format!("https://{addr}"), addr, stderr };
             }
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
@@ -250,12 +244,17 @@ pub fn authorize_url(base: &str, client_id: &str, pkce: &Pkce) -> String {
     url.into()
 }
 
-/// `n` codes, through the browser's sign-in and consent (one sign-in, then consent only).
+/// `n` codes of [`EMAIL`], through the browser's sign-in and consent (one sign-in, then consent only).
 pub async fn codes(browser: &Browser, base: &str, client_id: &str, n: usize) -> Vec<(String, Pkce)> {
+    codes_of(browser, base, client_id, EMAIL, n).await
+}
+
+/// `n` codes of the user `email` (whose password is [`PASSWORD`]).
+pub async fn codes_of(browser: &Browser, base: &str, client_id: &str, email: &str, n: usize) -> Vec<(String, Pkce)> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let pkce = Pkce::new();
-        let consent = browser.consent_page(&authorize_url(base, client_id, &pkce), EMAIL).await;
+        let consent = browser.consent_page(&authorize_url(base, client_id, &pkce), email).await;
         assert_eq!(consent.status, 200, "consent page: {}", consent.body);
         let done = browser.decide(&consent, &[READONLY], "allow").await;
         assert_eq!(done.status, 303, "consent redirects: {}", done.body);
@@ -314,10 +313,6 @@ pub async fn revoke(http: &reqwest::Client, base: &str, client_id: &str, token: 
 
 /// `channels.list` at `base` with an access token: the status.
 pub async fn channels(http: &reqwest::Client, base: &str, access_token: &str) -> Result<u16, reqwest::Error> {
-    let r = http
-        .get(format!("{base}/video/v3/channels?part=id&mine=true"))
-        .bearer_auth(access_token)
-        .send()
-        .await?;
+    let r = http.get(format!("{base}/video/v3/channels?part=id&mine=true")).bearer_auth(access_token).send().await?;
     Ok(r.status().as_u16())
 }
