@@ -102,7 +102,11 @@ async fn serve_runs_with_no_setup_and_says_how_to_trust_its_certificate() {
     let cert = dir.path().join("tls/cert.pem");
     assert!(cert.exists(), "the certificate is generated at <data-dir>/tls/cert.pem");
     assert!(dir.path().join("latchkey.db").exists(), "the SQLite database is in the data dir");
-    assert!(served.stdout.contains(&cert.display().to_string()), "start-up output names the certificate: {}", served.stdout);
+    assert!(
+        served.stdout.contains(&cert.display().to_string()),
+        "start-up output names the certificate: {}",
+        served.stdout
+    );
     assert!(served.stdout.contains("--cacert"), "start-up output says how a client trusts it");
     #[cfg(unix)]
     {
@@ -140,7 +144,8 @@ async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     let (code, _, err) = admin(d, &["project", "enable-api", "--project", "nope"], "");
     assert_eq!(code, 2, "an unknown project is 'not found': {err}");
 
-    let (code, out, _) = admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "Demo App"], "");
+    let (code, out, _) =
+        admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "Demo App"], "");
     assert_eq!(code, 0);
     let client = json(&out);
     let client_id = client["client_id"].as_str().expect("client_id").to_owned();
@@ -154,10 +159,15 @@ async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     assert_eq!(code, 1, "a mobile client without a bundle ID is refused");
     assert!(err.contains("bundle"), "{err}");
 
-    let (code, out, _) = admin(d, &["user", "create", "--email", "ann@example.com", "--password-stdin", "--name", "Ann"], "s3cret-passw0rd\n");
+    let (code, out, _) = admin(
+        d,
+        &["user", "create", "--email", "ann@example.com", "--password-stdin", "--name", "Ann"],
+        "s3cret-passw0rd\n",
+    );
     assert_eq!(code, 0);
     let user_id = json(&out)["user_id"].as_str().expect("user_id").to_owned();
-    let (code, _, _) = admin(d, &["user", "create", "--email", "ANN@example.com", "--password-stdin"], "another-passw0rd\n");
+    let (code, _, _) =
+        admin(d, &["user", "create", "--email", "ANN@example.com", "--password-stdin"], "another-passw0rd\n");
     assert_eq!(code, 1, "e-mail addresses are unique regardless of case");
     let (code, _, _) = admin(d, &["user", "create", "--email", "bob@example.com"], "");
     assert_ne!(code, 0, "the password never goes on the command line");
@@ -179,9 +189,11 @@ async fn a_full_flow_against_the_binary_leaves_no_secret_in_the_logs() {
     let d = dir.path();
     let served = Served::start(d);
     // The admin CLI works on the same store while the server runs.
-    let project = json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
+    let project =
+        json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
     admin(d, &["project", "enable-api", "--project", &project], "");
-    let client = json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
+    let client =
+        json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
     let client_id = client["client_id"].as_str().expect("id");
     let secret = client["client_secret"].as_str().expect("secret");
     admin(d, &["user", "create", "--email", "log@example.com", "--password-stdin"], &format!("{PASSWORD}\n"));

@@ -332,11 +332,11 @@ async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     let at = latchkey_core::time::SystemClock.now();
     // Another instance (or the admin CLI) adds a key; this instance has not reloaded yet.
-    let new_id =
-        latchkey_server::admin::key_rotate(server.store(), latchkey_store::KeyKind::Mac, at).await.expect("rotate")
-            ["key_id"]
-            .as_u64()
-            .expect("id");
+    let new_id = latchkey_server::admin::key_rotate(server.store(), latchkey_store::KeyKind::Mac, at)
+        .await
+        .expect("rotate")["key_id"]
+        .as_u64()
+        .expect("id");
     let stored = server.store().keys(latchkey_store::KeyKind::Mac).await.expect("keys");
     let key = |id: u64| {
         let k = stored.iter().find(|k| u64::from(k.id) == id).expect("key");

@@ -2,20 +2,20 @@
 
 mod support;
 
+mod browser;
 mod flow;
 mod interop_oauth2_rs;
 mod token_exchange;
-mod browser;
 
+mod app_cli;
 mod authorize_endpoint;
+mod cli;
+mod data_api;
 mod login_consent;
-mod rfc8252_loopback;
-mod rfc7636_pkce;
+mod metadata;
+mod multi_instance;
 mod refresh;
 mod rfc7009_revoke;
-mod data_api;
-mod metadata;
-mod cli;
+mod rfc7636_pkce;
+mod rfc8252_loopback;
 mod rfc9449_dpop;
-mod app_cli;
-mod multi_instance;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 const WORKERS: usize = 6;
 /// Codes ready for the load; far more than are used before the kill.
 const CODES: usize = 60;
-/// Grants received before the kill.
+/// Grants received before the kill (and at least one acknowledged revocation).
 const KILL_AFTER: usize = 15;
 
 /// A grant as a client saw it.
@@ -56,7 +56,8 @@ async fn load_and_kill(
         })
         .collect();
     let started = Instant::now();
-    while ledger.lock().expect("lock").grants.len() < KILL_AFTER {
+    let enough = |l: &Ledger| l.grants.len() >= KILL_AFTER && !l.revoked.is_empty();
+    while !enough(&ledger.lock().expect("lock")) {
         assert!(started.elapsed() < Duration::from_secs(30), "the load is too slow: {:?}", ledger.lock());
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
