@@ -10,6 +10,7 @@
 pub mod conformance;
 pub mod postgres;
 mod records;
+mod rows;
 pub mod sqlite;
 #[cfg(any(test, feature = "conformance"))]
 pub mod test_database;

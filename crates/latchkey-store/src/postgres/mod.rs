@@ -11,16 +11,14 @@
 //! Connection failures (refused, reset, pool timeout, server shutting down) become [`StoreError::Unavailable`]; a
 //! transaction that lost a serialization or deadlock race is run again a few times first.
 
-mod rows;
-
 use crate::records::*;
+use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use crate::{PoolSettings, Store, StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
-use rows::{client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 use std::str::FromStr;

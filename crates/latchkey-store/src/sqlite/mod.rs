@@ -1,15 +1,13 @@
 //! The SQLite backend: one file, WAL mode, `synchronous=FULL` so that a committed grant survives a crash.
 
-mod rows;
-
 use crate::records::*;
+use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use crate::{Store, StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
-use rows::{client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::Row;
 use std::str::FromStr;

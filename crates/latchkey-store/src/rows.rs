@@ -1,0 +1,195 @@
+//! Row mappers shared by both backends: the schemas use the same column names, and each backend's row type
+//! reads the few column types through [`StoreRow`]. Only the grant id is stored differently (text in SQLite,
+//! raw bytes in PostgreSQL).
+
+use crate::records::*;
+use crate::{StoreError, StoreResult};
+use latchkey_core::access_token::GrantId;
+use latchkey_core::client::{Client, ClientDetails, ClientType};
+use latchkey_core::pkce::ChallengeMethod;
+use latchkey_core::scope::ScopeSet;
+use latchkey_core::time::UnixTime;
+use latchkey_core::token::{AuthCode, Grant};
+use sqlx::Row;
+
+/// A row of one backend, read by column name.
+pub(crate) trait StoreRow {
+    /// A text column.
+    fn text(&self, col: &str) -> StoreResult<String>;
+    /// A nullable text column.
+    fn opt_text(&self, col: &str) -> StoreResult<Option<String>>;
+    /// An integer column.
+    fn int(&self, col: &str) -> StoreResult<i64>;
+    /// A nullable integer column.
+    fn opt_int(&self, col: &str) -> StoreResult<Option<i64>>;
+    /// A boolean column.
+    fn flag(&self, col: &str) -> StoreResult<bool>;
+    /// A binary column.
+    fn bytes(&self, col: &str) -> StoreResult<Vec<u8>>;
+    /// The grant-id column, in the backend's encoding.
+    fn grant_id(&self, col: &str) -> StoreResult<GrantId>;
+}
+
+/// A column that cannot be read as its type: the schema and the code disagree.
+fn decode_err(e: sqlx::Error) -> StoreError {
+    StoreError::Other(format!("reading a column: {e}"))
+}
+
+/// Implements [`StoreRow`] for a backend's row type.
+macro_rules! store_row {
+    ($row:ty, |$r:ident, $col:ident| $grant_id:expr) => {
+        impl StoreRow for $row {
+            fn text(&self, col: &str) -> StoreResult<String> {
+                self.try_get(col).map_err(decode_err)
+            }
+            fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
+                self.try_get(col).map_err(decode_err)
+            }
+            fn int(&self, col: &str) -> StoreResult<i64> {
+                self.try_get(col).map_err(decode_err)
+            }
+            fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
+                self.try_get(col).map_err(decode_err)
+            }
+            fn flag(&self, col: &str) -> StoreResult<bool> {
+                self.try_get(col).map_err(decode_err)
+            }
+            fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
+                self.try_get(col).map_err(decode_err)
+            }
+            fn grant_id(&self, $col: &str) -> StoreResult<GrantId> {
+                let $r = self;
+                $grant_id.ok_or_else(|| StoreError::Other("malformed grant id".into()))
+            }
+        }
+    };
+}
+
+store_row!(sqlx::sqlite::SqliteRow, |r, col| GrantId::decode(&r.text(col)?));
+store_row!(sqlx::postgres::PgRow, |r, col| r.bytes(col)?.try_into().ok().map(GrantId));
+
+fn time<R: StoreRow>(r: &R, col: &str) -> StoreResult<UnixTime> {
+    r.int(col).map(UnixTime)
+}
+
+fn opt_time<R: StoreRow>(r: &R, col: &str) -> StoreResult<Option<UnixTime>> {
+    Ok(r.opt_int(col)?.map(UnixTime))
+}
+
+fn scopes<R: StoreRow>(r: &R) -> StoreResult<ScopeSet> {
+    u32::try_from(r.int("scopes")?).map(ScopeSet).map_err(|_| StoreError::Other("scopes out of range".into()))
+}
+
+pub(crate) fn project_from_row<R: StoreRow>(r: &R) -> StoreResult<Project> {
+    Ok(Project {
+        id: r.text("id")?,
+        name: r.text("name")?,
+        api_enabled: r.flag("api_enabled")?,
+        created_at: time(r, "created_at")?,
+    })
+}
+
+pub(crate) fn client_from_row<R: StoreRow>(r: &R) -> StoreResult<Client> {
+    let kind = r.text("client_type")?;
+    let uris = r.text("redirect_uris")?;
+    Ok(Client {
+        client_id: r.text("client_id")?,
+        project_id: r.text("project_id")?,
+        name: r.text("name")?,
+        client_type: ClientType::parse(&kind).ok_or_else(|| StoreError::Other(format!("client type {kind}")))?,
+        redirect_uris: serde_json::from_str(&uris).map_err(|e| StoreError::Other(e.to_string()))?,
+        secret_hash: r.bytes("secret_hash")?,
+        details: ClientDetails {
+            bundle_id: r.opt_text("bundle_id")?,
+            store_id: r.opt_text("store_id")?,
+            team_id: r.opt_text("team_id")?,
+            app_check: r.flag("app_check")?,
+            uwp_store_id: r.opt_text("uwp_store_id")?,
+            package_sid: r.opt_text("package_sid")?,
+            extension_item_id: r.opt_text("extension_item_id")?,
+        },
+        created_at: time(r, "created_at")?,
+        deleted_at: opt_time(r, "deleted_at")?,
+    })
+}
+
+pub(crate) fn user_from_row<R: StoreRow>(r: &R) -> StoreResult<User> {
+    Ok(User {
+        id: r.text("id")?,
+        email: r.text("email")?,
+        name: r.opt_text("name")?,
+        password_hash: r.text("password_hash")?,
+        created_at: time(r, "created_at")?,
+        disabled_at: opt_time(r, "disabled_at")?,
+    })
+}
+
+pub(crate) fn channel_from_row<R: StoreRow>(r: &R) -> StoreResult<Channel> {
+    Ok(Channel {
+        id: r.text("id")?,
+        user_id: r.text("user_id")?,
+        title: r.text("title")?,
+        description: r.text("description")?,
+        created_at: time(r, "created_at")?,
+    })
+}
+
+pub(crate) fn session_from_row<R: StoreRow>(r: &R) -> StoreResult<Session> {
+    Ok(Session {
+        token_hash: r.bytes("token_hash")?,
+        user_id: r.text("user_id")?,
+        created_at: time(r, "created_at")?,
+        expires_at: time(r, "expires_at")?,
+    })
+}
+
+pub(crate) fn code_from_row<R: StoreRow>(r: &R) -> StoreResult<AuthCode> {
+    let challenge = match (r.opt_text("challenge_method")?, r.opt_text("challenge")?) {
+        (Some(m), Some(c)) => {
+            Some((ChallengeMethod::parse(Some(&m)).map_err(|e| StoreError::Other(e.to_string()))?, c))
+        }
+        _ => None,
+    };
+    Ok(AuthCode {
+        code_hash: r.bytes("code_hash")?,
+        client_id: r.text("client_id")?,
+        user_id: r.text("user_id")?,
+        redirect_uri: r.text("redirect_uri")?,
+        scopes: scopes(r)?,
+        challenge,
+        nonce: r.opt_text("nonce")?,
+        auth_time: time(r, "auth_time")?,
+        expires_at: time(r, "expires_at")?,
+        used: opt_time(r, "used_at")?.is_some(),
+        grant_lifetime: r.opt_int("grant_lifetime")?,
+    })
+}
+
+pub(crate) fn grant_state_from_row<R: StoreRow>(r: &R) -> StoreResult<GrantState> {
+    Ok(GrantState {
+        grant: Grant {
+            id: r.grant_id("id")?,
+            client_id: r.text("client_id")?,
+            user_id: r.text("user_id")?,
+            scopes: scopes(r)?,
+            refresh_hash: r.bytes("refresh_hash")?,
+            dpop_jkt: r.opt_text("dpop_jkt")?,
+            created_at: time(r, "created_at")?,
+            expires_at: opt_time(r, "expires_at")?,
+            revoked_at: opt_time(r, "revoked_at")?,
+            code_hash: r.bytes("code_hash")?,
+        },
+        user_disabled_at: opt_time(r, "user_disabled_at")?,
+        client_deleted_at: opt_time(r, "client_deleted_at")?,
+        api_enabled: r.flag("api_enabled")?,
+    })
+}
+
+pub(crate) fn key_from_row<R: StoreRow>(r: &R) -> StoreResult<StoredKey> {
+    Ok(StoredKey {
+        id: u32::try_from(r.int("id")?).map_err(|_| StoreError::Other("key id out of range".into()))?,
+        secret: r.bytes("secret")?,
+        created_at: time(r, "created_at")?,
+        retired_at: opt_time(r, "retired_at")?,
+    })
+}
