@@ -85,6 +85,77 @@ pub struct Client {
     pub created_at: UnixTime,
     /// When the client was deleted, if it was.
     pub deleted_at: Option<UnixTime>,
+    /// When the client last got tokens (recorded at most once an hour), if ever.
+    pub last_used_at: Option<UnixTime>,
+    /// Mobile: the App Check state, with the change on its way.
+    pub app_check: crate::app_check::AppCheck,
+    /// Browser extension: when owner verification last succeeded.
+    pub ownership_verified_at: Option<UnixTime>,
+}
+
+/// Seconds in a day.
+pub const DAY: i64 = 86_400;
+
+/// How often `last_used_at` is written at most: a client getting tokens all day costs one write an hour.
+pub const LAST_USED_GRANULARITY: i64 = 3600;
+
+impl Client {
+    /// When the client was last used, or created when it never was: unused clients are measured from here.
+    pub fn last_activity(&self) -> UnixTime {
+        self.last_used_at.unwrap_or(self.created_at).max(self.created_at)
+    }
+}
+
+/// Why a deleted client cannot be restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RestoreRefusal {
+    /// The client is not deleted.
+    NotDeleted,
+    /// The restore window (`restore_days` after deletion) has passed.
+    WindowPassed {
+        /// The window, in days.
+        restore_days: i64,
+    },
+}
+
+impl std::fmt::Display for RestoreRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotDeleted => f.write_str("the client is not deleted"),
+            Self::WindowPassed { restore_days } => {
+                write!(f, "the client was deleted more than {restore_days} days ago and can no longer be restored")
+            }
+        }
+    }
+}
+
+/// Whether a client deleted at `deleted_at` may be restored at `now` (within `restore_days` of deletion).
+pub fn check_restore(deleted_at: Option<UnixTime>, now: UnixTime, restore_days: i64) -> Result<(), RestoreRefusal> {
+    match deleted_at {
+        None => Err(RestoreRefusal::NotDeleted),
+        Some(at) if now.0 - at.0 > restore_days * DAY => Err(RestoreRefusal::WindowPassed { restore_days }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The moment before which a client's last activity makes it unused at `now` (`unused_days` without tokens).
+pub fn unused_cutoff(now: UnixTime, unused_days: i64) -> UnixTime {
+    UnixTime(now.0 - unused_days * DAY)
+}
+
+/// The moment before which a deletion is final at `now`: such clients are purged with their grants.
+pub fn purge_cutoff(now: UnixTime, restore_days: i64) -> UnixTime {
+    UnixTime(now.0 - restore_days * DAY)
+}
+
+/// Checks an edit of `old` into `name`, `redirect_uris` and `d`: the rules of [`validate_fields`] for the
+/// client's type (which never changes), and the bundle ID is frozen once App Check is used.
+pub fn validate_update(old: &Client, name: &str, redirect_uris: &[String], d: &ClientDetails) -> Vec<FieldError> {
+    let mut errors = validate_fields(old.client_type, name, redirect_uris, d);
+    if old.client_type == ClientType::Mobile && old.details.app_check && d.bundle_id != old.details.bundle_id {
+        errors.push(field_error("bundle_id", "The bundle ID is frozen once App Check is used."));
+    }
+    errors
 }
 
 /// A field of a client that breaks a rule, with the message shown next to it.
@@ -164,3 +235,6 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
     }
     errors
 }
+
+#[cfg(test)]
+mod tests;

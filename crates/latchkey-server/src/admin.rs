@@ -3,10 +3,11 @@
 
 use crate::keys;
 use crate::password;
+use latchkey_core::app_check::{self, AppCheckAction, AppCheckState, Category};
 use latchkey_core::client::{self, Client, ClientDetails, ClientType};
 use latchkey_core::secret::{random_bytes, Secret};
 use latchkey_core::time::UnixTime;
-use latchkey_store::{Channel, KeyKind, NewUser, Project, Store, StoreError, User};
+use latchkey_store::{Channel, KeyKind, Listing, NewUser, Project, Publisher, Store, StoreError, User};
 use serde_json::{json, Value};
 
 /// An administrative operation that failed, with a message for the operator.
@@ -106,6 +107,12 @@ pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> 
         return Err(AdminError::Invalid(text.join("; ")));
     }
     let secret = Secret::generate("lks_");
+    // A client created with App Check on starts enabled (it has no traffic yet to wait for).
+    let app_check = if new.client_type == ClientType::Mobile && new.details.app_check {
+        app_check::AppCheck { state: AppCheckState::Enabled, pending: None }
+    } else {
+        app_check::AppCheck::default()
+    };
     let client = Client {
         client_id: format!("lkapp-{}", random_id(24)),
         project_id: new.project_id,
@@ -116,6 +123,9 @@ pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> 
         details: new.details,
         created_at: now,
         deleted_at: None,
+        last_used_at: None,
+        app_check,
+        ownership_verified_at: None,
     };
     store.create_client(&client).await?;
     let mut v = client_json(&client);
@@ -139,6 +149,10 @@ fn client_json(c: &Client) -> Value {
         "extension_item_id": c.details.extension_item_id,
         "created_at": c.created_at.0,
         "deleted_at": c.deleted_at.map(|t| t.0),
+        "last_used_at": c.last_used_at.map(|t| t.0),
+        "app_check_state": c.app_check.state.as_str(),
+        "app_check_pending": c.app_check.pending.map(|(s, at)| json!({ "state": s.as_str(), "effective_at": at.0 })),
+        "ownership_verified_at": c.ownership_verified_at.map(|t| t.0),
     })
 }
 
@@ -149,16 +163,283 @@ pub async fn client_list(store: &dyn Store, project_id: Option<&str>) -> AdminRe
 
 /// Shows a client (never its secret, which is stored only as a hash).
 pub async fn client_show(store: &dyn Store, client_id: &str) -> AdminResult {
-    let c = store.client(client_id).await?.ok_or_else(|| AdminError::NotFound(format!("client {client_id}")))?;
+    let c = find_client(store, client_id).await?;
     Ok(client_json(&c))
 }
 
-/// Deletes a client (restorable for 30 days).
+/// Deletes a client (restorable for `client_restore_days`, 30 by default).
 pub async fn client_delete(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult {
     if !store.delete_client(client_id, now).await? {
         return Err(AdminError::NotFound(format!("live client {client_id}")));
     }
     Ok(json!({ "client_id": client_id, "deleted": true }))
+}
+
+/// The client-lifecycle settings (`client_unused_days`, `client_restore_days`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifecycle {
+    /// Days without tokens after which a client is deleted automatically.
+    pub unused_days: i64,
+    /// Days a deleted client can be restored.
+    pub restore_days: i64,
+}
+
+impl Default for Lifecycle {
+    fn default() -> Self {
+        Self { unused_days: 180, restore_days: 30 }
+    }
+}
+
+async fn find_client(store: &dyn Store, client_id: &str) -> Result<Client, AdminError> {
+    store.client(client_id).await?.ok_or_else(|| AdminError::NotFound(format!("client {client_id}")))
+}
+
+/// Restores a deleted client within the restore window: its grants work again.
+pub async fn client_restore(store: &dyn Store, client_id: &str, lifecycle: Lifecycle, now: UnixTime) -> AdminResult {
+    let c = find_client(store, client_id).await?;
+    client::check_restore(c.deleted_at, now, lifecycle.restore_days)
+        .map_err(|e| AdminError::Invalid(format!("client {client_id}: {e}")))?;
+    if !store.restore_client(client_id, client::purge_cutoff(now, lifecycle.restore_days)).await? {
+        return Err(AdminError::Invalid(format!("client {client_id} cannot be restored")));
+    }
+    Ok(json!({ "client_id": client_id, "restored": true }))
+}
+
+/// An edit of a client: each field given replaces the stored one.
+#[derive(Debug, Clone, Default)]
+pub struct ClientEdit {
+    /// The name.
+    pub name: Option<String>,
+    /// The redirect URIs (all of them).
+    pub redirect_uris: Option<Vec<String>>,
+    /// Mobile: the bundle ID (frozen once App Check is used).
+    pub bundle_id: Option<String>,
+    /// Mobile: the app-store ID.
+    pub store_id: Option<String>,
+    /// Mobile: the team ID.
+    pub team_id: Option<String>,
+    /// Universal desktop: the store ID.
+    pub uwp_store_id: Option<String>,
+    /// Universal desktop: the package SID.
+    pub package_sid: Option<String>,
+    /// Browser extension: the item ID.
+    pub extension_item_id: Option<String>,
+}
+
+/// Edits a live client; the type's rules are checked again and the bundle ID is frozen once App Check is used.
+pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit) -> AdminResult {
+    let old = find_client(store, client_id).await?;
+    if old.deleted_at.is_some() {
+        return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
+    }
+    let mut new = old.clone();
+    if let Some(name) = edit.name {
+        new.name = name.trim().into();
+    }
+    if let Some(uris) = edit.redirect_uris {
+        new.redirect_uris = uris;
+    }
+    let d = &mut new.details;
+    for (field, value) in [
+        (&mut d.bundle_id, edit.bundle_id),
+        (&mut d.store_id, edit.store_id),
+        (&mut d.team_id, edit.team_id),
+        (&mut d.uwp_store_id, edit.uwp_store_id),
+        (&mut d.package_sid, edit.package_sid),
+        (&mut d.extension_item_id, edit.extension_item_id),
+    ] {
+        if let Some(v) = value {
+            // An empty value clears the field.
+            *field = Some(v).filter(|v| !v.is_empty());
+        }
+    }
+    let errors = client::validate_update(&old, &new.name, &new.redirect_uris, &new.details);
+    if !errors.is_empty() {
+        let text: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+        return Err(AdminError::Invalid(text.join("; ")));
+    }
+    if !store.update_client(&new).await? {
+        return Err(AdminError::NotFound(format!("client {client_id}")));
+    }
+    Ok(client_json(&new))
+}
+
+/// Deletes (restorably) the clients unused for `unused_days`, and purges with their grants the clients
+/// deleted more than `restore_days` ago. Run by the server's upkeep and by `latchkey admin client purge`.
+pub async fn client_purge(store: &dyn Store, lifecycle: Lifecycle, now: UnixTime) -> AdminResult {
+    let deleted_unused = store.delete_unused_clients(client::unused_cutoff(now, lifecycle.unused_days), now).await?;
+    let purged = store.purge_deleted_clients(client::purge_cutoff(now, lifecycle.restore_days)).await?;
+    Ok(json!({ "deleted_unused": deleted_unused, "purged": purged }))
+}
+
+/// Applies an App Check action (spec "App Check (mobile-platform client)"); the change takes effect after
+/// `propagation_secs` (`app_check_propagation_secs`).
+pub async fn client_app_check(
+    store: &dyn Store,
+    client_id: &str,
+    action: AppCheckAction,
+    confirmed: bool,
+    propagation_secs: i64,
+    now: UnixTime,
+) -> AdminResult {
+    let mut c = find_client(store, client_id).await?;
+    if c.deleted_at.is_some() {
+        return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
+    }
+    c.app_check = app_check::apply(&c, c.app_check, action, confirmed, now, propagation_secs)
+        .map_err(|e| AdminError::Invalid(format!("client {client_id}: {e}")))?;
+    // The switch of the client's fields follows the state asked for: on, the bundle ID is frozen.
+    c.details.app_check = c.app_check.target() != AppCheckState::Disabled;
+    if !store.update_client(&c).await? {
+        return Err(AdminError::NotFound(format!("client {client_id}")));
+    }
+    Ok(app_check_status_json(&c, now))
+}
+
+fn app_check_status_json(c: &Client, now: UnixTime) -> Value {
+    json!({
+        "client_id": c.client_id,
+        "state": c.app_check.effective(now).as_str(),
+        "pending": c.app_check.pending.filter(|(_, at)| *at > now)
+            .map(|(s, at)| json!({ "state": s.as_str(), "effective_at": at.0 })),
+    })
+}
+
+/// The App Check state in force and the change on its way.
+pub async fn client_app_check_status(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult {
+    let c = find_client(store, client_id).await?;
+    Ok(app_check_status_json(&c, now))
+}
+
+/// App Check counts of the last `hours` hours, per hour and category.
+pub async fn client_app_check_metrics(store: &dyn Store, client_id: &str, hours: i64, now: UnixTime) -> AdminResult {
+    let c = find_client(store, client_id).await?;
+    let since = UnixTime(now.0 - now.0.rem_euclid(3600) - (hours.max(1) - 1) * 3600);
+    let counts = store.app_check_metrics(&c.client_id, since).await?;
+    let mut totals = serde_json::Map::new();
+    for category in Category::ALL {
+        let n: u64 = counts.iter().filter(|m| m.category == category).map(|m| m.count).sum();
+        totals.insert(category.as_str().into(), n.into());
+    }
+    let hourly: Vec<Value> =
+        counts.iter().map(|m| json!({ "hour": m.hour.0, "category": m.category.as_str(), "count": m.count })).collect();
+    Ok(json!({ "client_id": c.client_id, "since": since.0, "totals": totals, "hourly": hourly }))
+}
+
+/// Registers a new debug secret for a mobile client (replacing any earlier one); shown this once.
+pub async fn client_app_check_debug_secret(store: &dyn Store, client_id: &str) -> AdminResult {
+    let c = find_client(store, client_id).await?;
+    if c.client_type != ClientType::Mobile {
+        return Err(AdminError::Invalid("App Check is available for mobile-platform clients only".into()));
+    }
+    let secret = Secret::generate("lkd_");
+    store.set_app_check_debug_secret(client_id, Some(&secret.hash())).await?;
+    Ok(json!({ "client_id": client_id, "debug_secret": secret.into_inner() }))
+}
+
+/// Registers a listing in the built-in listing directory: an individual publisher (`publisher_email`) or a
+/// group publisher (`group` with its `members`).
+pub async fn listing_add(
+    store: &dyn Store,
+    item_id: &str,
+    publisher_email: Option<&str>,
+    group: Option<(&str, &[String])>,
+    now: UnixTime,
+) -> AdminResult {
+    let item_id = item_id.trim();
+    if item_id.is_empty() {
+        return Err(AdminError::Invalid("a listing needs an item ID".into()));
+    }
+    let publisher = match (publisher_email, group) {
+        (Some(e), None) if valid_email(e.trim()) => Publisher::Individual(e.trim().into()),
+        (None, Some((name, members))) if !name.trim().is_empty() && !members.is_empty() => {
+            if let Some(bad) = members.iter().find(|m| !valid_email(m.trim())) {
+                return Err(AdminError::Invalid(format!("not an e-mail address: {bad}")));
+            }
+            Publisher::Group { name: name.trim().into(), members: members.iter().map(|m| m.trim().into()).collect() }
+        }
+        _ => {
+            return Err(AdminError::Invalid(
+                "give either a publisher e-mail address, or a group name with at least one member".into(),
+            ))
+        }
+    };
+    let listing = Listing { item_id: item_id.into(), publisher, created_at: now };
+    store.put_listing(&listing).await?;
+    Ok(listing_json(&listing))
+}
+
+fn listing_json(l: &Listing) -> Value {
+    match &l.publisher {
+        Publisher::Individual(e) => json!({ "item_id": l.item_id, "publisher_email": e }),
+        Publisher::Group { name, members } => json!({ "item_id": l.item_id, "group": name, "members": members }),
+    }
+}
+
+/// Shows a listing.
+pub async fn listing_show(directory: &dyn ListingDirectory, item_id: &str) -> AdminResult {
+    let l = directory.listing(item_id).await?.ok_or_else(|| AdminError::NotFound(format!("listing {item_id}")))?;
+    Ok(listing_json(&l))
+}
+
+/// Removes a listing.
+pub async fn listing_remove(store: &dyn Store, item_id: &str) -> AdminResult {
+    if !store.delete_listing(item_id).await? {
+        return Err(AdminError::NotFound(format!("listing {item_id}")));
+    }
+    Ok(json!({ "item_id": item_id, "removed": true }))
+}
+
+/// Where owner verification looks listings up: the extension store's developer dashboard. The built-in
+/// implementation is the store's own directory, kept with `latchkey admin listing`.
+#[async_trait::async_trait]
+pub trait ListingDirectory: Send + Sync {
+    /// The listing with this item ID.
+    async fn listing(&self, item_id: &str) -> Result<Option<Listing>, StoreError>;
+}
+
+/// The built-in directory: listings kept in the store.
+pub struct StoreDirectory<'a>(pub &'a dyn Store);
+
+#[async_trait::async_trait]
+impl ListingDirectory for StoreDirectory<'_> {
+    async fn listing(&self, item_id: &str) -> Result<Option<Listing>, StoreError> {
+        self.0.listing(item_id).await
+    }
+}
+
+/// Owner verification (spec Authentication 8): succeeds when a listing with the browser-extension client's
+/// item ID is registered and `developer_email` is its publisher or a member of its group publisher; records
+/// `ownership_verified_at`.
+pub async fn verify_ownership(
+    store: &dyn Store,
+    directory: &dyn ListingDirectory,
+    client_id: &str,
+    developer_email: &str,
+    now: UnixTime,
+) -> AdminResult {
+    let c = find_client(store, client_id).await?;
+    let item_id = match (c.client_type, c.details.extension_item_id.as_deref()) {
+        (ClientType::BrowserExtension, Some(id)) => id.to_owned(),
+        _ => return Err(AdminError::Invalid("owner verification is for browser-extension clients".into())),
+    };
+    let refused = || {
+        AdminError::Invalid(format!(
+            "ownership not verified: a listing with the same item ID ({item_id}) must be registered in the extension \
+             store developer dashboard, and you must be its publisher or a member of its group publisher"
+        ))
+    };
+    let listing = directory.listing(&item_id).await?.ok_or_else(refused)?;
+    let me = developer_email.trim();
+    let owns = match &listing.publisher {
+        Publisher::Individual(e) => e.eq_ignore_ascii_case(me),
+        Publisher::Group { members, .. } => members.iter().any(|m| m.eq_ignore_ascii_case(me)),
+    };
+    if !owns {
+        return Err(refused());
+    }
+    store.set_ownership_verified(client_id, now).await?;
+    Ok(json!({ "client_id": client_id, "item_id": item_id, "ownership_verified": true, "verified_at": now.0 }))
 }
 
 /// Creates a user and their channel.

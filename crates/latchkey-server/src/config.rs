@@ -60,6 +60,16 @@ pub struct Config {
     /// The spec's rule, strictly: a code-exchange proof's `jti` must be Base64url(SHA-256(code)). Default false:
     /// a proof with another unique `jti` is accepted together with a valid server nonce (RFC 9449 clients).
     pub dpop_strict_code_jti: bool,
+    /// Days without tokens after which a client is deleted automatically (restorably). Default 180.
+    pub client_unused_days: i64,
+    /// Days a deleted client can be restored; afterwards it is purged with its grants. Default 30.
+    pub client_restore_days: i64,
+    /// Seconds before an App Check change (enable, enforce, unenforce, disable) takes effect. Default 900.
+    pub app_check_propagation_secs: i64,
+    /// An external App Check provider: a JWKS file of the keys that sign its tokens (ES256 or RS256).
+    pub app_check_jwks_file: Option<PathBuf>,
+    /// The external App Check provider's `iss`; required with `app_check_jwks_file`.
+    pub app_check_issuer: Option<String>,
 }
 
 impl Default for Config {
@@ -90,6 +100,11 @@ impl Default for Config {
             dpop_max_future: 5,
             dpop_nonce_lifetime: 300,
             dpop_strict_code_jti: false,
+            client_unused_days: 180,
+            client_restore_days: 30,
+            app_check_propagation_secs: 900,
+            app_check_jwks_file: None,
+            app_check_issuer: None,
         }
     }
 }
@@ -100,7 +115,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 25] = [
+pub const FIELDS: [&str; 30] = [
     "data_dir",
     "listen",
     "database_url",
@@ -126,6 +141,11 @@ pub const FIELDS: [&str; 25] = [
     "dpop_max_future",
     "dpop_nonce_lifetime",
     "dpop_strict_code_jti",
+    "client_unused_days",
+    "client_restore_days",
+    "app_check_propagation_secs",
+    "app_check_jwks_file",
+    "app_check_issuer",
 ];
 
 impl Config {
@@ -167,6 +187,11 @@ impl Config {
         self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
     }
 
+    /// The client-lifecycle settings.
+    pub fn client_lifecycle(&self) -> crate::admin::Lifecycle {
+        crate::admin::Lifecycle { unused_days: self.client_unused_days, restore_days: self.client_restore_days }
+    }
+
     /// The connection-pool settings (PostgreSQL).
     pub fn pool_settings(&self) -> latchkey_store::PoolSettings {
         latchkey_store::PoolSettings {
@@ -198,6 +223,8 @@ impl Config {
             ("session_lifetime", self.session_lifetime),
             ("login_failure_window", self.login_failure_window),
             ("dpop_nonce_lifetime", self.dpop_nonce_lifetime),
+            ("client_unused_days", self.client_unused_days),
+            ("client_restore_days", self.client_restore_days),
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
@@ -213,6 +240,12 @@ impl Config {
         }
         if self.dpop_max_age < 0 || self.dpop_max_future < 0 {
             return Err(ConfigError("dpop_max_age and dpop_max_future must not be negative".into()));
+        }
+        if self.app_check_propagation_secs < 0 {
+            return Err(ConfigError("app_check_propagation_secs must not be negative".into()));
+        }
+        if self.app_check_jwks_file.is_some() != self.app_check_issuer.is_some() {
+            return Err(ConfigError("app_check_jwks_file and app_check_issuer go together".into()));
         }
         if !matches!(self.log_format.as_str(), "text" | "json") {
             return Err(ConfigError("log_format is text or json".into()));
@@ -308,6 +341,8 @@ mod tests {
             auth_url: Some("https://x".into()),
             token_url: Some("https://x".into()),
             api_base_url: Some("https://x".into()),
+            app_check_jwks_file: Some("j".into()),
+            app_check_issuer: Some("https://x".into()),
             ..Config::default()
         };
         let table = toml::Table::try_from(&full).unwrap();

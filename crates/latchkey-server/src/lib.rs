@@ -4,6 +4,7 @@
 //! the process's signal handler) stops it. Integration tests start the same server on an ephemeral port.
 
 pub mod admin;
+pub mod app_check;
 pub mod config;
 pub mod dpop;
 pub mod error;
@@ -92,7 +93,18 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         tokio::net::TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     let urls = Urls::new(&config, addr);
+    let app_check_provider = match (&config.app_check_jwks_file, &config.app_check_issuer) {
+        (Some(file), Some(issuer)) => Some(app_check::External {
+            issuer: issuer.clone(),
+            keys: Arc::new(
+                app_check::FileJwks::open(file.clone())
+                    .with_context(|| format!("reading app_check_jwks_file {}", file.display()))?,
+            ),
+        }),
+        _ => None,
+    };
     let state = AppState {
+        app_check_provider,
         store,
         scopes: Arc::new(ScopeRegistry::new(&config.scope_base)),
         config: Arc::new(config),
@@ -113,10 +125,12 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     Ok(Running { addr, urls, generated_cert, cert_path, state, shutdown: Some(tx), task })
 }
 
-/// Background upkeep: key reloads and purging of expired rows.
+/// Background upkeep: key reloads, purging of expired rows, deleting unused clients and purging deleted ones.
 async fn maintain(state: AppState) {
     let mut reload = tokio::time::interval(KEY_RELOAD_EVERY);
     let mut purge = tokio::time::interval(PURGE_EVERY);
+    // Not at start-up: the first pass comes one period in, like the ones after it.
+    let mut lifecycle = tokio::time::interval_at(tokio::time::Instant::now() + PURGE_EVERY, PURGE_EVERY);
     loop {
         tokio::select! {
             _ = reload.tick() => {
@@ -129,6 +143,12 @@ async fn maintain(state: AppState) {
                     Ok(n) if n > 0 => tracing::debug!(rows = n, "purged expired rows"),
                     Ok(_) => {}
                     Err(e) => tracing::warn!(error = %e, "purging expired rows"),
+                }
+            }
+            _ = lifecycle.tick() => {
+                match admin::client_purge(&*state.store, state.config.client_lifecycle(), state.clock.now()).await {
+                    Ok(counts) => tracing::debug!(%counts, "client lifecycle"),
+                    Err(e) => tracing::warn!(error = %e, "deleting unused clients and purging deleted ones"),
                 }
             }
         }

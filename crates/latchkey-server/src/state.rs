@@ -22,6 +22,8 @@ pub struct AppState {
     pub scopes: Arc<ScopeRegistry>,
     /// The clock.
     pub clock: Arc<dyn Clock>,
+    /// The external App Check provider, when one is configured.
+    pub app_check_provider: Option<crate::app_check::External>,
 }
 
 impl AppState {

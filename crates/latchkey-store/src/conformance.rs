@@ -4,6 +4,7 @@
 use crate::records::*;
 use crate::{Store, StoreError};
 use latchkey_core::access_token::GrantId;
+use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
@@ -26,6 +27,10 @@ pub async fn run_all(store: Arc<dyn Store>) {
     grant_state_follows_user_and_client(&*store).await;
     keys_are_kept_newest_first(&*store).await;
     single_use_values_are_recorded_once(store.clone()).await;
+    app_check_and_ownership(&*store).await;
+    listings_are_kept_by_item_id(&*store).await;
+    // Last: deleting unused clients and purging deleted ones touch every client in the database.
+    client_lifecycle(&*store).await;
 }
 
 /// A project with a desktop client, and a user; returns (client_id, user_id).
@@ -42,6 +47,9 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         details: ClientDetails::default(),
         created_at: T0,
         deleted_at: None,
+        last_used_at: None,
+        app_check: Default::default(),
+        ownership_verified_at: None,
     };
     store.create_client(&client).await.expect("client");
     let user_id = random_b64(9);
@@ -298,4 +306,105 @@ async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
         }
     }
     assert_eq!(won, 1);
+}
+
+async fn client_lifecycle(store: &dyn Store) {
+    let (a, _) = fixture(store).await;
+    // Edits keep the type, secret and times.
+    let mut edited = store.client(&a).await.expect("get").expect("a");
+    edited.name = "Renamed".into();
+    edited.redirect_uris = vec!["http://localhost:2/cb".into()];
+    edited.details.extension_item_id = Some("item".into());
+    assert!(store.update_client(&edited).await.expect("update"));
+    assert_eq!(store.client(&a).await.expect("get").expect("a"), edited);
+    let missing = Client { client_id: "no-such-client".into(), ..edited.clone() };
+    assert!(!store.update_client(&missing).await.expect("update missing"));
+
+    // last_used_at is written at most once an hour.
+    assert!(store.touch_client(&a, T0.plus(10)).await.expect("touch"));
+    assert!(!store.touch_client(&a, T0.plus(100)).await.expect("touch again"));
+    assert_eq!(store.client(&a).await.expect("get").expect("a").last_used_at, Some(T0.plus(10)));
+    assert!(store.touch_client(&a, T0.plus(3610)).await.expect("an hour later"));
+    assert_eq!(store.client(&a).await.expect("get").expect("a").last_used_at, Some(T0.plus(3610)));
+
+    // Restoring: only a client deleted since the given moment.
+    let deleted = T0.plus(5000);
+    assert!(store.delete_client(&a, deleted).await.expect("delete"));
+    assert!(!store.restore_client(&a, deleted.plus(1)).await.expect("too late"));
+    assert!(store.restore_client(&a, deleted).await.expect("restore"));
+    assert_eq!(store.client(&a).await.expect("get").expect("a").deleted_at, None);
+    assert!(!store.restore_client(&a, deleted).await.expect("not deleted"));
+
+    // Unused clients (measured from last use, else creation) are deleted, restorably; then purged with grants.
+    let (b, user) = fixture(store).await;
+    let g = issue(store, &b, &user, GrantLimits::default()).await;
+    let now = T0.plus(200 * 86_400);
+    assert!(store.delete_unused_clients(T0.plus(100), now).await.expect("unused") >= 1);
+    assert_eq!(store.client(&b).await.expect("get").expect("b").deleted_at, Some(now));
+    assert_eq!(store.client(&a).await.expect("get").expect("a").deleted_at, None, "a was used after the cutoff");
+    store.purge_deleted_clients(now).await.expect("purge before now");
+    assert!(store.client(&b).await.expect("get").is_some(), "deleted at now: not before now");
+    assert!(store.purge_deleted_clients(now.plus(1)).await.expect("purge") >= 1);
+    assert!(store.client(&b).await.expect("get").is_none());
+    assert!(store.grant(&g.id).await.expect("grant").is_none(), "a purged client's grants go with it");
+    assert!(store.client(&a).await.expect("get").is_some());
+}
+
+async fn app_check_and_ownership(store: &dyn Store) {
+    let (a, _) = fixture(store).await;
+    let mut c = store.client(&a).await.expect("get").expect("a");
+    assert_eq!(c.app_check, AppCheck::default());
+    c.app_check = AppCheck { state: AppCheckState::Enabled, pending: Some((AppCheckState::Enforced, T0.plus(900))) };
+    c.details.app_check = true;
+    assert!(store.update_client(&c).await.expect("update"));
+    assert_eq!(store.client(&a).await.expect("get").expect("a"), c);
+
+    assert_eq!(store.app_check_debug_secret(&a).await.expect("none yet"), None);
+    assert!(store.set_app_check_debug_secret(&a, Some(&[1, 2, 3])).await.expect("set"));
+    assert_eq!(store.app_check_debug_secret(&a).await.expect("get"), Some(vec![1, 2, 3]));
+    assert!(store.set_app_check_debug_secret(&a, None).await.expect("clear"));
+    assert_eq!(store.app_check_debug_secret(&a).await.expect("cleared"), None);
+    assert!(!store.set_app_check_debug_secret("no-such-client", None).await.expect("missing"));
+
+    let h0 = UnixTime(T0.0 - T0.0 % 3600);
+    let h1 = h0.plus(3600);
+    for (hour, category) in [
+        (h0, Category::Verified),
+        (h0, Category::Verified),
+        (h0, Category::UnverifiedInvalid),
+        (h1, Category::UnverifiedOutdatedClient),
+    ] {
+        store.count_app_check(&a, hour, category).await.expect("count");
+    }
+    let all = store.app_check_metrics(&a, h0).await.expect("metrics");
+    let flat: Vec<_> = all.iter().map(|m| (m.hour, m.category, m.count)).collect();
+    assert_eq!(
+        flat,
+        [
+            (h0, Category::UnverifiedInvalid, 1),
+            (h0, Category::Verified, 2),
+            (h1, Category::UnverifiedOutdatedClient, 1)
+        ]
+    );
+    assert_eq!(store.app_check_metrics(&a, h1).await.expect("since").len(), 1);
+
+    assert_eq!(store.client(&a).await.expect("get").expect("a").ownership_verified_at, None);
+    assert!(store.set_ownership_verified(&a, T0.plus(7)).await.expect("verified"));
+    assert_eq!(store.client(&a).await.expect("get").expect("a").ownership_verified_at, Some(T0.plus(7)));
+}
+
+async fn listings_are_kept_by_item_id(store: &dyn Store) {
+    let item = format!("item-{}", random_b64(9));
+    assert_eq!(store.listing(&item).await.expect("none"), None);
+    let mut l =
+        Listing { item_id: item.clone(), publisher: Publisher::Individual("dev@example.com".into()), created_at: T0 };
+    store.put_listing(&l).await.expect("put");
+    assert_eq!(store.listing(&item).await.expect("get"), Some(l.clone()));
+    l.publisher =
+        Publisher::Group { name: "Team".into(), members: vec!["a@example.com".into(), "b@example.com".into()] };
+    store.put_listing(&l).await.expect("replace");
+    assert_eq!(store.listing(&item).await.expect("get"), Some(l));
+    assert!(store.delete_listing(&item).await.expect("delete"));
+    assert!(!store.delete_listing(&item).await.expect("twice"));
+    assert_eq!(store.listing(&item).await.expect("gone"), None);
 }

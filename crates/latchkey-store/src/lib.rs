@@ -15,10 +15,14 @@ pub mod sqlite;
 #[cfg(any(test, feature = "conformance"))]
 pub mod test_database;
 
-pub use records::{Channel, GrantLimits, GrantState, KeyKind, NewUser, Project, Redeemed, Session, StoredKey, User};
+pub use records::{
+    AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, NewUser, Project, Publisher, Redeemed, Session,
+    StoredKey, User,
+};
 
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
+use latchkey_core::app_check::Category;
 use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
@@ -106,6 +110,39 @@ pub trait Store: Send + Sync + 'static {
     async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>>;
     /// Marks a client deleted (restorable); false when there is no such live client.
     async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+    /// Saves an edited client's name, redirect URIs and type-specific fields (its type, secret and times
+    /// stay); false when there is no such client.
+    async fn update_client(&self, client: &Client) -> StoreResult<bool>;
+    /// Restores a client deleted at or after `deleted_since`; false when there is no such deleted client.
+    async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool>;
+    /// Records that the client got tokens at `now`: writes `last_used_at` only when it is unset or at least
+    /// [`LAST_USED_GRANULARITY`](latchkey_core::client::LAST_USED_GRANULARITY) old; true when it wrote.
+    async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// Marks deleted (at `now`, so restorable) every live client last used, or created when never used,
+    /// before `active_before`; returns how many.
+    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64>;
+    /// Removes for good the clients deleted before `deleted_before`, with their codes and grants; returns how
+    /// many clients.
+    async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64>;
+    /// Records a successful owner verification; false when there is no such client.
+    async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+
+    /// Sets (or, with `None`, removes) the hash of a client's App Check debug secret; false when there is no
+    /// such client.
+    async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool>;
+    /// The hash of a client's App Check debug secret.
+    async fn app_check_debug_secret(&self, client_id: &str) -> StoreResult<Option<Vec<u8>>>;
+    /// Counts one token request of a client in the hour starting at `hour`.
+    async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()>;
+    /// A client's App Check counts from the hour `since` on, oldest first.
+    async fn app_check_metrics(&self, client_id: &str, since: UnixTime) -> StoreResult<Vec<AppCheckCount>>;
+
+    /// Registers (or replaces) a listing of the built-in listing directory.
+    async fn put_listing(&self, listing: &Listing) -> StoreResult<()>;
+    /// A listing by item ID.
+    async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>>;
+    /// Removes a listing; false when there is none.
+    async fn delete_listing(&self, item_id: &str) -> StoreResult<bool>;
 
     /// Creates a user with the channel every account has.
     async fn create_user(&self, user: &NewUser, channel: &Channel) -> StoreResult<()>;

@@ -157,3 +157,39 @@ impl std::fmt::Debug for StoredKey {
         write!(f, "StoredKey({}, created {:?}, retired {:?})", self.id, self.created_at, self.retired_at)
     }
 }
+
+/// A count of App Check token requests: one client, one hour, one category.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppCheckCount {
+    /// The start of the hour.
+    pub hour: UnixTime,
+    /// The category.
+    pub category: latchkey_core::app_check::Category,
+    /// How many requests.
+    pub count: u64,
+}
+
+/// Who publishes an extension-store listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Publisher {
+    /// One developer, by e-mail address.
+    Individual(String),
+    /// A group publisher with its (synchronized) member list.
+    Group {
+        /// The group's name.
+        name: String,
+        /// The members' e-mail addresses.
+        members: Vec<String>,
+    },
+}
+
+/// A listing of the extension store's developer dashboard, as the built-in directory keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The extension's item ID.
+    pub item_id: String,
+    /// Its publisher.
+    pub publisher: Publisher,
+    /// When it was registered.
+    pub created_at: UnixTime,
+}

@@ -5,6 +5,7 @@
 use crate::records::*;
 use crate::{StoreError, StoreResult};
 use latchkey_core::access_token::GrantId;
+use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
@@ -110,7 +111,43 @@ pub(crate) fn client_from_row<R: StoreRow>(r: &R) -> StoreResult<Client> {
         },
         created_at: time(r, "created_at")?,
         deleted_at: opt_time(r, "deleted_at")?,
+        last_used_at: opt_time(r, "last_used_at")?,
+        app_check: app_check_from_row(r)?,
+        ownership_verified_at: opt_time(r, "ownership_verified_at")?,
     })
+}
+
+fn app_check_state(s: &str) -> StoreResult<AppCheckState> {
+    AppCheckState::parse(s).ok_or_else(|| StoreError::Other(format!("App Check state {s}")))
+}
+
+fn app_check_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheck> {
+    let pending = match (r.opt_text("app_check_pending")?, opt_time(r, "app_check_pending_at")?) {
+        (Some(s), Some(at)) => Some((app_check_state(&s)?, at)),
+        _ => None,
+    };
+    Ok(AppCheck { state: app_check_state(&r.text("app_check_state")?)?, pending })
+}
+
+pub(crate) fn app_check_count_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheckCount> {
+    let category = r.text("category")?;
+    Ok(AppCheckCount {
+        hour: time(r, "hour")?,
+        category: Category::parse(&category).ok_or_else(|| StoreError::Other(format!("category {category}")))?,
+        count: u64::try_from(r.int("count")?).unwrap_or(0),
+    })
+}
+
+pub(crate) fn listing_from_row<R: StoreRow>(r: &R) -> StoreResult<Listing> {
+    let publisher = match (r.opt_text("publisher_email")?, r.opt_text("group_name")?) {
+        (Some(email), _) => Publisher::Individual(email),
+        (None, Some(name)) => Publisher::Group {
+            name,
+            members: serde_json::from_str(&r.text("members")?).map_err(|e| StoreError::Other(e.to_string()))?,
+        },
+        (None, None) => return Err(StoreError::Other("a listing without publisher".into())),
+    };
+    Ok(Listing { item_id: r.text("item_id")?, publisher, created_at: time(r, "created_at")? })
 }
 
 pub(crate) fn user_from_row<R: StoreRow>(r: &R) -> StoreResult<User> {

@@ -3,9 +3,10 @@
 
 use crate::ConfigArgs;
 use clap::{Args, Subcommand};
+use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
-use latchkey_server::admin::{self as ops, AdminError, NewClient};
+use latchkey_server::admin::{self as ops, AdminError, ClientEdit, NewClient, StoreDirectory};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -29,6 +30,9 @@ enum Noun {
     /// User accounts.
     #[command(subcommand)]
     User(UserCmd),
+    /// The built-in listing directory (extension-store listings), for owner verification.
+    #[command(subcommand)]
+    Listing(ListingCmd),
     /// Signing keys (access tokens, id_tokens).
     #[command(subcommand)]
     Keys(KeysCmd),
@@ -85,11 +89,143 @@ enum ClientCmd {
         /// The client_id.
         client_id: String,
     },
-    /// Deletes a client (restorable within 30 days).
+    /// Deletes a client (restorable within `client_restore_days`, 30 by default).
     Delete {
         /// The client_id.
         client_id: String,
     },
+    /// Restores a deleted client within the restore window; its tokens work again.
+    Restore {
+        /// The client_id.
+        client_id: String,
+    },
+    /// Edits a client: each option given replaces the stored value (an empty value clears an optional field).
+    Update(ClientUpdate),
+    /// App Check of a mobile-platform client.
+    #[command(subcommand)]
+    AppCheck(AppCheckCmd),
+    /// Owner verification of a browser-extension client: succeeds when a listing with the client's item ID is
+    /// registered (`latchkey admin listing add`) and the developer is its publisher or a member of its group.
+    VerifyOwnership {
+        /// The client_id.
+        client_id: String,
+        /// The developer's e-mail address.
+        #[arg(long)]
+        developer: String,
+    },
+    /// Deletes the clients unused for `client_unused_days` and purges, with their grants, the clients deleted
+    /// more than `client_restore_days` ago (the server does this every 10 minutes); prints the counts.
+    Purge,
+}
+
+#[derive(Subcommand)]
+enum AppCheckCmd {
+    /// disabled → enabled, not enforced (needs a team ID and a bundle ID without *): requests are counted.
+    Enable {
+        /// The client_id.
+        client_id: String,
+    },
+    /// enabled → enforced: only requests with a valid App Check token succeed.
+    Enforce {
+        /// The client_id.
+        client_id: String,
+        /// Confirms that unverified requests will be rejected.
+        #[arg(long)]
+        confirm: bool,
+    },
+    /// enforced → enabled, not enforced: all requests are allowed again.
+    Unenforce {
+        /// The client_id.
+        client_id: String,
+        /// Confirms the change.
+        #[arg(long)]
+        confirm: bool,
+    },
+    /// enabled (either) → disabled: monitoring and enforcement stop.
+    Disable {
+        /// The client_id.
+        client_id: String,
+    },
+    /// The state in force and the change on its way.
+    Status {
+        /// The client_id.
+        client_id: String,
+    },
+    /// Request counts per category, per hour.
+    Metrics {
+        /// The client_id.
+        client_id: String,
+        /// How many hours back, the current one included.
+        #[arg(long, default_value_t = 24)]
+        hours: i64,
+    },
+    /// Registers a debug secret (shown once) for the debug provider, `POST /v1/appcheck/debug`.
+    DebugSecret {
+        /// The client_id.
+        client_id: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ListingCmd {
+    /// Registers (or replaces) a listing of the built-in listing directory.
+    Add {
+        /// The extension's item ID.
+        #[arg(long)]
+        item_id: String,
+        /// An individual publisher's e-mail address.
+        #[arg(long, conflicts_with = "group")]
+        publisher_email: Option<String>,
+        /// A group publisher's name (with --member).
+        #[arg(long, requires = "members")]
+        group: Option<String>,
+        /// A member of the group publisher (repeatable).
+        #[arg(long = "member")]
+        members: Vec<String>,
+    },
+    /// Shows a listing.
+    Show {
+        /// The item ID.
+        item_id: String,
+    },
+    /// Removes a listing.
+    Remove {
+        /// The item ID.
+        item_id: String,
+    },
+}
+
+#[derive(Args)]
+struct ClientUpdate {
+    /// The client_id.
+    client_id: String,
+    /// The client name shown to users.
+    #[arg(long)]
+    name: Option<String>,
+    /// An authorized redirect URI (repeatable): replaces all of them.
+    #[arg(long = "redirect-uri")]
+    redirect_uris: Vec<String>,
+    /// Removes every redirect URI.
+    #[arg(long, conflicts_with = "redirect_uris")]
+    clear_redirect_uris: bool,
+    /// Mobile: the bundle ID (frozen once App Check is used).
+    #[arg(long)]
+    bundle_id: Option<String>,
+    /// Mobile: the app-store ID (digits).
+    #[arg(long)]
+    store_id: Option<String>,
+    /// Mobile: the team ID.
+    #[arg(long)]
+    team_id: Option<String>,
+    /// Universal desktop: the 12-character store ID.
+    #[arg(long)]
+    uwp_store_id: Option<String>,
+    /// Universal desktop: the package SID.
+    #[arg(long)]
+    package_sid: Option<String>,
+    /// Browser extension: the item ID.
+    #[arg(long)]
+    extension_item_id: Option<String>,
 }
 
 #[derive(Args)]
@@ -229,6 +365,54 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             ClientCmd::List { project } => ops::client_list(store, project.as_deref()).await,
             ClientCmd::Show { client_id } => ops::client_show(store, &client_id).await,
             ClientCmd::Delete { client_id } => ops::client_delete(store, &client_id, now).await,
+            ClientCmd::Restore { client_id } => {
+                ops::client_restore(store, &client_id, config.client_lifecycle(), now).await
+            }
+            ClientCmd::Update(u) => {
+                let redirect_uris = if u.clear_redirect_uris {
+                    Some(Vec::new())
+                } else {
+                    Some(u.redirect_uris).filter(|v| !v.is_empty())
+                };
+                let edit = ClientEdit {
+                    name: u.name,
+                    redirect_uris,
+                    bundle_id: u.bundle_id,
+                    store_id: u.store_id,
+                    team_id: u.team_id,
+                    uwp_store_id: u.uwp_store_id,
+                    package_sid: u.package_sid,
+                    extension_item_id: u.extension_item_id,
+                };
+                ops::client_update(store, &u.client_id, edit).await
+            }
+            ClientCmd::Purge => ops::client_purge(store, config.client_lifecycle(), now).await,
+            ClientCmd::VerifyOwnership { client_id, developer } => {
+                ops::verify_ownership(store, &StoreDirectory(store), &client_id, &developer, now).await
+            }
+            ClientCmd::AppCheck(cmd) => {
+                let delay = config.app_check_propagation_secs;
+                let act = |id: String, action, confirmed| async move {
+                    ops::client_app_check(store, &id, action, confirmed, delay, now).await
+                };
+                match cmd {
+                    AppCheckCmd::Enable { client_id } => act(client_id, AppCheckAction::Enable, false).await,
+                    AppCheckCmd::Enforce { client_id, confirm } => {
+                        act(client_id, AppCheckAction::Enforce, confirm).await
+                    }
+                    AppCheckCmd::Unenforce { client_id, confirm } => {
+                        act(client_id, AppCheckAction::Unenforce, confirm).await
+                    }
+                    AppCheckCmd::Disable { client_id } => act(client_id, AppCheckAction::Disable, false).await,
+                    AppCheckCmd::Status { client_id } => ops::client_app_check_status(store, &client_id, now).await,
+                    AppCheckCmd::Metrics { client_id, hours } => {
+                        ops::client_app_check_metrics(store, &client_id, hours, now).await
+                    }
+                    AppCheckCmd::DebugSecret { client_id } => {
+                        ops::client_app_check_debug_secret(store, &client_id).await
+                    }
+                }
+            }
         },
         Noun::User(cmd) => match cmd {
             UserCmd::Create { email, name, .. } => {
@@ -240,6 +424,14 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             UserCmd::Delete { user } => ops::user_delete(store, &user).await,
             UserCmd::Disable { user } => ops::user_set_disabled(store, &user, true, now).await,
             UserCmd::Enable { user } => ops::user_set_disabled(store, &user, false, now).await,
+        },
+        Noun::Listing(cmd) => match cmd {
+            ListingCmd::Add { item_id, publisher_email, group, members } => {
+                let group = group.as_deref().map(|g| (g, members.as_slice()));
+                ops::listing_add(store, &item_id, publisher_email.as_deref(), group, now).await
+            }
+            ListingCmd::Show { item_id } => ops::listing_show(&StoreDirectory(store), &item_id).await,
+            ListingCmd::Remove { item_id } => ops::listing_remove(store, &item_id).await,
         },
         Noun::Keys(cmd) => match cmd {
             KeysCmd::List => ops::key_list(store).await,

@@ -17,6 +17,9 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         subscriber.init();
     }
     let data_dir = config.data_dir.clone();
+    // The signal handlers are in place before the start-up output says the server is up, so that a SIGTERM
+    // sent right after it always stops the server gracefully.
+    let signals = Signals::install()?;
     let mut running = latchkey_server::start(config, Arc::new(SystemClock)).await?;
     let issuer = running.urls.issuer.clone();
     println!("latchkey is serving on https://{}", running.addr);
@@ -34,7 +37,7 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     println!("  REQUESTS_CA_BUNDLE={cert} (requests), NODE_EXTRA_CA_CERTS={cert} (Node), or --ca-file {cert}.");
     println!("Press Ctrl-C to stop.");
     let stop = running.take_shutdown();
-    wait_for_signal().await;
+    signals.wait().await;
     tracing::info!("signal received; shutting down");
     if let Some(tx) = stop {
         let _ = tx.send(());
@@ -43,24 +46,38 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn wait_for_signal() {
+/// SIGINT and SIGTERM, listened for from the moment they are installed.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self { terminate: signal(SignalKind::terminate())?, interrupt: signal(SignalKind::interrupt())? })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.terminate.recv() => {}
+                _ = self.interrupt.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

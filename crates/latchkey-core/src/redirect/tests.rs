@@ -13,6 +13,9 @@ fn client(t: ClientType, uris: &[&str]) -> Client {
         details: ClientDetails::default(),
         created_at: UnixTime(0),
         deleted_at: None,
+        last_used_at: None,
+        app_check: Default::default(),
+        ownership_verified_at: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! result; error mapping lives in `crate::error`.
 
 mod api;
+mod appcheck;
 mod authorize;
 mod identity;
 mod login;
@@ -26,6 +27,8 @@ pub const TOKEN_PATH: &str = "/token";
 pub const REVOKE_PATH: &str = "/revoke";
 /// The UserInfo endpoint's path.
 pub const USERINFO_PATH: &str = "/v1/userinfo";
+/// The debug App Check provider's path.
+pub const APP_CHECK_DEBUG_PATH: &str = "/v1/appcheck/debug";
 /// The JWKS path.
 pub const JWKS_PATH: &str = "/oauth2/v3/certs";
 
@@ -37,6 +40,7 @@ pub fn router(state: AppState) -> Router {
         .route("/signout", axum::routing::post(login::signout_post))
         .route(TOKEN_PATH, axum::routing::post(token::token_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
+        .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))
         .route("/video/v3/channels", get(api::channels_get))
         .route(USERINFO_PATH, get(identity::userinfo).post(identity::userinfo))
         .route("/.well-known/oauth-authorization-server", get(metadata::metadata_get))

@@ -24,7 +24,13 @@ use latchkey_store::Redeemed;
 pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let now = state.clock.now();
     let mut response = match handle(&state, &headers, &body, now).await {
-        Ok(body) => token_response(&body),
+        Ok((client_id, body)) => {
+            // Unused clients are deleted after `client_unused_days`: record the use (at most one write an hour).
+            if let Err(e) = state.store.touch_client(&client_id, now).await {
+                tracing::warn!(error = %e, client_id = %client_id, "recording the client's last use");
+            }
+            token_response(&body)
+        }
         Err(mut e) => {
             e.basic_auth = headers.contains_key(header::AUTHORIZATION);
             e.into_response()
@@ -43,7 +49,7 @@ async fn handle(
     headers: &HeaderMap,
     body: &[u8],
     now: UnixTime,
-) -> Result<TokenResponse, TokenError> {
+) -> Result<(String, TokenResponse), TokenError> {
     let pairs = extract::form(headers, body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
     // A code presented again revokes what it issued, whatever else is wrong with the request (client
@@ -62,8 +68,9 @@ async fn handle(
     let authorization = extract::single_header(headers, &header::AUTHORIZATION)?;
     let request = token::parse(&form, authorization)?;
     let client = authenticate(state, &request.client).await?;
+    crate::app_check::check(state, &client, headers, now).await?;
     let proof = dpop::proof(state, headers, now)?;
-    match request.grant {
+    let issued = match request.grant {
         TokenGrant::AuthorizationCode { code, code_verifier, redirect_uri } => {
             let record = code_record
                 .ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or has expired."))?;
@@ -74,7 +81,8 @@ async fn handle(
         TokenGrant::RefreshToken { refresh_token, scope } => {
             refresh(state, &client, &refresh_token, scope.as_deref(), proof.as_ref(), now).await
         }
-    }
+    }?;
+    Ok((client.client_id, issued))
 }
 
 /// Finds the client and checks its secret, if one was sent.

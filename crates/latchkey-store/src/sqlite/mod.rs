@@ -5,6 +5,7 @@ use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, us
 use crate::{Store, StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
+use latchkey_core::app_check::Category;
 use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
@@ -117,8 +118,9 @@ impl Store for SqliteStore {
         let uris = serde_json::to_string(&c.redirect_uris).map_err(|e| StoreError::Other(e.to_string()))?;
         sqlx::query(
             "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
-             store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
+             last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&c.client_id)
         .bind(&c.project_id)
@@ -135,6 +137,11 @@ impl Store for SqliteStore {
         .bind(&c.details.extension_item_id)
         .bind(c.created_at.0)
         .bind(opt_time(c.deleted_at))
+        .bind(opt_time(c.last_used_at))
+        .bind(c.app_check.state.as_str())
+        .bind(c.app_check.pending.map(|(s, _)| s.as_str()))
+        .bind(c.app_check.pending.map(|(_, at)| at.0))
+        .bind(opt_time(c.ownership_verified_at))
         .execute(&self.pool)
         .await
         .map_err(map_err)?;
@@ -164,6 +171,175 @@ impl Store for SqliteStore {
         let r = sqlx::query("UPDATE clients SET deleted_at = ? WHERE client_id = ? AND deleted_at IS NULL")
             .bind(at.0)
             .bind(client_id)
+            .execute(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn update_client(&self, c: &Client) -> StoreResult<bool> {
+        let uris = serde_json::to_string(&c.redirect_uris).map_err(|e| StoreError::Other(e.to_string()))?;
+        let r = sqlx::query(
+            "UPDATE clients SET name = ?2, redirect_uris = ?3, bundle_id = ?4, store_id = ?5, team_id = ?6, \
+             app_check = ?7, uwp_store_id = ?8, package_sid = ?9, extension_item_id = ?10, app_check_state = ?11, \
+             app_check_pending = ?12, app_check_pending_at = ?13 WHERE client_id = ?1",
+        )
+        .bind(&c.client_id)
+        .bind(&c.name)
+        .bind(uris)
+        .bind(&c.details.bundle_id)
+        .bind(&c.details.store_id)
+        .bind(&c.details.team_id)
+        .bind(c.details.app_check)
+        .bind(&c.details.uwp_store_id)
+        .bind(&c.details.package_sid)
+        .bind(&c.details.extension_item_id)
+        .bind(c.app_check.state.as_str())
+        .bind(c.app_check.pending.map(|(s, _)| s.as_str()))
+        .bind(c.app_check.pending.map(|(_, at)| at.0))
+        .execute(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool> {
+        let r = sqlx::query("UPDATE clients SET deleted_at = NULL WHERE client_id = ?1 AND deleted_at >= ?2")
+            .bind(client_id)
+            .bind(deleted_since.0)
+            .execute(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool> {
+        let r = sqlx::query(
+            "UPDATE clients SET last_used_at = ?2 WHERE client_id = ?1 AND (last_used_at IS NULL OR last_used_at <= ?3)",
+        )
+        .bind(client_id)
+        .bind(now.0)
+        .bind(now.0 - latchkey_core::client::LAST_USED_GRANULARITY)
+        .execute(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64> {
+        let r = sqlx::query(
+            "UPDATE clients SET deleted_at = ?2 WHERE deleted_at IS NULL AND COALESCE(last_used_at, created_at) < ?1",
+        )
+        .bind(active_before.0)
+        .bind(now.0)
+        .execute(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(r.rows_affected())
+    }
+
+    async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64> {
+        let r = sqlx::query("DELETE FROM clients WHERE deleted_at < ?1")
+            .bind(deleted_before.0)
+            .execute(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(r.rows_affected())
+    }
+
+    async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {
+        let r = sqlx::query("UPDATE clients SET ownership_verified_at = ?2 WHERE client_id = ?1")
+            .bind(client_id)
+            .bind(at.0)
+            .execute(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool> {
+        let r = sqlx::query("UPDATE clients SET app_check_debug_hash = ?2 WHERE client_id = ?1")
+            .bind(client_id)
+            .bind(hash)
+            .execute(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn app_check_debug_secret(&self, client_id: &str) -> StoreResult<Option<Vec<u8>>> {
+        let row = sqlx::query("SELECT app_check_debug_hash FROM clients WHERE client_id = ?1")
+            .bind(client_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(row.and_then(|r| r.try_get::<Option<Vec<u8>>, _>(0).ok().flatten()))
+    }
+
+    async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES (?1, ?2, ?3, 1) \
+             ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1",
+        )
+        .bind(client_id)
+        .bind(hour.0)
+        .bind(category.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(())
+    }
+
+    async fn app_check_metrics(&self, client_id: &str, since: UnixTime) -> StoreResult<Vec<AppCheckCount>> {
+        let rows = sqlx::query(
+            "SELECT hour, category, count FROM app_check_metrics WHERE client_id = ?1 AND hour >= ?2 \
+             ORDER BY hour, category",
+        )
+        .bind(client_id)
+        .bind(since.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_err)?;
+        rows.iter().map(rows::app_check_count_from_row).collect()
+    }
+
+    async fn put_listing(&self, l: &Listing) -> StoreResult<()> {
+        let (email, group, members) = match &l.publisher {
+            Publisher::Individual(e) => (Some(e.as_str()), None, "[]".to_owned()),
+            Publisher::Group { name, members } => (
+                None,
+                Some(name.as_str()),
+                serde_json::to_string(members).map_err(|e| StoreError::Other(e.to_string()))?,
+            ),
+        };
+        sqlx::query(
+            "INSERT INTO listings (item_id, publisher_email, group_name, members, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (item_id) DO UPDATE SET publisher_email = excluded.publisher_email, \
+             group_name = excluded.group_name, members = excluded.members",
+        )
+        .bind(&l.item_id)
+        .bind(email)
+        .bind(group)
+        .bind(members)
+        .bind(l.created_at.0)
+        .execute(&self.pool)
+        .await
+        .map_err(map_err)?;
+        Ok(())
+    }
+
+    async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>> {
+        let row = sqlx::query("SELECT * FROM listings WHERE item_id = ?1")
+            .bind(item_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_err)?;
+        row.map(|r| rows::listing_from_row(&r)).transpose()
+    }
+
+    async fn delete_listing(&self, item_id: &str) -> StoreResult<bool> {
+        let r = sqlx::query("DELETE FROM listings WHERE item_id = ?1")
+            .bind(item_id)
             .execute(&self.pool)
             .await
             .map_err(map_err)?;

@@ -7,9 +7,12 @@ mod flow;
 mod interop_oauth2_rs;
 mod token_exchange;
 
+mod app_check;
 mod app_cli;
 mod authorize_endpoint;
+mod bench_cli;
 mod cli;
+mod client_lifecycle;
 mod data_api;
 mod login_consent;
 mod metadata;

@@ -1,0 +1,282 @@
+//! Spec "App Check (mobile-platform client)": the state table (enable, enforce and unenforce confirmed, disable)
+//! with its propagation delay; the debug provider; an external provider's JWKS; the four metric categories of
+//! token requests; enforcement (401 `invalid_client` without a valid token); and owner verification of
+//! browser-extension clients (Authentication 8).
+
+use crate::support::*;
+use latchkey_core::app_check::AppCheckAction;
+use latchkey_core::client::{ClientDetails, ClientType};
+use latchkey_core::jws::SigningKey;
+use latchkey_core::time::{Clock, SystemClock};
+use latchkey_server::admin::{self, NewClient, StoreDirectory};
+use serde_json::{json, Value};
+
+const ALICE: &str = "alice@example.com";
+const REDIRECT: &str = "com.example.phone:/oauth2redirect";
+const APP_UA: &str = "Phone/1.0 CFNetwork/1490.0.4 Darwin/23.2.0";
+
+/// A mobile client with a team ID (App Check off) in a project with the API on.
+async fn phone(server: &TestServer) -> App {
+    let base = server.app().await;
+    let new = NewClient {
+        project_id: base.project_id.clone(),
+        client_type: ClientType::Mobile,
+        name: "Phone".into(),
+        redirect_uris: vec![REDIRECT.into()],
+        details: ClientDetails {
+            bundle_id: Some("com.example.phone".into()),
+            team_id: Some("TEAM12345".into()),
+            ..Default::default()
+        },
+    };
+    let c = admin::client_create(server.store(), new, SystemClock.now()).await.expect("create");
+    App {
+        project_id: base.project_id,
+        client_id: c["client_id"].as_str().expect("id").into(),
+        client_secret: c["client_secret"].as_str().expect("secret").into(),
+    }
+}
+
+async fn act(server: &TestServer, app: &App, action: AppCheckAction) -> Value {
+    admin::client_app_check(server.store(), &app.client_id, action, true, 0, SystemClock.now()).await.expect("action")
+}
+
+/// A token request (a refresh with a made-up token) with the given App Check token and User-Agent.
+async fn request(server: &TestServer, app: &App, token: Option<&str>, ua: Option<&str>) -> (u16, String) {
+    let mut r = server.http().post(server.url("/token")).form(&[
+        ("grant_type", "refresh_token"),
+        ("client_id", app.client_id.as_str()),
+        ("refresh_token", "lkr_not-a-real-token"),
+    ]);
+    if let Some(t) = token {
+        r = r.header("X-Latchkey-AppCheck", t);
+    }
+    if let Some(ua) = ua {
+        r = r.header("User-Agent", ua);
+    }
+    error_of(r.send().await.expect("token request")).await
+}
+
+/// The debug provider's token for `app`.
+async fn debug_token(server: &TestServer, app: &App) -> String {
+    let secret = admin::client_app_check_debug_secret(server.store(), &app.client_id).await.expect("secret");
+    let secret = secret["debug_secret"].as_str().expect("secret");
+    let r = server
+        .http()
+        .post(server.url("/v1/appcheck/debug"))
+        .form(&[("client_id", app.client_id.as_str()), ("debug_secret", secret)])
+        .send()
+        .await
+        .expect("debug");
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["expires_in"], 3600);
+    body["token"].as_str().expect("token").into()
+}
+
+async fn totals(server: &TestServer, app: &App) -> Value {
+    let m = admin::client_app_check_metrics(server.store(), &app.client_id, 24, SystemClock.now()).await;
+    m.expect("metrics")["totals"].clone()
+}
+
+#[tokio::test]
+async fn requests_are_counted_in_four_categories_and_none_is_blocked_until_enforced() {
+    let server = TestServer::start_with(|c| c.app_check_propagation_secs = 0).await;
+    let app = phone(&server).await;
+    // Disabled: nothing is counted.
+    assert_eq!(request(&server, &app, None, Some(APP_UA)).await.1, "invalid_grant");
+    assert_eq!(totals(&server, &app).await["unverified_outdated_client"], 0);
+
+    assert_eq!(act(&server, &app, AppCheckAction::Enable).await["state"], "enabled");
+    let token = debug_token(&server, &app).await;
+    assert_eq!(request(&server, &app, Some(&token), Some(APP_UA)).await, (400, "invalid_grant".into()));
+    assert_eq!(request(&server, &app, None, Some(APP_UA)).await, (400, "invalid_grant".into()));
+    assert_eq!(request(&server, &app, None, None).await, (400, "invalid_grant".into()));
+    assert_eq!(request(&server, &app, None, Some(CHROME_UA)).await, (400, "invalid_grant".into()));
+    assert_eq!(request(&server, &app, Some("not.a.token"), Some(APP_UA)).await, (400, "invalid_grant".into()));
+    assert_eq!(
+        totals(&server, &app).await,
+        json!({ "verified": 1, "unverified_outdated_client": 1, "unverified_unknown_origin": 2,
+                "unverified_invalid": 1 })
+    );
+
+    // Enforced: only requests with a valid token get past App Check.
+    assert_eq!(act(&server, &app, AppCheckAction::Enforce).await["state"], "enforced");
+    assert_eq!(request(&server, &app, None, Some(APP_UA)).await, (401, "invalid_client".into()));
+    assert_eq!(request(&server, &app, Some("not.a.token"), Some(APP_UA)).await, (401, "invalid_client".into()));
+    assert_eq!(request(&server, &app, Some(&token), Some(APP_UA)).await, (400, "invalid_grant".into()));
+    // A token of another client does not count for this one.
+    let other = phone(&server).await;
+    act(&server, &other, AppCheckAction::Enable).await;
+    let other_token = debug_token(&server, &other).await;
+    assert_eq!(request(&server, &app, Some(&other_token), Some(APP_UA)).await.0, 401);
+
+    // Unenforced, then disabled: everything is allowed again.
+    assert_eq!(act(&server, &app, AppCheckAction::Unenforce).await["state"], "enabled");
+    assert_eq!(request(&server, &app, None, None).await.0, 400);
+    assert_eq!(act(&server, &app, AppCheckAction::Disable).await["state"], "disabled");
+    let before = totals(&server, &app).await;
+    assert_eq!(request(&server, &app, None, None).await.0, 400);
+    assert_eq!(totals(&server, &app).await, before, "disabled: no monitoring");
+}
+
+#[tokio::test]
+async fn an_enforced_client_gets_tokens_with_a_valid_app_check_token() {
+    let server = TestServer::start_with(|c| c.app_check_propagation_secs = 0).await;
+    let app = phone(&server).await;
+    server.user(ALICE).await;
+    act(&server, &app, AppCheckAction::Enable).await;
+    act(&server, &app, AppCheckAction::Enforce).await;
+    let token = debug_token(&server, &app).await;
+    let exchange = |code: String, pkce: Pkce, app_check: Option<String>| {
+        let server = &server;
+        let app = &app;
+        async move {
+            let mut r = server.http().post(server.url("/token")).header("User-Agent", APP_UA).form(&[
+                ("grant_type", "authorization_code"),
+                ("client_id", app.client_id.as_str()),
+                ("code", code.as_str()),
+                ("code_verifier", pkce.verifier.as_str()),
+                ("redirect_uri", REDIRECT),
+            ]);
+            if let Some(t) = app_check {
+                r = r.header("X-Latchkey-AppCheck", t);
+            }
+            r.send().await.expect("exchange")
+        }
+    };
+    let pkce = Pkce::new();
+    let code = server.browser().code(&server, &app, ALICE, &[READONLY], &[READONLY], &pkce, REDIRECT).await;
+    let refused = exchange(code, pkce, None).await;
+    assert_eq!(error_of(refused).await, (401, "invalid_client".into()));
+    let pkce = Pkce::new();
+    let code = server.browser().code(&server, &app, ALICE, &[READONLY], &[READONLY], &pkce, REDIRECT).await;
+    let ok = exchange(code, pkce, Some(token)).await;
+    assert_eq!(ok.status(), 200);
+}
+
+#[tokio::test]
+async fn a_change_takes_effect_after_the_propagation_delay() {
+    let server = TestServer::start().await; // the default delay, 15 minutes
+    let app = phone(&server).await;
+    let now = SystemClock.now();
+    let s = admin::client_app_check(server.store(), &app.client_id, AppCheckAction::Enable, false, 900, now)
+        .await
+        .expect("enable");
+    assert_eq!(s["state"], "disabled");
+    assert_eq!(s["pending"], json!({ "state": "enabled", "effective_at": now.0 + 900 }));
+    // Not yet in force: the request is neither counted nor checked.
+    assert_eq!(request(&server, &app, None, None).await.0, 400);
+    assert_eq!(totals(&server, &app).await["unverified_unknown_origin"], 0);
+    let later = admin::client_app_check_status(server.store(), &app.client_id, now.plus(900)).await.expect("status");
+    assert_eq!(later["state"], "enabled");
+    assert_eq!(later["pending"], Value::Null);
+}
+
+#[tokio::test]
+async fn the_state_table_refuses_what_it_does_not_allow() {
+    let server = TestServer::start_with(|c| c.app_check_propagation_secs = 0).await;
+    let app = phone(&server).await;
+    let now = SystemClock.now();
+    let run = |action, confirmed| admin::client_app_check(server.store(), &app.client_id, action, confirmed, 0, now);
+    assert!(run(AppCheckAction::Enforce, true).await.is_err(), "not enabled");
+    run(AppCheckAction::Enable, false).await.expect("enable");
+    let e = run(AppCheckAction::Enforce, false).await.expect_err("unconfirmed");
+    assert!(e.to_string().contains("must be confirmed"), "{e}");
+    // With App Check used, the bundle ID is frozen.
+    let edit = admin::ClientEdit { bundle_id: Some("com.example.other".into()), ..Default::default() };
+    assert!(admin::client_update(server.store(), &app.client_id, edit).await.is_err());
+
+    // Enabling needs a team ID and a bundle ID without *.
+    let base = server.app().await;
+    let new = NewClient {
+        project_id: base.project_id,
+        client_type: ClientType::Mobile,
+        name: "Wild".into(),
+        redirect_uris: vec![],
+        details: ClientDetails { bundle_id: Some("com.example.*".into()), ..Default::default() },
+    };
+    let wild = admin::client_create(server.store(), new, now).await.expect("create");
+    let id = wild["client_id"].as_str().expect("id");
+    let e = admin::client_app_check(server.store(), id, AppCheckAction::Enable, false, 0, now).await.expect_err("team");
+    assert!(e.to_string().contains("team ID"), "{e}");
+    let e = admin::client_app_check(server.store(), &base.client_id, AppCheckAction::Enable, false, 0, now).await;
+    assert!(e.expect_err("desktop").to_string().contains("mobile-platform clients only"));
+}
+
+#[tokio::test]
+async fn an_external_providers_tokens_verify_against_its_jwks_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = SigningKey::from_pkcs8(&SigningKey::generate_pkcs8().expect("gen")).expect("key");
+    let jwk = key.public_jwk();
+    let jwks = json!({ "keys": [{ "kty": "EC", "crv": jwk.crv, "x": jwk.x, "y": jwk.y, "kid": key.kid() }] });
+    let path = dir.path().join("jwks.json");
+    std::fs::write(&path, jwks.to_string()).expect("write jwks");
+    let server = TestServer::start_with(|c| {
+        c.app_check_propagation_secs = 0;
+        c.app_check_jwks_file = Some(path.clone());
+        c.app_check_issuer = Some("https://appcheck.example".into());
+    })
+    .await;
+    let app = phone(&server).await;
+    act(&server, &app, AppCheckAction::Enable).await;
+    act(&server, &app, AppCheckAction::Enforce).await;
+    let exp = SystemClock.now().0 + 300;
+    let sign = |iss: &str| {
+        key.sign("JWT", &json!({ "iss": iss, "sub": app.client_id, "aud": [app.client_id], "exp": exp })).expect("sign")
+    };
+    assert_eq!(request(&server, &app, Some(&sign("https://appcheck.example")), None).await.0, 400);
+    assert_eq!(request(&server, &app, Some(&sign("https://elsewhere.example")), None).await.0, 401);
+    assert_eq!(totals(&server, &app).await["verified"], 1);
+    assert_eq!(totals(&server, &app).await["unverified_invalid"], 1);
+}
+
+#[tokio::test]
+async fn the_debug_provider_refuses_a_wrong_secret() {
+    let server = TestServer::start().await;
+    let app = phone(&server).await;
+    let form = [("client_id", app.client_id.as_str()), ("debug_secret", "lkd_wrong")];
+    let r = server.http().post(server.url("/v1/appcheck/debug")).form(&form).send().await.expect("debug");
+    assert_eq!(error_of(r).await, (401, "invalid_client".into()));
+    admin::client_app_check_debug_secret(server.store(), &app.client_id).await.expect("register");
+    let r = server.http().post(server.url("/v1/appcheck/debug")).form(&form).send().await.expect("debug");
+    assert_eq!(error_of(r).await, (401, "invalid_client".into()));
+}
+
+#[tokio::test]
+async fn owner_verification_needs_a_listing_published_by_the_developer_or_their_group() {
+    let server = TestServer::start().await;
+    let store = server.store();
+    let base = server.app().await;
+    let now = SystemClock.now();
+    let item = format!("item{}", latchkey_core::secret::random_b64(8).to_lowercase());
+    let new = NewClient {
+        project_id: base.project_id.clone(),
+        client_type: ClientType::BrowserExtension,
+        name: "Extension".into(),
+        redirect_uris: vec![],
+        details: ClientDetails { extension_item_id: Some(item.clone()), ..Default::default() },
+    };
+    let ext = admin::client_create(store, new, now).await.expect("create");
+    let id = ext["client_id"].as_str().expect("id");
+    let dir = StoreDirectory(store);
+    let verify = |dev: &'static str| admin::verify_ownership(store, &dir, id, dev, now);
+
+    let e = verify("dev@example.com").await.expect_err("no listing");
+    let wording = "a listing with the same item ID";
+    assert!(e.to_string().contains(wording) && e.to_string().contains("publisher"), "{e}");
+    admin::listing_add(store, &item, Some("dev@example.com"), None, now).await.expect("listing");
+    assert!(verify("other@example.com").await.is_err(), "not the publisher");
+    assert_eq!(verify("DEV@example.com").await.expect("publisher")["ownership_verified"], true);
+    assert_eq!(store.client(id).await.expect("get").expect("c").ownership_verified_at, Some(now));
+
+    let members = vec!["a@example.com".to_string(), "b@example.com".to_string()];
+    admin::listing_add(store, &item, None, Some(("Studio", &members)), now).await.expect("group listing");
+    assert!(verify("b@example.com").await.is_ok(), "a member of the group");
+    assert!(verify("dev@example.com").await.is_err(), "no longer the publisher");
+    assert_eq!(admin::listing_show(&dir, &item).await.expect("show")["group"], "Studio");
+    admin::listing_remove(store, &item).await.expect("remove");
+    assert!(verify("b@example.com").await.is_err());
+    let e = admin::verify_ownership(store, &dir, &base.client_id, "dev@example.com", now).await;
+    assert!(e.expect_err("desktop").to_string().contains("browser-extension"));
+}
