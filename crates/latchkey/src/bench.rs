@@ -659,6 +659,7 @@ impl Report {
             );
         }
         let opt = |v: Option<f64>, d: usize| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.d$}"));
+        let mb = |kb: Option<u64>| kb.map_or_else(|| "-".to_owned(), |k| format!("{:.1} MB", k as f64 / 1024.0));
         println!(
             "{:<13} {:>9} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>10} {:>7} {:>9} {:>9}{}",
             self.workload,
@@ -670,8 +671,8 @@ impl Report {
             self.quantile_ms(0.99),
             opt(self.cpu.map(|c| c.0 * 1e6), 1),
             opt(self.cpu.map(|c| c.1), 0),
-            opt(self.rss_idle_kb.map(|k| k as f64 / 1024.0), 1).to_owned() + " MB",
-            opt(self.rss_peak_kb.map(|k| k as f64 / 1024.0), 1).to_owned() + " MB",
+            mb(self.rss_idle_kb),
+            mb(self.rss_peak_kb),
             if self.pool_exhausted { format!("  (pool ran out after {:.1} s)", self.window_s) } else { String::new() },
         );
     }
