@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use latchkey_core::access_token::{self, AccessClaims, GrantId};
-use latchkey_core::client::Client;
+use latchkey_core::client::{Client, LAST_USED_GRANULARITY};
 use latchkey_core::dpop::Proof;
 use latchkey_core::scope::{ScopeSet, IDENTITY};
 use latchkey_core::secret::{self, Secret};
@@ -24,10 +24,14 @@ use latchkey_store::Redeemed;
 pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let now = state.clock.now();
     let mut response = match handle(&state, &headers, &body, now).await {
-        Ok((client_id, body)) => {
-            // Unused clients are deleted after `client_unused_days`: record the use (at most one write an hour).
-            if let Err(e) = state.store.touch_client(&client_id, now).await {
-                tracing::warn!(error = %e, client_id = %client_id, "recording the client's last use");
+        Ok((client, body)) => {
+            // Unused clients are deleted after `client_unused_days`: record the use, at most one write an hour.
+            // The client row was just read, so a fresh `last_used_at` costs no statement at all.
+            let stale = client.last_used_at.is_none_or(|t| now.0 - t.0 >= LAST_USED_GRANULARITY);
+            if stale {
+                if let Err(e) = state.store.touch_client(&client.client_id, now).await {
+                    tracing::warn!(error = %e, client_id = %client.client_id, "recording the client's last use");
+                }
             }
             token_response(&body)
         }
@@ -49,7 +53,7 @@ async fn handle(
     headers: &HeaderMap,
     body: &[u8],
     now: UnixTime,
-) -> Result<(String, TokenResponse), TokenError> {
+) -> Result<(Client, TokenResponse), TokenError> {
     let pairs = extract::form(headers, body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
     // A code presented again revokes what it issued, whatever else is wrong with the request (client
@@ -82,7 +86,7 @@ async fn handle(
             refresh(state, &client, &refresh_token, scope.as_deref(), proof.as_ref(), now).await
         }
     }?;
-    Ok((client.client_id, issued))
+    Ok((client, issued))
 }
 
 /// Finds the client and checks its secret, if one was sent.
