@@ -231,6 +231,20 @@ pub struct Jwks {
     pub keys: Vec<Jwk>,
 }
 
+impl Jwks {
+    /// Whether a key of the set has this `kid`.
+    pub fn has_key(&self, kid: &str) -> bool {
+        self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
+    }
+}
+
+/// The `kid` an App Check token's header names, read without verifying anything (to tell whether the keys
+/// should be fetched again).
+pub fn key_id(token: &str) -> Option<String> {
+    let header = URL_SAFE_NO_PAD.decode(token.split('.').next()?).ok()?;
+    serde_json::from_slice::<Header>(&header).ok()?.kid
+}
+
 impl Jwk {
     fn verifies(&self, alg: &str, input: &[u8], sig: &[u8]) -> bool {
         match (alg, self.kty.as_str()) {

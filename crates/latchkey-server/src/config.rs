@@ -68,7 +68,14 @@ pub struct Config {
     pub app_check_propagation_secs: i64,
     /// An external App Check provider: a JWKS file of the keys that sign its tokens (ES256 or RS256).
     pub app_check_jwks_file: Option<PathBuf>,
-    /// The external App Check provider's `iss`; required with `app_check_jwks_file`.
+    /// An external App Check provider: the HTTPS URL of its JWKS, fetched at start-up, every
+    /// `app_check_jwks_refresh_secs`, and again (at most every 30 s) when a token names a key id it lacks.
+    pub app_check_jwks_url: Option<String>,
+    /// Extra PEM trust anchors for fetching `app_check_jwks_url` (beside the system's roots).
+    pub app_check_jwks_ca_file: Option<PathBuf>,
+    /// Seconds between scheduled fetches of `app_check_jwks_url`. Default 3600.
+    pub app_check_jwks_refresh_secs: u64,
+    /// The external App Check provider's `iss`; required with `app_check_jwks_file` or `app_check_jwks_url`.
     pub app_check_issuer: Option<String>,
 }
 
@@ -104,6 +111,9 @@ impl Default for Config {
             client_restore_days: 30,
             app_check_propagation_secs: 900,
             app_check_jwks_file: None,
+            app_check_jwks_url: None,
+            app_check_jwks_ca_file: None,
+            app_check_jwks_refresh_secs: 3600,
             app_check_issuer: None,
         }
     }
@@ -115,7 +125,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 30] = [
+pub const FIELDS: [&str; 33] = [
     "data_dir",
     "listen",
     "database_url",
@@ -145,6 +155,9 @@ pub const FIELDS: [&str; 30] = [
     "client_restore_days",
     "app_check_propagation_secs",
     "app_check_jwks_file",
+    "app_check_jwks_url",
+    "app_check_jwks_ca_file",
+    "app_check_jwks_refresh_secs",
     "app_check_issuer",
 ];
 
@@ -244,8 +257,20 @@ impl Config {
         if self.app_check_propagation_secs < 0 {
             return Err(ConfigError("app_check_propagation_secs must not be negative".into()));
         }
-        if self.app_check_jwks_file.is_some() != self.app_check_issuer.is_some() {
-            return Err(ConfigError("app_check_jwks_file and app_check_issuer go together".into()));
+        if self.app_check_jwks_file.is_some() && self.app_check_jwks_url.is_some() {
+            return Err(ConfigError("set app_check_jwks_file or app_check_jwks_url, not both".into()));
+        }
+        if (self.app_check_jwks_file.is_some() || self.app_check_jwks_url.is_some()) != self.app_check_issuer.is_some()
+        {
+            return Err(ConfigError(
+                "app_check_issuer goes together with app_check_jwks_file or app_check_jwks_url".into(),
+            ));
+        }
+        if self.app_check_jwks_url.as_deref().is_some_and(|u| !u.starts_with("https://")) {
+            return Err(ConfigError("app_check_jwks_url must be an https:// URL".into()));
+        }
+        if self.app_check_jwks_refresh_secs < 60 {
+            return Err(ConfigError("app_check_jwks_refresh_secs must be at least 60".into()));
         }
         if !matches!(self.log_format.as_str(), "text" | "json") {
             return Err(ConfigError("log_format is text or json".into()));
@@ -342,6 +367,8 @@ mod tests {
             token_url: Some("https://x".into()),
             api_base_url: Some("https://x".into()),
             app_check_jwks_file: Some("j".into()),
+            app_check_jwks_url: Some("https://x/jwks".into()),
+            app_check_jwks_ca_file: Some("ca.pem".into()),
             app_check_issuer: Some("https://x".into()),
             ..Config::default()
         };
@@ -376,5 +403,23 @@ mod tests {
         assert!(toml::from_str::<Config>("no_such_field = 1").is_err());
         let bad = Config { public_url: Some("http://x".into()), ..Config::default() };
         assert!(bad.validate().is_err());
+    }
+
+    #[test]
+    fn an_external_app_check_provider_needs_one_key_source_over_https_and_an_issuer() {
+        let issuer = Some("https://appcheck.example".to_string());
+        let url = Some("https://appcheck.example/jwks".to_string());
+        let ok = Config { app_check_jwks_url: url.clone(), app_check_issuer: issuer.clone(), ..Config::default() };
+        ok.validate().unwrap();
+        let plain = Config { app_check_jwks_url: Some("http://appcheck.example/jwks".into()), ..ok.clone() };
+        assert!(plain.validate().unwrap_err().0.contains("https://"));
+        let both = Config { app_check_jwks_file: Some("j.json".into()), ..ok.clone() };
+        assert!(both.validate().unwrap_err().0.contains("not both"));
+        let no_issuer = Config { app_check_issuer: None, ..ok.clone() };
+        assert!(no_issuer.validate().is_err());
+        let issuer_alone = Config { app_check_issuer: issuer, ..Config::default() };
+        assert!(issuer_alone.validate().is_err());
+        let hasty = Config { app_check_jwks_refresh_secs: 5, ..ok };
+        assert!(hasty.validate().unwrap_err().0.contains("at least 60"));
     }
 }

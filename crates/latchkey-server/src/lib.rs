@@ -93,16 +93,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         tokio::net::TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     let urls = Urls::new(&config, addr);
-    let app_check_provider = match (&config.app_check_jwks_file, &config.app_check_issuer) {
-        (Some(file), Some(issuer)) => Some(app_check::External {
-            issuer: issuer.clone(),
-            keys: Arc::new(
-                app_check::FileJwks::open(file.clone())
-                    .with_context(|| format!("reading app_check_jwks_file {}", file.display()))?,
-            ),
-        }),
-        _ => None,
-    };
+    let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
     let state = AppState {
         app_check_provider,
         store,
@@ -121,6 +112,9 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         })
         .await;
         maintenance.abort();
+        if let Some(refresh) = jwks_refresh {
+            refresh.abort();
+        }
     });
     Ok(Running { addr, urls, generated_cert, cert_path, state, shutdown: Some(tx), task })
 }
@@ -153,4 +147,28 @@ async fn maintain(state: AppState) {
             }
         }
     }
+}
+
+/// The external App Check provider the configuration names, if any. A JWKS URL is fetched by the task returned
+/// beside it, from now on (a provider that is down at start-up does not keep the server from starting).
+fn app_check_provider(config: &Config) -> anyhow::Result<(Option<app_check::External>, Option<JoinHandle<()>>)> {
+    let Some(issuer) = config.app_check_issuer.clone() else { return Ok((None, None)) };
+    let mut refresh = None;
+    let keys: Arc<dyn app_check::JwksSource> = match (&config.app_check_jwks_file, &config.app_check_jwks_url) {
+        (Some(file), _) => Arc::new(
+            app_check::FileJwks::open(file.clone())
+                .with_context(|| format!("reading app_check_jwks_file {}", file.display()))?,
+        ),
+        (None, Some(url)) => {
+            let source = Arc::new(
+                app_check::HttpJwks::new(url, config.app_check_jwks_ca_file.as_deref())
+                    .context("setting up app_check_jwks_url")?,
+            );
+            let interval = std::time::Duration::from_secs(config.app_check_jwks_refresh_secs);
+            refresh = Some(tokio::spawn(Arc::clone(&source).keep_fresh(interval)));
+            source
+        }
+        (None, None) => return Ok((None, None)),
+    };
+    Ok((Some(app_check::External { issuer, keys }), refresh))
 }

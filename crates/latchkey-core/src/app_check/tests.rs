@@ -182,3 +182,15 @@ fn an_rs256_token_verifies_against_an_rsa_jwk() {
     wrong_alg.kty = "EC".into();
     assert!(verify_token(RS_TOKEN, &Jwks { keys: vec![wrong_alg] }, "https://ac", "lkapp-phone", T0).is_err());
 }
+
+#[test]
+fn the_key_id_of_a_token_is_read_from_its_header() {
+    let k = key();
+    let token = k.sign("JWT", &serde_json::json!({ "iss": "https://ac" })).expect("sign");
+    assert_eq!(key_id(&token).as_deref(), Some(k.kid()));
+    assert!(jwks_of(&k).has_key(k.kid()));
+    assert!(!jwks_of(&key()).has_key(k.kid()));
+    assert_eq!(key_id(RS_TOKEN).as_deref(), Some("r1"));
+    assert_eq!(key_id("not a token"), None);
+    assert_eq!(key_id("e30.e30.sig"), None, "a header without kid");
+}

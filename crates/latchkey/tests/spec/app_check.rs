@@ -1,5 +1,6 @@
 //! Spec "App Check (mobile-platform client)": the state table (enable, enforce and unenforce confirmed, disable)
-//! with its propagation delay; the debug provider; an external provider's JWKS; the four metric categories of
+//! with its propagation delay; the debug provider; an external provider's JWKS (a file, or a URL fetched over
+//! HTTPS); the four metric categories of
 //! token requests; enforcement (401 `invalid_client` without a valid token); and owner verification of
 //! browser-extension clients (Authentication 8).
 
@@ -10,6 +11,8 @@ use latchkey_core::jws::SigningKey;
 use latchkey_core::time::{Clock, SystemClock};
 use latchkey_server::admin::{self, NewClient, StoreDirectory};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 const ALICE: &str = "alice@example.com";
 const REDIRECT: &str = "com.example.phone:/oauth2redirect";
@@ -279,4 +282,102 @@ async fn owner_verification_needs_a_listing_published_by_the_developer_or_their_
     assert!(verify("b@example.com").await.is_err());
     let e = admin::verify_ownership(store, &dir, &base.client_id, "dev@example.com", now).await;
     assert!(e.expect_err("desktop").to_string().contains("browser-extension"));
+}
+
+/// An App Check provider's JWKS host over HTTPS: serves `keys` (or 503 while `down`) and counts the fetches.
+struct JwksHost {
+    url: String,
+    ca_file: std::path::PathBuf,
+    keys: Arc<Mutex<Value>>,
+    down: Arc<AtomicBool>,
+    fetches: Arc<AtomicUsize>,
+    _dir: tempfile::TempDir,
+}
+
+impl JwksHost {
+    async fn start(keys: Value) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = latchkey_server::tls::ensure_local_certificate(dir.path()).expect("certificate");
+        let tls = latchkey_server::tls::server_config(&files.cert, &files.key).expect("tls");
+        let keys = Arc::new(Mutex::new(keys));
+        let (down, fetches) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let (k, d, f) = (keys.clone(), down.clone(), fetches.clone());
+        let router = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || async move {
+                f.fetch_add(1, Ordering::SeqCst);
+                if d.load(Ordering::SeqCst) {
+                    return Err(axum::http::StatusCode::SERVICE_UNAVAILABLE);
+                }
+                Ok(axum::Json(k.lock().expect("keys").clone()))
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("https://127.0.0.1:{}/jwks", listener.local_addr().expect("addr").port());
+        tokio::spawn(latchkey_server::listener::serve(listener, tls, router, std::future::pending()));
+        Self { url, ca_file: files.cert, keys, down, fetches, _dir: dir }
+    }
+}
+
+fn jwks_of(keys: &[&SigningKey]) -> Value {
+    let keys: Vec<Value> = keys
+        .iter()
+        .map(|k| {
+            let j = k.public_jwk();
+            json!({ "kty": "EC", "crv": j.crv, "x": j.x, "y": j.y, "kid": k.kid() })
+        })
+        .collect();
+    json!({ "keys": keys })
+}
+
+fn new_key() -> SigningKey {
+    SigningKey::from_pkcs8(&SigningKey::generate_pkcs8().expect("gen")).expect("key")
+}
+
+#[tokio::test]
+async fn an_external_providers_keys_are_fetched_from_its_jwks_url_and_again_after_a_rotation() {
+    let (first, second, forged) = (new_key(), new_key(), new_key());
+    let host = JwksHost::start(jwks_of(&[&first])).await;
+    let server = TestServer::start_with(|c| {
+        c.app_check_propagation_secs = 0;
+        c.app_check_jwks_url = Some(host.url.clone());
+        c.app_check_jwks_ca_file = Some(host.ca_file.clone());
+        c.app_check_issuer = Some("https://appcheck.example".into());
+    })
+    .await;
+    let app = phone(&server).await;
+    act(&server, &app, AppCheckAction::Enable).await;
+    act(&server, &app, AppCheckAction::Enforce).await;
+    let exp = SystemClock.now().0 + 300;
+    let sign = |key: &SigningKey| {
+        let claims =
+            json!({ "iss": "https://appcheck.example", "sub": app.client_id, "aud": app.client_id, "exp": exp });
+        key.sign("JWT", &claims).expect("sign")
+    };
+    // The server fetches the keys at start-up (in the background; a request arriving meanwhile waits for it).
+    for _ in 0..100 {
+        if host.fetches.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let status = request(&server, &app, Some(&sign(&first)), None).await.0;
+    assert_eq!(status, 400, "a token signed by a published key passes App Check (then fails as a bad grant)");
+    let fetched = host.fetches.load(Ordering::SeqCst);
+
+    // The provider rotates: a token naming the new key id makes the server fetch the keys again, at once.
+    *host.keys.lock().expect("keys") = jwks_of(&[&first, &second]);
+    assert_eq!(request(&server, &app, Some(&sign(&second)), None).await.0, 400);
+    assert_eq!(host.fetches.load(Ordering::SeqCst), fetched + 1);
+
+    // Unknown key ids cannot make it hammer the provider: no second fetch within the refetch interval.
+    assert_eq!(request(&server, &app, Some(&sign(&forged)), None).await.0, 401);
+    assert_eq!(request(&server, &app, Some(&sign(&forged)), None).await.0, 401);
+    assert_eq!(host.fetches.load(Ordering::SeqCst), fetched + 1);
+
+    // The provider going down keeps the keys in force.
+    host.down.store(true, Ordering::SeqCst);
+    assert_eq!(request(&server, &app, Some(&sign(&first)), None).await.0, 400);
+    let totals = totals(&server, &app).await;
+    assert_eq!((totals["verified"].as_u64(), totals["unverified_invalid"].as_u64()), (Some(3), Some(2)), "{totals}");
 }
