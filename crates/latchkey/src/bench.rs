@@ -3,7 +3,8 @@
 //! Every connection is its own `reqwest::Client` (HTTP/1.1, one socket) with its own signed-in browser session.
 //! Tokens and codes come from the real endpoints (sign-in and consent pages, `/token`), never from the store.
 //! Whatever a workload needs (a grant, a pool of codes or tokens) is obtained before the warm-up starts, so only
-//! the measured request is timed. See docs/benchmarks.md.
+//! the measured request is timed. With `--target oidc-provider` it drives node-oidc-provider (bench/oidc-provider)
+//! through the same steps, for the side-by-side figures. See docs/benchmarks.md.
 
 use crate::ConfigArgs;
 use anyhow::{anyhow, bail, Context};
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const REDIRECT_URI: &str = "http://127.0.0.1:8765/callback";
+const LATCHKEY_SCOPE: &str = "https://latchkey.dev/auth/readonly";
 const CHROME_UA: &str =
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 const WORKLOADS: [&str; 5] = ["refresh", "refresh-dpop", "exchange", "api", "revoke"];
@@ -30,6 +32,11 @@ pub struct BenchArgs {
     /// The server's issuer (base URL), e.g. https://127.0.0.1:8443.
     #[arg(long)]
     issuer: String,
+    /// The kind of server: latchkey, or oidc-provider (bench/oidc-provider/server.mjs: endpoints from its
+    /// discovery document, its dev sign-in and consent forms, scope `openid offline_access`, the API call is
+    /// its userinfo endpoint; --client-id defaults to `bench`, --ca-file is needed).
+    #[arg(long, default_value = "latchkey")]
+    target: String,
     /// The PEM certificate to trust. Default with --setup: <data-dir>/tls/cert.pem.
     #[arg(long)]
     ca_file: Option<PathBuf>,
@@ -82,6 +89,48 @@ struct Target {
     email: String,
     password: String,
     ca: Vec<u8>,
+    /// Whether it is node-oidc-provider rather than latchkey.
+    oidc_provider: bool,
+    endpoints: Endpoints,
+}
+
+/// The URLs a workload uses.
+struct Endpoints {
+    authorize: String,
+    token: String,
+    revoke: String,
+    api: String,
+    scope: &'static str,
+}
+
+impl Endpoints {
+    fn latchkey(issuer: &str) -> Self {
+        Self {
+            authorize: format!("{issuer}/o/oauth2/v2/auth"),
+            token: format!("{issuer}/token"),
+            revoke: format!("{issuer}/revoke"),
+            api: format!("{issuer}/video/v3/channels?part=id&mine=true"),
+            scope: LATCHKEY_SCOPE,
+        }
+    }
+
+    /// node-oidc-provider's endpoints, from its discovery document.
+    async fn discover(issuer: &str, ca: &[u8]) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(ca)?)
+            .build()?;
+        let url = format!("{issuer}/.well-known/openid-configuration");
+        let doc: serde_json::Value = http.get(&url).send().await?.error_for_status()?.json().await?;
+        let field = |k: &str| doc[k].as_str().map(str::to_owned).with_context(|| format!("no {k} in {url}"));
+        Ok(Self {
+            authorize: field("authorization_endpoint")?,
+            token: field("token_endpoint")?,
+            revoke: field("revocation_endpoint")?,
+            api: field("userinfo_endpoint")?,
+            scope: "openid offline_access",
+        })
+    }
 }
 
 /// Runs the benchmark.
@@ -111,6 +160,27 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 
 async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
     let issuer = args.issuer.trim_end_matches('/').to_owned();
+    match args.target.as_str() {
+        "latchkey" => {}
+        "oidc-provider" => {
+            if args.setup {
+                bail!("--setup is for latchkey; node-oidc-provider has its client `bench` built in");
+            }
+            let ca_file = args.ca_file.clone().context("--ca-file is needed")?;
+            let ca = std::fs::read(&ca_file).with_context(|| format!("reading {}", ca_file.display()))?;
+            let endpoints = Endpoints::discover(&issuer, &ca).await?;
+            return Ok(Target {
+                issuer,
+                client_id: args.client_id.clone().unwrap_or_else(|| "bench".into()),
+                email: args.email.clone().unwrap_or_else(|| "bench".into()),
+                password: "bench".into(),
+                ca,
+                oidc_provider: true,
+                endpoints,
+            });
+        }
+        t => bail!("unknown target {t:?}: latchkey or oidc-provider"),
+    }
     let mut password = String::new();
     if args.password_stdin {
         std::io::stdin().read_to_string(&mut password)?;
@@ -155,7 +225,8 @@ async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         (client_id, email, args.ca_file.clone().context("--ca-file is needed")?)
     };
     let ca = std::fs::read(&ca_file).with_context(|| format!("reading {}", ca_file.display()))?;
-    Ok(Target { issuer, client_id, email, password, ca })
+    let endpoints = Endpoints::latchkey(&issuer);
+    Ok(Target { issuer, client_id, email, password, ca, oidc_provider: false, endpoints })
 }
 
 /// One keep-alive connection with a signed-in browser session.
@@ -237,17 +308,30 @@ impl Conn {
         Ok((status, location, r.text().await?))
     }
 
-    /// An authorization code through the real pages: sign-in (first time only) and consent.
-    async fn code(&self, pkce: &Pkce) -> anyhow::Result<String> {
-        let mut url = Url::parse(&self.url("/o/oauth2/v2/auth"))?;
+    /// The authorization request's URL.
+    fn authorize_url(&self, pkce: &Pkce) -> anyhow::Result<Url> {
+        let mut url = Url::parse(&self.target.endpoints.authorize)?;
         url.query_pairs_mut()
             .append_pair("client_id", &self.target.client_id)
             .append_pair("redirect_uri", REDIRECT_URI)
             .append_pair("response_type", "code")
-            .append_pair("scope", "https://latchkey.dev/auth/readonly")
+            .append_pair("scope", self.target.endpoints.scope)
             .append_pair("code_challenge", &pkce.challenge)
             .append_pair("code_challenge_method", "S256")
             .append_pair("state", "bench");
+        if self.target.oidc_provider {
+            // Its refresh tokens (offline_access) are only issued with an explicit consent prompt.
+            url.query_pairs_mut().append_pair("prompt", "consent");
+        }
+        Ok(url)
+    }
+
+    /// An authorization code through the real pages: sign-in (first time only) and consent.
+    async fn code(&self, pkce: &Pkce) -> anyhow::Result<String> {
+        if self.target.oidc_provider {
+            return self.code_by_forms(pkce).await;
+        }
+        let url = self.authorize_url(pkce)?;
         let (mut status, _, mut body) = self.page(self.http.get(url.as_str())).await?;
         if body.contains("name=\"password\"") {
             let csrf = input(&body, "csrf").context("csrf on the sign-in page")?;
@@ -264,16 +348,33 @@ impl Conn {
         }
         let csrf = input(&body, "csrf").with_context(|| format!("no consent page ({status}): {body}"))?;
         let request = input(&body, "request").context("request on the consent page")?;
-        let form = [
-            ("csrf", csrf.as_str()),
-            ("request", &request),
-            ("scope", "https://latchkey.dev/auth/readonly"),
-            ("decision", "allow"),
-        ];
-        let (s, loc, b) = self.page(self.http.post(self.url("/o/oauth2/v2/auth")).form(&form)).await?;
-        let loc = Url::parse(&loc.with_context(|| format!("consent did not redirect ({s}): {b}"))?)?;
-        let code = loc.query_pairs().find(|(k, _)| k == "code").map(|(_, v)| v.into_owned());
-        code.with_context(|| format!("no code in the redirect: {loc}"))
+        let form = [("csrf", csrf.as_str()), ("request", &request), ("scope", LATCHKEY_SCOPE), ("decision", "allow")];
+        let (s, loc, b) = self.page(self.http.post(&self.target.endpoints.authorize).form(&form)).await?;
+        code_of(&loc.with_context(|| format!("consent did not redirect ({s}): {b}"))?)
+    }
+
+    /// An authorization code from node-oidc-provider's dev interactions: follows its redirects, fills its sign-in
+    /// form (`login`, `password`) and submits its consent form, until it redirects to the app.
+    async fn code_by_forms(&self, pkce: &Pkce) -> anyhow::Result<String> {
+        let mut next = self.http.get(self.authorize_url(pkce)?.as_str());
+        for _ in 0..12 {
+            let (status, location, body) = self.page(next).await?;
+            if let Some(loc) = location {
+                if loc.starts_with(REDIRECT_URI) {
+                    return code_of(&loc);
+                }
+                next = self.http.get(Url::parse(&self.target.issuer)?.join(&loc)?);
+                continue;
+            }
+            let action = form_action(&body).with_context(|| format!("no form and no redirect ({status}): {body}"))?;
+            let mut form = hidden_inputs(&body);
+            if body.contains("name=\"password\"") {
+                form.push(("login".into(), self.target.email.clone()));
+                form.push(("password".into(), self.target.password.clone()));
+            }
+            next = self.http.post(Url::parse(&self.target.issuer)?.join(&action)?).form(&form);
+        }
+        bail!("no code after 12 pages")
     }
 
     /// Exchanges a code; with `dpop`, binds the refresh token to the key.
@@ -285,12 +386,25 @@ impl Conn {
             ("code_verifier", &pkce.verifier),
             ("redirect_uri", REDIRECT_URI),
         ];
-        let mut req = self.http.post(self.url("/token")).form(&form);
-        if let Some(key) = dpop {
-            let jti = latchkey_core::pkce::s256_challenge(code);
-            req = req.header("DPoP", key.proof("POST", &self.url("/token"), &jti, None, SystemClock.now().0)?);
+        let mut nonce = None;
+        for attempt in 0..2 {
+            let mut req = self.http.post(&self.target.endpoints.token).form(&form);
+            if let Some(key) = dpop {
+                let jti = latchkey_core::secret::random_b64(16);
+                let url = &self.target.endpoints.token;
+                req = req.header("DPoP", key.proof("POST", url, &jti, nonce.as_deref(), SystemClock.now().0)?);
+            }
+            let r = req.send().await?;
+            // A server that requires nonces answers the first proof with `use_dpop_nonce` and a nonce.
+            if attempt == 0 && dpop.is_some() && r.status() == reqwest::StatusCode::BAD_REQUEST {
+                if let Some(n) = dpop_nonce(&r) {
+                    nonce = Some(n);
+                    continue;
+                }
+            }
+            return Ok(r);
         }
-        Ok(req.send().await?)
+        bail!("the code exchange asked for a DPoP nonce twice")
     }
 
     async fn grant(&self, dpop: bool) -> anyhow::Result<Grant> {
@@ -316,10 +430,11 @@ impl Conn {
                 ("client_id", &self.target.client_id),
                 ("refresh_token", &grant.refresh),
             ];
-            let mut req = self.http.post(self.url("/token")).form(&form);
+            let url = &self.target.endpoints.token;
+            let mut req = self.http.post(url).form(&form);
             if let Some((key, nonce)) = &grant.dpop {
                 let jti = latchkey_core::secret::random_b64(16);
-                let proof = key.proof("POST", &self.url("/token"), &jti, nonce.as_deref(), SystemClock.now().0)?;
+                let proof = key.proof("POST", url, &jti, nonce.as_deref(), SystemClock.now().0)?;
                 req = req.header("DPoP", proof);
             }
             let r = req.send().await?;
@@ -412,7 +527,7 @@ async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
             }
         }
         Work::Api(access) => {
-            let r = conn.http.get(conn.url("/video/v3/channels?part=id&mine=true")).bearer_auth(&*access).send().await;
+            let r = conn.http.get(&conn.target.endpoints.api).bearer_auth(&*access).send().await;
             match r {
                 Ok(r) => {
                     let ok = r.status().is_success();
@@ -424,7 +539,7 @@ async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
         Work::Revoke(tokens) => {
             let token = tokens.pop()?;
             let form = [("token", token.as_str()), ("client_id", &conn.target.client_id)];
-            match conn.http.post(conn.url("/revoke")).form(&form).send().await {
+            match conn.http.post(&conn.target.endpoints.revoke).form(&form).send().await {
                 Ok(r) => {
                     let ok = r.status().is_success();
                     r.bytes().await.map(|_| ok).map_err(Into::into)
@@ -678,10 +793,74 @@ impl Report {
     }
 }
 
+/// The code in the redirect to the app.
+fn code_of(location: &str) -> anyhow::Result<String> {
+    let loc = Url::parse(location)?;
+    let code = loc.query_pairs().find(|(k, _)| k == "code").map(|(_, v)| v.into_owned());
+    code.with_context(|| format!("no code in the redirect: {loc}"))
+}
+
+/// The `action` of the first form of a page, HTML references decoded.
+fn form_action(body: &str) -> Option<String> {
+    let form = &body[body.find("<form")?..];
+    let start = form.find("action=\"")? + "action=\"".len();
+    let end = form[start..].find('"')? + start;
+    Some(html_escape::decode_html_entities(&form[start..end]).into_owned())
+}
+
+/// The name and value of every hidden input of a page.
+fn hidden_inputs(body: &str) -> Vec<(String, String)> {
+    let attr = |tag: &str, name: &str| {
+        let needle = format!("{name}=\"");
+        let start = tag.find(&needle)? + needle.len();
+        let end = tag[start..].find('"')? + start;
+        Some(html_escape::decode_html_entities(&tag[start..end]).into_owned())
+    };
+    body.split("<input")
+        .skip(1)
+        .filter_map(|rest| {
+            let tag = &rest[..rest.find('>')?];
+            if !tag.contains("type=\"hidden\"") {
+                return None;
+            }
+            Some((attr(tag, "name")?, attr(tag, "value").unwrap_or_default()))
+        })
+        .collect()
+}
+
 /// The value of the form input named `name`, HTML references decoded.
 fn input(body: &str, name: &str) -> Option<String> {
     let needle = format!("name=\"{name}\" value=\"");
     let start = body.find(&needle)? + needle.len();
     let end = body[start..].find('"')? + start;
     Some(html_escape::decode_html_entities(&body[start..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// node-oidc-provider's dev consent page, as it serves it (abridged).
+    const CONSENT: &str = r#"<div class="container"><h1>Authorize</h1>
+      <form autocomplete="off" action="/interaction/Ab-1_x/confirm?x=1&amp;y=2" method="post">
+        <input type="hidden" name="prompt" value="consent"/>
+        <input type="hidden" name="note" value="a &quot;b&quot;">
+        <input required type="text" name="login" placeholder="Enter any login">
+        <button autofocus type="submit" class="login login-submit">Continue</button>
+      </form></div>"#;
+
+    #[test]
+    fn a_form_is_read_from_its_page() {
+        assert_eq!(form_action(CONSENT).as_deref(), Some("/interaction/Ab-1_x/confirm?x=1&y=2"));
+        let hidden = hidden_inputs(CONSENT);
+        assert_eq!(hidden, vec![("prompt".into(), "consent".into()), ("note".into(), "a \"b\"".into())]);
+        assert_eq!(form_action("<p>no form</p>"), None);
+    }
+
+    #[test]
+    fn the_code_is_taken_from_the_redirect_to_the_app() {
+        let code = code_of("http://127.0.0.1:8765/callback?code=abc%2Fd&state=bench").expect("code");
+        assert_eq!(code, "abc/d");
+        assert!(code_of("http://127.0.0.1:8765/callback?error=access_denied").is_err());
+    }
 }
