@@ -58,7 +58,8 @@ pub struct BenchArgs {
     /// With --setup: the server's database URL.
     #[arg(long)]
     database_url: Option<String>,
-    /// refresh, refresh-dpop, exchange, api, revoke or all.
+    /// refresh, refresh-dpop, exchange, api, revoke or all (these five); or login (the sign-in form's POST, whose
+    /// cost is the password hash; latchkey only).
     #[arg(long, default_value = "all")]
     workload: String,
     /// Concurrent keep-alive connections (one request in flight on each).
@@ -137,8 +138,8 @@ impl Endpoints {
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let workloads: Vec<&str> = match args.workload.as_str() {
         "all" => WORKLOADS.to_vec(),
-        w if WORKLOADS.contains(&w) => vec![w],
-        w => bail!("unknown workload {w:?}: refresh, refresh-dpop, exchange, api, revoke or all"),
+        w if WORKLOADS.contains(&w) || w == "login" => vec![w],
+        w => bail!("unknown workload {w:?}: refresh, refresh-dpop, exchange, api, revoke, all, or login"),
     };
     if args.connections == 0 || args.duration <= 0.0 || args.warmup < 0.0 {
         bail!("--connections and --duration must be positive, --warmup not negative");
@@ -470,6 +471,8 @@ enum Work {
     Exchange(Vec<(String, Pkce)>),
     Api(String),
     Revoke(Vec<String>),
+    /// The sign-in form's CSRF token (it stays valid for the connection's cookie).
+    Login(String),
 }
 
 async fn prepare(conn: &Conn, workload: &str, pool: usize) -> anyhow::Result<Work> {
@@ -485,6 +488,13 @@ async fn prepare(conn: &Conn, workload: &str, pool: usize) -> anyhow::Result<Wor
             }
             codes.reverse();
             Work::Exchange(codes)
+        }
+        "login" => {
+            if conn.target.oidc_provider {
+                bail!("the login workload is for latchkey only");
+            }
+            let (_, _, body) = conn.page(conn.http.get(conn.url("/signin"))).await?;
+            Work::Login(input(&body, "csrf").context("csrf on the sign-in page")?)
         }
         _ => {
             let mut tokens = Vec::with_capacity(pool);
@@ -514,41 +524,40 @@ async fn retry<T, F: std::future::Future<Output = anyhow::Result<T>>>(f: impl Fn
 
 /// One request of the loop: Some(ok) when done, None when the pool is empty.
 async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
+    let success = |r: &reqwest::Response| r.status().is_success();
     let result = match work {
         Work::Refresh(grant) => conn.refresh(grant, retries).await,
         Work::Exchange(codes) => {
             let (code, pkce) = codes.pop()?;
-            match conn.exchange(&code, &pkce, None).await {
-                Ok(r) => {
-                    let ok = r.status().is_success();
-                    r.bytes().await.map(|_| ok).map_err(Into::into)
-                }
-                Err(e) => Err(e),
-            }
+            drain(conn.exchange(&code, &pkce, None).await, success).await
         }
         Work::Api(access) => {
-            let r = conn.http.get(&conn.target.endpoints.api).bearer_auth(&*access).send().await;
-            match r {
-                Ok(r) => {
-                    let ok = r.status().is_success();
-                    r.bytes().await.map(|_| ok).map_err(Into::into)
-                }
-                Err(e) => Err(e.into()),
-            }
+            drain(conn.http.get(&conn.target.endpoints.api).bearer_auth(&*access).send().await, success).await
         }
         Work::Revoke(tokens) => {
             let token = tokens.pop()?;
             let form = [("token", token.as_str()), ("client_id", &conn.target.client_id)];
-            match conn.http.post(&conn.target.endpoints.revoke).form(&form).send().await {
-                Ok(r) => {
-                    let ok = r.status().is_success();
-                    r.bytes().await.map(|_| ok).map_err(Into::into)
-                }
-                Err(e) => Err(e.into()),
-            }
+            drain(conn.http.post(&conn.target.endpoints.revoke).form(&form).send().await, success).await
+        }
+        Work::Login(csrf) => {
+            let t = &conn.target;
+            let form = [("csrf", csrf.as_str()), ("continue", "/"), ("email", &t.email), ("password", &t.password)];
+            let signed_in = |r: &reqwest::Response| r.status() == reqwest::StatusCode::SEE_OTHER;
+            drain(conn.http.post(conn.url("/signin")).form(&form).send().await, signed_in).await
         }
     };
     Some(result.unwrap_or(false))
+}
+
+/// Whether a response is what the workload expects, after reading its body (so the connection is reused).
+async fn drain<E: Into<anyhow::Error>>(
+    response: Result<reqwest::Response, E>,
+    expected: impl Fn(&reqwest::Response) -> bool,
+) -> anyhow::Result<bool> {
+    let r = response.map_err(Into::into)?;
+    let ok = expected(&r);
+    r.bytes().await?;
+    Ok(ok)
 }
 
 /// What one connection measured.

@@ -40,19 +40,27 @@ fn bench_runs_every_workload_against_a_served_binary() {
     }
     let base = base.expect("issuer line");
     let pid = served.0.id().to_string();
-    let out = Command::new(BIN)
-        .args(["bench", "--setup", "--issuer", &base, "--data-dir"])
-        .arg(dir.path())
-        .args(["--workload", "all", "--connections", "2", "--warmup", "0", "--duration", "1", "--pool", "150"])
-        .args(["--server-pid", &pid, "--json"])
-        .output()
-        .expect("bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "bench failed: {}{stdout}", String::from_utf8_lossy(&out.stderr));
-    let reports: Vec<serde_json::Value> =
-        stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    let bench = |workload: &str| {
+        let out = Command::new(BIN)
+            .args(["bench", "--setup", "--issuer", &base, "--data-dir"])
+            .arg(dir.path())
+            .args(["--workload", workload, "--connections", "2", "--warmup", "0", "--duration", "1", "--pool", "150"])
+            .args(["--server-pid", &pid, "--json"])
+            .output()
+            .expect("bench");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "bench failed: {}{stdout}", String::from_utf8_lossy(&out.stderr));
+        let reports: Vec<serde_json::Value> =
+            stdout.lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+        reports
+    };
+    let mut reports = bench("all");
     let names: Vec<&str> = reports.iter().map(|r| r["workload"].as_str().expect("workload")).collect();
     assert_eq!(names, ["refresh", "refresh-dpop", "exchange", "api", "revoke"]);
+    let login = bench("login");
+    assert_eq!(login.len(), 1);
+    assert_eq!(login[0]["workload"], "login");
+    reports.extend(login);
     for r in &reports {
         assert!(r["req_per_s"].as_f64().expect("req/s") > 0.0, "{r}");
         assert_eq!(r["errors"], 0, "{r}");
