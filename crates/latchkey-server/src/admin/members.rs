@@ -62,7 +62,8 @@ pub async fn project_create_owned(store: &dyn Store, name: &str, owner_id: &str,
         other => other,
     })?;
     let id = created["project_id"].as_str().unwrap_or_default().to_owned();
-    let owner = ProjectMember { project_id: id.clone(), user_id: owner_id.into(), role: ProjectRole::Owner, added_at: now };
+    let owner =
+        ProjectMember { project_id: id.clone(), user_id: owner_id.into(), role: ProjectRole::Owner, added_at: now };
     if let Err(e) = store.add_project_member(&owner).await {
         // Without its owner nobody could see the project: take it back.
         let _ = store.delete_project(&id).await;
@@ -86,8 +87,9 @@ pub async fn projects_of(store: &dyn Store, user_id: &str) -> AdminResult {
 
 /// Parses a role's name.
 pub fn parse_role(name: &str) -> Result<ProjectRole, AdminError> {
-    ProjectRole::parse(name)
-        .ok_or_else(|| AdminError::Fields(vec![FieldError { field: "role", message: "Choose owner or editor.".into() }]))
+    ProjectRole::parse(name).ok_or_else(|| {
+        AdminError::Fields(vec![FieldError { field: "role", message: "Choose owner or editor.".into() }])
+    })
 }
 
 fn member_json(m: &Member) -> Value {
@@ -104,7 +106,13 @@ pub async fn member_list(store: &dyn Store, project_id: &str) -> AdminResult {
 }
 
 /// Adds the account with this e-mail address to a project.
-pub async fn member_add(store: &dyn Store, project_id: &str, email: &str, role: ProjectRole, now: UnixTime) -> AdminResult {
+pub async fn member_add(
+    store: &dyn Store,
+    project_id: &str,
+    email: &str,
+    role: ProjectRole,
+    now: UnixTime,
+) -> AdminResult {
     if store.project(project_id).await?.is_none() {
         return Err(no_project(project_id));
     }
