@@ -192,7 +192,7 @@ pub async fn members_post(State(state): State<AppState>, Path(project): Path<Str
         return form.dev.failure(&e);
     }
     let email = form.get("email").trim().to_owned();
-    let role_name = form.get("role").to_owned();
+    let role_name = Some(form.get("role")).filter(|r| !r.is_empty()).unwrap_or("editor").to_owned();
     let result = match members::parse_role(&role_name) {
         Ok(role) => members::member_add(store, &project, &email, role, state.clock.now()).await,
         Err(e) => Err(e),
