@@ -1,7 +1,8 @@
 //! The console in headless Chromium, as a new developer meets it: sign in, create a project, enable the data
 //! API, create a client of each of the four types (seeing a message next to an invalid field), delete and
 //! restore a client, switch App Check on and enforce it, verify ownership of an extension. The pages are
-//! photographed into `docs/screenshots/console-*.png`.
+//! photographed into `target/screenshots/console-*.png`, and into `docs/screenshots/` (the pictures the docs
+//! show) when `LATCHKEY_UPDATE_SCREENSHOTS=1`, so that a test run does not rewrite committed files.
 
 use crate::browser::{find, with_chrome};
 use crate::support::*;
@@ -12,12 +13,20 @@ use std::path::Path;
 const EMAIL: &str = "dev@example.com";
 const ITEM_ID: &str = "lkbrowsertestextensionitem";
 
-/// Writes a screenshot of the window to `docs/screenshots/console-<name>.png`.
+/// Writes a screenshot of the window to `target/screenshots/console-<name>.png` (and `docs/screenshots/`).
 async fn shot(browser: &Client, name: &str) {
     let png = browser.screenshot().await.expect("screenshot");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots");
-    std::fs::create_dir_all(&dir).expect("docs/screenshots");
-    std::fs::write(dir.join(format!("console-{name}.png")), png).expect("write the screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), Into::into);
+    let mut dirs = vec![target.join("screenshots")];
+    if std::env::var("LATCHKEY_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
+        dirs.push(root.join("docs/screenshots"));
+    }
+    for dir in dirs {
+        std::fs::create_dir_all(&dir).expect("the screenshot directory");
+        std::fs::write(dir.join(format!("console-{name}.png")), &png).expect("write the screenshot");
+    }
 }
 
 async fn click(browser: &Client, css: &str) {
