@@ -171,6 +171,27 @@ fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
     FieldError { field, message: message.into() }
 }
 
+/// Why a client of `kind` cannot register `uri` (whose scheme is `scheme`), following the redirect methods of
+/// the spec: loopback for desktop apps only, at most 39 characters of custom scheme for universal desktop apps,
+/// the browser's identity API (an `https` redirect) for extensions, and no out-of-band flow.
+fn redirect_refusal(kind: ClientType, scheme: &str, uri: &str) -> Option<&'static str> {
+    let loopback = ["http://127.0.0.1", "http://[::1]", "http://localhost"].iter().any(|p| uri.starts_with(p));
+    if scheme.eq_ignore_ascii_case("urn") && uri.starts_with("urn:ietf:wg:oauth:2.0:oob") {
+        return Some("The out-of-band (OOB) flow is deprecated and not supported");
+    }
+    match kind {
+        ClientType::Desktop => None,
+        _ if loopback => Some("Loopback redirects are only for desktop app clients"),
+        ClientType::UniversalDesktop if scheme.len() > 39 => {
+            Some("The custom URI scheme of a universal desktop app is at most 39 characters")
+        }
+        ClientType::BrowserExtension if !scheme.eq_ignore_ascii_case("https") => {
+            Some("Browser extensions use the browser's identity API (an https redirect); custom URI schemes are not supported")
+        }
+        _ => None,
+    }
+}
+
 /// Checks the fields of a client of `kind` against the spec's rules; every broken rule is reported.
 pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d: &ClientDetails) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -181,8 +202,16 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
         errors.push(field_error("name", "A client name is at most 100 characters."));
     }
     for uri in redirect_uris {
-        if crate::redirect::scheme_of(uri).is_none() || uri.contains('#') || uri.chars().any(char::is_whitespace) {
-            errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}")));
+        match crate::redirect::scheme_of(uri) {
+            Some(_) if uri.contains('#') || uri.chars().any(char::is_whitespace) => {
+                errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}")));
+            }
+            Some(scheme) => {
+                if let Some(message) = redirect_refusal(kind, scheme, uri) {
+                    errors.push(field_error("redirect_uri", format!("{message}: {uri}")));
+                }
+            }
+            None => errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}"))),
         }
     }
     let present = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());

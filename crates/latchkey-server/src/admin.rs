@@ -1,10 +1,14 @@
-//! Administrative operations on the store, shared by the `latchkey admin` CLI (and later the console): each
-//! returns the JSON object the CLI prints.
+//! Administrative operations on the store, shared by the `latchkey admin` CLI, the console's pages and its JSON
+//! API: each returns the JSON object the CLI prints and the API sends. Who may act on a project (its members)
+//! is checked in [`members`]; the console's API keys live in [`api_keys`].
+
+pub mod api_keys;
+pub mod members;
 
 use crate::keys;
 use crate::password;
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckState, Category};
-use latchkey_core::client::{self, Client, ClientDetails, ClientType};
+use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError};
 use latchkey_core::secret::{random_bytes, Secret};
 use latchkey_core::time::UnixTime;
 use latchkey_store::{Channel, KeyKind, Listing, NewUser, Project, Publisher, Store, StoreError, User};
@@ -19,16 +23,29 @@ pub enum AdminError {
     /// The input breaks a rule.
     #[error("invalid: {0}")]
     Invalid(String),
+    /// Fields of a form break rules: each with the message shown next to it.
+    #[error("invalid: {}", fields_text(.0))]
+    Fields(Vec<FieldError>),
+    /// The developer may not do this (they can see the project, so saying so leaks nothing).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// The change conflicts with the current state (a member already added, the last owner).
+    #[error("conflict: {0}")]
+    Conflict(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn fields_text(errors: &[FieldError]) -> String {
+    errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; ")
 }
 
 /// The result of an administrative operation.
 pub type AdminResult = Result<Value, AdminError>;
 
 /// A random identifier of lower-case letters and digits.
-fn random_id(len: usize) -> String {
+pub(crate) fn random_id(len: usize) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     random_bytes(len).into_iter().map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char).collect()
 }
@@ -56,7 +73,7 @@ pub async fn project_set_api(store: &dyn Store, id: &str, enabled: bool) -> Admi
     Ok(json!({ "project_id": id, "api_enabled": enabled }))
 }
 
-fn project_json(p: &Project) -> Value {
+pub(crate) fn project_json(p: &Project) -> Value {
     json!({ "project_id": p.id, "name": p.name, "api_enabled": p.api_enabled, "created_at": p.created_at.0 })
 }
 
@@ -103,8 +120,7 @@ pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> 
     }
     let errors = client::validate_fields(new.client_type, &new.name, &new.redirect_uris, &new.details);
     if !errors.is_empty() {
-        let text: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
-        return Err(AdminError::Invalid(text.join("; ")));
+        return Err(AdminError::Fields(errors));
     }
     let secret = Secret::generate("lks_");
     // A client created with App Check on starts enabled (it has no traffic yet to wait for).
@@ -133,7 +149,7 @@ pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> 
     Ok(v)
 }
 
-fn client_json(c: &Client) -> Value {
+pub(crate) fn client_json(c: &Client) -> Value {
     json!({
         "client_id": c.client_id,
         "project_id": c.project_id,
@@ -190,7 +206,7 @@ impl Default for Lifecycle {
     }
 }
 
-async fn find_client(store: &dyn Store, client_id: &str) -> Result<Client, AdminError> {
+pub(crate) async fn find_client(store: &dyn Store, client_id: &str) -> Result<Client, AdminError> {
     store.client(client_id).await?.ok_or_else(|| AdminError::NotFound(format!("client {client_id}")))
 }
 
@@ -255,8 +271,7 @@ pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit)
     }
     let errors = client::validate_update(&old, &new.name, &new.redirect_uris, &new.details);
     if !errors.is_empty() {
-        let text: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
-        return Err(AdminError::Invalid(text.join("; ")));
+        return Err(AdminError::Fields(errors));
     }
     if !store.update_client(&new).await? {
         return Err(AdminError::NotFound(format!("client {client_id}")));
@@ -475,7 +490,7 @@ pub async fn user_create(
     Ok(json!({ "user_id": id, "email": email, "name": name, "channel_id": channel.id }))
 }
 
-fn valid_email(email: &str) -> bool {
+pub(crate) fn valid_email(email: &str) -> bool {
     let Some((local, domain)) = email.split_once('@') else { return false };
     !local.is_empty()
         && !domain.is_empty()
@@ -494,7 +509,7 @@ pub async fn user_list(store: &dyn Store) -> AdminResult {
     Ok(json!({ "users": store.users().await?.iter().map(user_json).collect::<Vec<_>>() }))
 }
 
-async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<User, AdminError> {
+pub(crate) async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<User, AdminError> {
     let found = match store.user(id_or_email).await? {
         Some(u) => Some(u),
         None => store.user_by_email(id_or_email).await?,

@@ -5,8 +5,11 @@
 //! - Authorization endpoint: an error page when the client or redirect URI cannot be trusted, otherwise a
 //!   redirect carrying `error`, `error_description`, `state` and `iss`.
 //! - Data API: the platform's JSON error body, 401 with `WWW-Authenticate` (RFC 6750 §3) or 403.
+//! - Console (pages and JSON API): administrative errors get their status in [`admin_status`]; the JSON API sends
+//!   `{"error", "error_description", "field"}`.
 //! - Store errors are logged here and become `server_error` or `temporarily_unavailable`.
 
+use crate::admin::AdminError;
 use crate::views;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -234,6 +237,123 @@ impl IntoResponse for ApiError {
         }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        response
+    }
+}
+
+/// The status and the JSON API's error code of an administrative error (console pages and JSON API alike).
+/// Store failures are logged here.
+pub fn admin_status(e: &AdminError) -> (StatusCode, &'static str) {
+    match e {
+        AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+        AdminError::Invalid(_) | AdminError::Fields(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+        AdminError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+        AdminError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+        AdminError::Store(StoreError::Unavailable(detail)) => {
+            tracing::warn!(%detail, "store unavailable");
+            (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
+        }
+        AdminError::Store(other) => {
+            tracing::error!(error = %other, "store failure");
+            (StatusCode::INTERNAL_SERVER_ERROR, "server_error")
+        }
+    }
+}
+
+/// What a person reads about an administrative error: the message without its category.
+pub fn admin_message(e: &AdminError) -> String {
+    match e {
+        AdminError::NotFound(what) => {
+            let what = what.split(' ').next().unwrap_or("page");
+            format!("There is no such {what}, or you are not a member of its project.")
+        }
+        AdminError::Invalid(m) | AdminError::Forbidden(m) | AdminError::Conflict(m) => sentence(m),
+        AdminError::Fields(errors) => errors.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join(" "),
+        AdminError::Store(StoreError::Unavailable(_)) => {
+            "The service is temporarily unavailable; retry shortly.".into()
+        }
+        AdminError::Store(_) => "The server encountered an unexpected condition.".into(),
+    }
+}
+
+/// A message starting with a capital and ending with a full stop.
+fn sentence(m: &str) -> String {
+    let mut chars = m.chars();
+    let mut s: String = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
+    if !s.ends_with(['.', '!', '?']) {
+        s.push('.');
+    }
+    s
+}
+
+/// An error of the console's JSON API: `{"error", "error_description", "field", "fields"}` with the status of
+/// [`admin_status`]; 401 with `WWW-Authenticate` when the API key is missing or wrong.
+#[derive(Debug)]
+pub struct ConsoleApiError {
+    status: StatusCode,
+    error: &'static str,
+    description: String,
+    fields: Vec<latchkey_core::client::FieldError>,
+}
+
+impl ConsoleApiError {
+    /// 401: no API key, or not a valid one.
+    pub fn unauthenticated() -> Self {
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            error: "unauthorized",
+            description: "Send a console API key: Authorization: Bearer lk_...".into(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// 400: the request body cannot be read.
+    pub fn bad_request(description: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            error: "invalid_request",
+            description: description.into(),
+            fields: Vec::new(),
+        }
+    }
+}
+
+impl From<AdminError> for ConsoleApiError {
+    fn from(e: AdminError) -> Self {
+        let (status, error) = admin_status(&e);
+        let description = admin_message(&e);
+        let fields = match e {
+            AdminError::Fields(errors) => errors,
+            _ => Vec::new(),
+        };
+        Self { status, error, description, fields }
+    }
+}
+
+impl From<StoreError> for ConsoleApiError {
+    fn from(e: StoreError) -> Self {
+        AdminError::Store(e).into()
+    }
+}
+
+impl IntoResponse for ConsoleApiError {
+    fn into_response(self) -> Response {
+        let mut body = serde_json::json!({ "error": self.error, "error_description": self.description });
+        if let Some(first) = self.fields.first() {
+            // `field` names the first invalid field; `fields` has each with its message.
+            body["field"] = first.field.into();
+            body["fields"] =
+                self.fields.iter().map(|f| serde_json::json!({ "field": f.field, "message": f.message })).collect();
+        }
+        let mut response = (self.status, no_store_json(&body)).into_response();
+        let h = response.headers_mut();
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if self.status == StatusCode::UNAUTHORIZED {
+            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"latchkey-console\""));
+        }
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            h.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         response
     }

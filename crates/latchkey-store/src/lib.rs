@@ -8,6 +8,7 @@
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+mod console_rows;
 pub mod postgres;
 mod records;
 mod rows;
@@ -16,8 +17,8 @@ pub mod sqlite;
 pub mod test_database;
 
 pub use records::{
-    AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, NewUser, Project, Publisher, Redeemed, Session,
-    StoredKey, User,
+    ApiKey, AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, Member, MemberChange, NewUser, Project,
+    ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
 };
 
 use async_trait::async_trait;
@@ -143,6 +144,36 @@ pub trait Store: Send + Sync + 'static {
     async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>>;
     /// Removes a listing; false when there is none.
     async fn delete_listing(&self, item_id: &str) -> StoreResult<bool>;
+
+    /// Adds a member to a project; false when the user is a member already.
+    async fn add_project_member(&self, member: &ProjectMember) -> StoreResult<bool>;
+    /// Changes a member's role; refused when it would leave the project without an owner.
+    async fn set_project_member_role(
+        &self,
+        project_id: &str,
+        user_id: &str,
+        role: ProjectRole,
+    ) -> StoreResult<MemberChange>;
+    /// Removes a member; refused when it would leave the project without an owner.
+    async fn remove_project_member(&self, project_id: &str, user_id: &str) -> StoreResult<MemberChange>;
+    /// The members of a project, in the order they joined.
+    async fn project_members(&self, project_id: &str) -> StoreResult<Vec<Member>>;
+    /// The user's role in a project, if they are a member.
+    async fn project_role(&self, project_id: &str, user_id: &str) -> StoreResult<Option<ProjectRole>>;
+    /// The projects a user is a member of, with their role, oldest first.
+    async fn projects_of(&self, user_id: &str) -> StoreResult<Vec<(Project, ProjectRole)>>;
+
+    /// Stores a new console API key.
+    async fn create_api_key(&self, key: &ApiKey) -> StoreResult<()>;
+    /// An API key by id.
+    async fn api_key(&self, id: &str) -> StoreResult<Option<ApiKey>>;
+    /// A user's API keys, oldest first.
+    async fn api_keys_of(&self, user_id: &str) -> StoreResult<Vec<ApiKey>>;
+    /// Deletes (revokes) a user's API key; false when the user has no such key.
+    async fn delete_api_key(&self, id: &str, user_id: &str) -> StoreResult<bool>;
+    /// Records that a key was used at `now`, at most once per
+    /// [`LAST_USED_GRANULARITY`](latchkey_core::client::LAST_USED_GRANULARITY); true when it wrote.
+    async fn touch_api_key(&self, id: &str, now: UnixTime) -> StoreResult<bool>;
 
     /// Creates a user with the channel every account has.
     async fn create_user(&self, user: &NewUser, channel: &Channel) -> StoreResult<()>;

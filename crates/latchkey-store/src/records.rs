@@ -193,3 +193,90 @@ pub struct Listing {
     /// When it was registered.
     pub created_at: UnixTime,
 }
+
+/// A developer's role in a project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProjectRole {
+    /// Manages the project, its clients and its members; a project keeps at least one.
+    Owner,
+    /// Manages the project and its clients, not its members.
+    Editor,
+}
+
+impl ProjectRole {
+    /// The role's name in the store, the CLI and the JSON API.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Editor => "editor",
+        }
+    }
+
+    /// Parses the role's name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Owner, Self::Editor].into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// A developer's membership of a project, to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectMember {
+    /// The project.
+    pub project_id: String,
+    /// The developer (a user account).
+    pub user_id: String,
+    /// The role.
+    pub role: ProjectRole,
+    /// When the membership began.
+    pub added_at: UnixTime,
+}
+
+/// A member of a project as listed, with the account's e-mail address and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The user id.
+    pub user_id: String,
+    /// The e-mail address.
+    pub email: String,
+    /// The display name.
+    pub name: Option<String>,
+    /// The role.
+    pub role: ProjectRole,
+    /// When the membership began.
+    pub added_at: UnixTime,
+}
+
+/// The outcome of removing a member or changing a member's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberChange {
+    /// Done.
+    Done,
+    /// The user is not a member of the project (or there is no such project).
+    NotMember,
+    /// Refused: the project would be left without an owner.
+    LastOwner,
+}
+
+/// A developer's key for the console's JSON API. The key itself is `lk_<id>_<secret>`; only the SHA-256 of
+/// the whole key is kept.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// The key's public id (lower-case letters and digits).
+    pub id: String,
+    /// The developer it acts for.
+    pub user_id: String,
+    /// A name to recognise it by.
+    pub name: String,
+    /// SHA-256 of the whole key.
+    pub secret_hash: Vec<u8>,
+    /// When it was created.
+    pub created_at: UnixTime,
+    /// When it was last used (recorded at most once an hour), if ever.
+    pub last_used_at: Option<UnixTime>,
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey({}, user {}, {:?})", self.id, self.user_id, self.name)
+    }
+}

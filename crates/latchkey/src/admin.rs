@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
-use latchkey_server::admin::{self as ops, AdminError, ClientEdit, NewClient, StoreDirectory};
+use latchkey_server::admin::{self as ops, api_keys, members, AdminError, ClientEdit, NewClient, StoreDirectory};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -33,6 +33,9 @@ enum Noun {
     /// The built-in listing directory (extension-store listings), for owner verification.
     #[command(subcommand)]
     Listing(ListingCmd),
+    /// Keys of the console's JSON API (`Authorization: Bearer lk_...`), per developer.
+    #[command(subcommand)]
+    ApiKey(ApiKeyCmd),
     /// Signing keys (access tokens, id_tokens).
     #[command(subcommand)]
     Keys(KeysCmd),
@@ -70,6 +73,80 @@ enum ProjectCmd {
     /// Deletes a project with its clients and their grants.
     Delete {
         /// The project id.
+        id: String,
+    },
+    /// The project's members: the developers who see and manage it in the console.
+    #[command(subcommand)]
+    Member(MemberCmd),
+}
+
+#[derive(Subcommand)]
+enum MemberCmd {
+    /// Adds a developer (an existing account) to a project.
+    Add {
+        /// The project id.
+        #[arg(long)]
+        project: String,
+        /// The developer's e-mail address.
+        #[arg(long)]
+        email: String,
+        /// owner (also manages the members) or editor.
+        #[arg(long, default_value = "editor")]
+        role: String,
+    },
+    /// Removes a member; a project keeps at least one owner.
+    Remove {
+        /// The project id.
+        #[arg(long)]
+        project: String,
+        /// The member's e-mail address or user id.
+        #[arg(long)]
+        email: String,
+    },
+    /// Changes a member's role; a project keeps at least one owner.
+    SetRole {
+        /// The project id.
+        #[arg(long)]
+        project: String,
+        /// The member's e-mail address or user id.
+        #[arg(long)]
+        email: String,
+        /// owner or editor.
+        #[arg(long)]
+        role: String,
+    },
+    /// Lists a project's members.
+    List {
+        /// The project id.
+        #[arg(long)]
+        project: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ApiKeyCmd {
+    /// Creates a key for the console's JSON API acting for a developer; prints it once (`lk_...`).
+    Create {
+        /// The developer's e-mail address or user id.
+        #[arg(long)]
+        email: String,
+        /// A name to recognise the key by.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+    /// Lists a developer's keys (never the keys themselves).
+    List {
+        /// The developer's e-mail address or user id.
+        #[arg(long)]
+        email: String,
+    },
+    /// Revokes a developer's key.
+    Revoke {
+        /// The developer's e-mail address or user id.
+        #[arg(long)]
+        email: String,
+        /// The key's id.
+        #[arg(long)]
         id: String,
     },
 }
@@ -342,6 +419,23 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             ProjectCmd::List => ops::project_list(store).await,
             ProjectCmd::Show { id } => ops::project_show(store, &id).await,
             ProjectCmd::Delete { id } => ops::project_delete(store, &id).await,
+            ProjectCmd::Member(cmd) => match cmd {
+                MemberCmd::Add { project, email, role } => match members::parse_role(&role) {
+                    Ok(role) => members::member_add(store, &project, &email, role, now).await,
+                    Err(e) => Err(e),
+                },
+                MemberCmd::Remove { project, email } => members::member_remove(store, &project, &email).await,
+                MemberCmd::SetRole { project, email, role } => match members::parse_role(&role) {
+                    Ok(role) => members::member_set_role(store, &project, &email, role).await,
+                    Err(e) => Err(e),
+                },
+                MemberCmd::List { project } => members::member_list(store, &project).await,
+            },
+        },
+        Noun::ApiKey(cmd) => match cmd {
+            ApiKeyCmd::Create { email, name } => api_keys::api_key_create(store, &email, &name, now).await,
+            ApiKeyCmd::List { email } => api_keys::api_key_list(store, &email).await,
+            ApiKeyCmd::Revoke { email, id } => api_keys::api_key_revoke(store, &email, &id).await,
         },
         Noun::Client(cmd) => match cmd {
             ClientCmd::Create(c) => {

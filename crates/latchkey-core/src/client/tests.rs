@@ -70,3 +70,35 @@ fn an_edit_is_checked_against_the_type_rules() {
     let fields: Vec<_> = errors.iter().map(|e| e.field).collect();
     assert_eq!(fields, ["name", "bundle_id"]);
 }
+
+#[test]
+fn redirect_uris_follow_the_redirect_methods_of_the_type() {
+    let d = |kind| match kind {
+        ClientType::Mobile => ClientDetails { bundle_id: Some("com.example.app".into()), ..Default::default() },
+        ClientType::UniversalDesktop => {
+            ClientDetails { uwp_store_id: Some("9NBLGGH4NNS1".into()), ..Default::default() }
+        }
+        ClientType::BrowserExtension => {
+            ClientDetails { extension_item_id: Some("abcdef".into()), ..Default::default() }
+        }
+        ClientType::Desktop => ClientDetails::default(),
+    };
+    let fields = |kind, uri: &str| -> Vec<&'static str> {
+        validate_fields(kind, "App", &[uri.to_owned()], &d(kind)).iter().map(|e| e.field).collect()
+    };
+    for kind in ClientType::ALL {
+        assert_eq!(fields(kind, "urn:ietf:wg:oauth:2.0:oob"), vec!["redirect_uri"], "{kind:?}: no OOB");
+    }
+    assert!(fields(ClientType::Desktop, "http://127.0.0.1:8080/cb").is_empty());
+    assert!(fields(ClientType::Desktop, "com.example.app:/cb").is_empty());
+    for kind in [ClientType::Mobile, ClientType::UniversalDesktop, ClientType::BrowserExtension] {
+        assert_eq!(fields(kind, "http://127.0.0.1:8080/cb"), vec!["redirect_uri"], "{kind:?}: loopback");
+    }
+    assert!(fields(ClientType::Mobile, "com.example.app:/oauth2redirect").is_empty());
+    let scheme39 = format!("{}://s-1-15-2-1", "a".repeat(39));
+    let scheme40 = format!("{}://s-1-15-2-1", "a".repeat(40));
+    assert!(fields(ClientType::UniversalDesktop, &scheme39).is_empty());
+    assert_eq!(fields(ClientType::UniversalDesktop, &scheme40), vec!["redirect_uri"]);
+    assert!(fields(ClientType::BrowserExtension, "https://abcdef.chromiumapp.org/").is_empty());
+    assert_eq!(fields(ClientType::BrowserExtension, "com.example:/cb"), vec!["redirect_uri"]);
+}

@@ -150,10 +150,17 @@ pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Resp
     }
 }
 
-/// Where a sign-in may continue to: only our own authorization endpoint or the home page (no open redirect).
+/// Where a sign-in may continue to: only our own authorization endpoint, the console or the home page (no open
+/// redirect).
 fn safe_continue(target: Option<&str>) -> &str {
+    let ours = |t: &str| {
+        t.starts_with(&format!("{AUTHORIZE_PATH}?"))
+            || t == "/console"
+            || t.starts_with("/console/")
+            || t.starts_with("/console?")
+    };
     match target {
-        Some(t) if t.starts_with(&format!("{AUTHORIZE_PATH}?")) && !t.contains(['\r', '\n']) => t,
+        Some(t) if ours(t) && !t.contains(['\r', '\n', '\\']) => t,
         _ => "/",
     }
 }
@@ -171,5 +178,8 @@ mod tests {
         assert_eq!(super::safe_continue(Some("https://evil.example/")), "/");
         assert_eq!(super::safe_continue(Some("//evil.example/o/oauth2/v2/auth?")), "/");
         assert_eq!(super::safe_continue(None), "/");
+        assert_eq!(super::safe_continue(Some("/console/projects/p1")), "/console/projects/p1");
+        assert_eq!(super::safe_continue(Some("/consoles")), "/");
+        assert_eq!(super::safe_continue(Some("/console\\evil")), "/");
     }
 }

@@ -4,6 +4,7 @@
 mod api;
 mod appcheck;
 mod authorize;
+pub mod console;
 mod identity;
 mod login;
 mod metadata;
@@ -48,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .route(JWKS_PATH, get(metadata::jwks_get))
         .route("/static/latchkey.css", get(stylesheet))
         .route("/", get(login::home_get))
+        .merge(console::router())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .fallback(not_found)

@@ -3,6 +3,8 @@
 //! Pages work without JavaScript, cannot be framed (`frame-ancestors 'none'`), are never cached and send no
 //! referrer. Inputs keep the names browser automation relies on: `email`, `password`, `scope`, `decision`.
 
+pub mod console;
+
 use askama::Template;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -346,6 +346,55 @@ impl Store for SqliteStore {
         Ok(r.rows_affected() == 1)
     }
 
+    async fn add_project_member(&self, member: &ProjectMember) -> StoreResult<bool> {
+        self.console_add_member(member).await
+    }
+
+    async fn set_project_member_role(
+        &self,
+        project_id: &str,
+        user_id: &str,
+        role: ProjectRole,
+    ) -> StoreResult<MemberChange> {
+        self.console_set_role(project_id, user_id, role).await
+    }
+
+    async fn remove_project_member(&self, project_id: &str, user_id: &str) -> StoreResult<MemberChange> {
+        self.console_remove_member(project_id, user_id).await
+    }
+
+    async fn project_members(&self, project_id: &str) -> StoreResult<Vec<Member>> {
+        self.console_members(project_id).await
+    }
+
+    async fn project_role(&self, project_id: &str, user_id: &str) -> StoreResult<Option<ProjectRole>> {
+        self.console_role(project_id, user_id).await
+    }
+
+    async fn projects_of(&self, user_id: &str) -> StoreResult<Vec<(Project, ProjectRole)>> {
+        self.console_projects_of(user_id).await
+    }
+
+    async fn create_api_key(&self, key: &ApiKey) -> StoreResult<()> {
+        self.console_create_key(key).await
+    }
+
+    async fn api_key(&self, id: &str) -> StoreResult<Option<ApiKey>> {
+        self.console_key(id).await
+    }
+
+    async fn api_keys_of(&self, user_id: &str) -> StoreResult<Vec<ApiKey>> {
+        self.console_keys_of(user_id).await
+    }
+
+    async fn delete_api_key(&self, id: &str, user_id: &str) -> StoreResult<bool> {
+        self.console_delete_key(id, user_id).await
+    }
+
+    async fn touch_api_key(&self, id: &str, now: UnixTime) -> StoreResult<bool> {
+        self.console_touch_key(id, now).await
+    }
+
     async fn create_user(&self, u: &NewUser, ch: &Channel) -> StoreResult<()> {
         let mut tx = self.pool.begin().await.map_err(map_err)?;
         sqlx::query("INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)")
@@ -673,6 +722,8 @@ impl Store for SqliteStore {
         Ok(())
     }
 }
+
+mod console;
 
 #[cfg(test)]
 mod tests;

@@ -254,3 +254,50 @@ async fn a_full_flow_against_the_binary_leaves_no_secret_in_the_logs() {
         assert!(!logs.contains(value), "the logs contain the {what}");
     }
 }
+
+#[tokio::test]
+async fn the_admin_cli_manages_project_members_and_console_api_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let project =
+        json(&admin(d, &["project", "create", "--name", "Team"], "").1)["project_id"].as_str().expect("id").to_owned();
+    for email in ["owner@example.com", "editor@example.com"] {
+        let (code, _, err) =
+            admin(d, &["user", "create", "--email", email, "--password-stdin"], &format!("{PASSWORD}\n"));
+        assert_eq!(code, 0, "{err}");
+    }
+    let add = |email: &str, role: &str| {
+        admin(d, &["project", "member", "add", "--project", &project, "--email", email, "--role", role], "")
+    };
+    assert_eq!(json(&add("owner@example.com", "owner").1)["role"], "owner");
+    assert_eq!(json(&add("editor@example.com", "editor").1)["role"], "editor");
+    let (code, _, err) = add("editor@example.com", "editor");
+    assert!(code == 1 && err.contains("already"), "{err}");
+    let (code, _, err) = add("nobody@example.com", "editor");
+    assert!(code == 1 && err.contains("no latchkey account"), "{err}");
+    let list = json(&admin(d, &["project", "member", "list", "--project", &project], "").1);
+    assert_eq!(list["members"].as_array().map(Vec::len), Some(2));
+    let (code, _, err) =
+        admin(d, &["project", "member", "remove", "--project", &project, "--email", "owner@example.com"], "");
+    assert!(code == 1 && err.contains("at least one owner"), "{err}");
+    let (code, out, _) = admin(
+        d,
+        &["project", "member", "set-role", "--project", &project, "--email", "editor@example.com", "--role", "owner"],
+        "",
+    );
+    assert_eq!((code, json(&out)["role"].as_str()), (0, Some("owner")));
+    let (code, _, _) =
+        admin(d, &["project", "member", "remove", "--project", &project, "--email", "owner@example.com"], "");
+    assert_eq!(code, 0);
+
+    let (code, out, _) = admin(d, &["api-key", "create", "--email", "editor@example.com", "--name", "ci"], "");
+    assert_eq!(code, 0);
+    let created = json(&out);
+    let key = created["api_key"].as_str().expect("key shown once");
+    assert!(key.starts_with("lk_"));
+    let listed = admin(d, &["api-key", "list", "--email", "editor@example.com"], "").1;
+    assert!(!listed.contains(key) && json(&listed)["api_keys"][0]["name"] == "ci", "{listed}");
+    let id = created["id"].as_str().expect("id");
+    assert_eq!(admin(d, &["api-key", "revoke", "--email", "editor@example.com", "--id", id], "").0, 0);
+    assert_eq!(admin(d, &["api-key", "revoke", "--email", "editor@example.com", "--id", id], "").0, 2);
+}

@@ -3,6 +3,7 @@
 mod support;
 
 mod browser;
+mod console_browser;
 mod flow;
 mod interop_oauth2_rs;
 mod token_exchange;
@@ -13,6 +14,8 @@ mod authorize_endpoint;
 mod bench_cli;
 mod cli;
 mod client_lifecycle;
+mod console;
+mod console_api;
 mod data_api;
 mod login_consent;
 mod metadata;

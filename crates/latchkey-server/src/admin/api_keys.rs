@@ -1,0 +1,74 @@
+//! The developers' keys for the console's JSON API: `lk_<id>_<secret>`, shown once, kept only as a SHA-256
+//! hash, looked up by id and compared in constant time.
+
+use super::{find_user, random_id, AdminError, AdminResult};
+use latchkey_core::client::FieldError;
+use latchkey_core::secret::{self, Secret};
+use latchkey_core::time::UnixTime;
+use latchkey_store::{ApiKey, Store, StoreResult, User};
+use serde_json::{json, Value};
+
+/// The prefix of every console API key.
+pub const PREFIX: &str = "lk_";
+
+fn key_json(k: &ApiKey) -> Value {
+    json!({ "id": k.id, "name": k.name, "created_at": k.created_at.0, "last_used_at": k.last_used_at.map(|t| t.0) })
+}
+
+/// Creates an API key acting for the developer `user` (id or e-mail address); the key is shown this once.
+pub async fn api_key_create(store: &dyn Store, user: &str, name: &str, now: UnixTime) -> AdminResult {
+    let user = find_user(store, user).await?;
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        let message = "Give the key a name of 1 to 100 characters, to recognise it by.".to_owned();
+        return Err(AdminError::Fields(vec![FieldError { field: "name", message }]));
+    }
+    let id = random_id(16);
+    let key = Secret::new(format!("{PREFIX}{id}_{}", secret::random_b64(32)));
+    let stored = ApiKey {
+        id: id.clone(),
+        user_id: user.id.clone(),
+        name: name.into(),
+        secret_hash: key.hash(),
+        created_at: now,
+        last_used_at: None,
+    };
+    store.create_api_key(&stored).await?;
+    let mut v = key_json(&stored);
+    v["api_key"] = key.into_inner().into();
+    v["user_id"] = user.id.into();
+    Ok(v)
+}
+
+/// The developer's keys (never the keys themselves).
+pub async fn api_key_list(store: &dyn Store, user: &str) -> AdminResult {
+    let user = find_user(store, user).await?;
+    let keys: Vec<Value> = store.api_keys_of(&user.id).await?.iter().map(key_json).collect();
+    Ok(json!({ "user_id": user.id, "api_keys": keys }))
+}
+
+/// Revokes one of the developer's keys.
+pub async fn api_key_revoke(store: &dyn Store, user: &str, id: &str) -> AdminResult {
+    let user = find_user(store, user).await?;
+    if !store.delete_api_key(id, &user.id).await? {
+        return Err(AdminError::NotFound(format!("API key {id}")));
+    }
+    Ok(json!({ "id": id, "revoked": true }))
+}
+
+/// The developer a presented key acts for: `None` for a malformed, unknown or wrong key, or a disabled account.
+pub async fn authenticate(store: &dyn Store, presented: &str, now: UnixTime) -> StoreResult<Option<User>> {
+    let Some((id, _)) = presented.strip_prefix(PREFIX).and_then(|rest| rest.split_once('_')) else {
+        return Ok(None);
+    };
+    if id.is_empty() || id.len() > 64 {
+        return Ok(None);
+    }
+    let Some(key) = store.api_key(id).await? else { return Ok(None) };
+    if !secret::matches_hash(presented, &key.secret_hash) {
+        return Ok(None);
+    }
+    let Some(user) = store.user(&key.user_id).await?.filter(|u| u.disabled_at.is_none()) else { return Ok(None) };
+    store.touch_api_key(&key.id, now).await?;
+    Ok(Some(user))
+}

@@ -1,0 +1,111 @@
+//! The developer console at `/console`: projects, their members and data API, OAuth clients of the four types,
+//! App Check and owner verification, API keys; and the JSON admin API under `/console/api/v1` ([`api`]).
+//!
+//! Pages are server-rendered and work without JavaScript. Every form carries the session's CSRF token and
+//! every change answers with a redirect (POST-redirect-GET), except the three that show a secret once: a new
+//! client's secret, an App Check debug secret and an API key are rendered in the POST's answer (never cached)
+//! so that the plaintext is never stored, not even for a moment. Handlers call the operations of
+//! [`crate::admin`]; a developer acts only on the projects they are a member of
+//! ([`crate::admin::members::project_access`]), and a project they are not a member of does not exist for them.
+
+pub mod api;
+mod app_check;
+mod auth;
+mod clients;
+mod forms;
+mod keys;
+mod projects;
+
+use crate::admin::AdminError;
+use crate::error::{admin_message, admin_status};
+use crate::state::AppState;
+use crate::views::console::{Layout, MessagePage};
+use crate::views::page;
+use auth::Developer;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+
+/// The console's pages and its JSON API.
+pub fn router() -> Router<AppState> {
+    let client = "/console/projects/{project}/clients/{client}";
+    Router::new()
+        .route("/console", get(projects::console_get))
+        .route("/console/projects", post(projects::projects_post))
+        .route("/console/projects/{project}", get(projects::project_get))
+        .route("/console/projects/{project}/api", post(projects::api_post))
+        .route("/console/projects/{project}/members", post(projects::members_post))
+        .route("/console/projects/{project}/members/{user}/remove", post(projects::member_remove_post))
+        .route("/console/projects/{project}/members/{user}/role", post(projects::member_role_post))
+        .route("/console/projects/{project}/clients", post(clients::clients_post))
+        .route("/console/projects/{project}/clients/new", get(clients::client_new_get))
+        .route(client, get(clients::client_get))
+        .route(&format!("{client}/edit"), get(clients::edit_get).post(clients::edit_post))
+        .route(&format!("{client}/delete"), get(clients::delete_get).post(clients::delete_post))
+        .route(&format!("{client}/restore"), post(clients::restore_post))
+        .route(&format!("{client}/app-check"), post(app_check::app_check_post))
+        .route(&format!("{client}/app-check/{{action}}"), get(app_check::confirm_get))
+        .route(&format!("{client}/app-check/debug-secret"), post(app_check::debug_secret_post))
+        .route(&format!("{client}/verify-ownership"), post(app_check::verify_ownership_post))
+        .route("/console/api-keys", get(keys::keys_get).post(keys::keys_post))
+        .route("/console/api-keys/{id}/revoke", post(keys::revoke_post))
+        .merge(api::router())
+}
+
+/// A `303 See Other` to a console path (POST-redirect-GET).
+fn see_other(location: &str) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    let h = r.headers_mut();
+    h.insert(header::LOCATION, HeaderValue::from_str(location).unwrap_or(HeaderValue::from_static("/console")));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// The page for an administrative error that leaves nothing to re-render (not found, forbidden, store down).
+fn failure(layout: &Layout, e: &AdminError) -> Response {
+    let (status, _) = admin_status(e);
+    let heading = match status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::FORBIDDEN => "Not allowed",
+        s if s.is_server_error() => "Something went wrong",
+        _ => "That did not work",
+    };
+    page(status, &MessagePage { layout: layout.clone(), heading: heading.into(), message: admin_message(e) })
+}
+
+/// The notice shown after a redirect, by the fixed code in its `done` parameter (never text from the URL).
+fn notice(done: Option<&str>) -> Option<String> {
+    let text = match done? {
+        "project-created" => "Project created. You are its owner.",
+        "api-enabled" => "The data API is enabled for this project.",
+        "api-disabled" => "The data API is disabled for this project.",
+        "member-added" => "Member added.",
+        "member-removed" => "Member removed.",
+        "role-changed" => "Role changed.",
+        "client-saved" => "Client saved.",
+        "client-deleted" => "Client deleted. You can restore it from the list of deleted clients.",
+        "client-restored" => "Client restored. Its tokens work again.",
+        "app-check-enable" => "App Check is being enabled.",
+        "app-check-enforce" => "App Check is being enforced.",
+        "app-check-unenforce" => "App Check is being unenforced.",
+        "app-check-disable" => "App Check is being disabled.",
+        "ownership-verified" => "Ownership verified: you are the publisher of this extension's listing.",
+        "key-revoked" => "API key revoked.",
+        _ => return None,
+    };
+    Some(text.into())
+}
+
+/// The `done` parameter of a page's query.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Done {
+    done: Option<String>,
+}
+
+impl Developer {
+    /// Renders the failure page for an error, in this developer's layout.
+    fn failure(&self, e: &AdminError) -> Response {
+        failure(&self.layout, e)
+    }
+}

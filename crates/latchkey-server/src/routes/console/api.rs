@@ -1,0 +1,555 @@
+//! The console's JSON admin API, `/console/api/v1/...`: the console's operations for scripts, authenticated by a
+//! developer's API key (`Authorization: Bearer lk_...`), with the same membership checks as the pages. Errors
+//! are `{"error", "error_description", "field"}` (`crate::error::ConsoleApiError`). The routes are the table
+//! [`API_ROUTES`]: the router is built from it, and `docs/openapi.json` (served at [`OPENAPI_PATH`]) describes
+//! exactly these operations.
+
+use crate::admin::members::{self, Access};
+use crate::admin::{self, api_keys, AdminError, ClientEdit, NewClient, StoreDirectory};
+use crate::error::ConsoleApiError;
+use crate::extract;
+use crate::state::AppState;
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+use latchkey_core::app_check::AppCheckAction;
+use latchkey_core::client::{ClientDetails, ClientType, FieldError};
+use latchkey_store::User;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Where the OpenAPI description is served.
+pub const OPENAPI_PATH: &str = "/console/api/openapi.json";
+
+/// The OpenAPI 3.1 description of the API (`docs/openapi.json`).
+pub const OPENAPI: &str = include_str!("../../../../../docs/openapi.json");
+
+const PROJECTS: &str = "/console/api/v1/projects";
+const PROJECT: &str = "/console/api/v1/projects/{project}";
+const PROJECT_API: &str = "/console/api/v1/projects/{project}/api";
+const MEMBERS: &str = "/console/api/v1/projects/{project}/members";
+const MEMBER: &str = "/console/api/v1/projects/{project}/members/{user}";
+const CLIENTS: &str = "/console/api/v1/projects/{project}/clients";
+const CLIENT: &str = "/console/api/v1/projects/{project}/clients/{client}";
+const RESTORE: &str = "/console/api/v1/projects/{project}/clients/{client}/restore";
+const APP_CHECK: &str = "/console/api/v1/projects/{project}/clients/{client}/app-check";
+const METRICS: &str = "/console/api/v1/projects/{project}/clients/{client}/app-check/metrics";
+const DEBUG_SECRET: &str = "/console/api/v1/projects/{project}/clients/{client}/app-check/debug-secret";
+const VERIFY: &str = "/console/api/v1/projects/{project}/clients/{client}/verify-ownership";
+
+/// Every operation of the API, `(method, path)`: the router is built from this table.
+pub const API_ROUTES: &[(&str, &str)] = &[
+    ("GET", OPENAPI_PATH),
+    ("GET", PROJECTS),
+    ("POST", PROJECTS),
+    ("GET", PROJECT),
+    ("PUT", PROJECT_API),
+    ("GET", MEMBERS),
+    ("POST", MEMBERS),
+    ("PATCH", MEMBER),
+    ("DELETE", MEMBER),
+    ("GET", CLIENTS),
+    ("POST", CLIENTS),
+    ("GET", CLIENT),
+    ("PATCH", CLIENT),
+    ("DELETE", CLIENT),
+    ("POST", RESTORE),
+    ("GET", APP_CHECK),
+    ("POST", APP_CHECK),
+    ("GET", METRICS),
+    ("POST", DEBUG_SECRET),
+    ("POST", VERIFY),
+];
+
+/// The handler of one operation of [`API_ROUTES`].
+fn operation(method: &str, path: &str) -> MethodRouter<AppState> {
+    match (method, path) {
+        ("GET", OPENAPI_PATH) => on(MethodFilter::GET, openapi_get),
+        ("GET", PROJECTS) => on(MethodFilter::GET, projects_get),
+        ("POST", PROJECTS) => on(MethodFilter::POST, projects_post),
+        ("GET", PROJECT) => on(MethodFilter::GET, project_get),
+        ("PUT", PROJECT_API) => on(MethodFilter::PUT, project_api_put),
+        ("GET", MEMBERS) => on(MethodFilter::GET, members_get),
+        ("POST", MEMBERS) => on(MethodFilter::POST, members_post),
+        ("PATCH", MEMBER) => on(MethodFilter::PATCH, member_patch),
+        ("DELETE", MEMBER) => on(MethodFilter::DELETE, member_delete),
+        ("GET", CLIENTS) => on(MethodFilter::GET, clients_get),
+        ("POST", CLIENTS) => on(MethodFilter::POST, clients_post),
+        ("GET", CLIENT) => on(MethodFilter::GET, client_get),
+        ("PATCH", CLIENT) => on(MethodFilter::PATCH, client_patch),
+        ("DELETE", CLIENT) => on(MethodFilter::DELETE, client_delete),
+        ("POST", RESTORE) => on(MethodFilter::POST, client_restore_post),
+        ("GET", APP_CHECK) => on(MethodFilter::GET, app_check_get),
+        ("POST", APP_CHECK) => on(MethodFilter::POST, app_check_post),
+        ("GET", METRICS) => on(MethodFilter::GET, metrics_get),
+        ("POST", DEBUG_SECRET) => on(MethodFilter::POST, debug_secret_post),
+        ("POST", VERIFY) => on(MethodFilter::POST, verify_ownership_post),
+        // Unreachable while the table and this match agree; a unit test checks that they do.
+        _ => on(MethodFilter::GET, || async { StatusCode::NOT_IMPLEMENTED }),
+    }
+}
+
+/// The API's routes, from [`API_ROUTES`].
+pub fn router() -> Router<AppState> {
+    let mut paths: Vec<(&str, MethodRouter<AppState>)> = Vec::new();
+    for (method, path) in API_ROUTES {
+        let op = operation(method, path);
+        match paths.iter_mut().find(|(p, _)| p == path) {
+            Some((_, existing)) => *existing = std::mem::take(existing).merge(op),
+            None => paths.push((path, op)),
+        }
+    }
+    paths.into_iter().fold(Router::new(), |r, (path, methods)| r.route(path, methods.fallback(method_not_allowed)))
+}
+
+async fn method_not_allowed() -> Response {
+    let mut e = ConsoleApiError::bad_request("This method is not allowed on this path.").into_response();
+    *e.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    e
+}
+
+async fn openapi_get() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600")),
+        ],
+        OPENAPI,
+    )
+        .into_response()
+}
+
+/// The developer an API key acts for.
+pub struct Caller(User);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ConsoleApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ConsoleApiError> {
+        let value = extract::single_header(&parts.headers, &header::AUTHORIZATION)
+            .map_err(|_| ConsoleApiError::unauthenticated())?
+            .ok_or_else(ConsoleApiError::unauthenticated)?;
+        let key = match value.split_once(' ') {
+            Some((scheme, key)) if scheme.eq_ignore_ascii_case("bearer") => key.trim(),
+            _ => return Err(ConsoleApiError::unauthenticated()),
+        };
+        match api_keys::authenticate(&*state.store, key, state.clock.now()).await? {
+            Some(user) => Ok(Self(user)),
+            None => Err(ConsoleApiError::unauthenticated()),
+        }
+    }
+}
+
+type ApiResult = Result<Response, ConsoleApiError>;
+
+fn ok(v: Value) -> ApiResult {
+    Ok(json(StatusCode::OK, &v))
+}
+
+fn created(v: Value) -> ApiResult {
+    Ok(json(StatusCode::CREATED, &v))
+}
+
+fn json(status: StatusCode, v: &Value) -> Response {
+    let mut r = (status, crate::error::no_store_json(v)).into_response();
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// A JSON request body.
+fn body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ConsoleApiError> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return Err(ConsoleApiError::bad_request("Content-Type must be application/json."));
+    }
+    serde_json::from_slice(bytes).map_err(|e| ConsoleApiError::bad_request(format!("The JSON body is not valid: {e}")))
+}
+
+async fn access(state: &AppState, caller: &Caller, project: &str) -> Result<Access, ConsoleApiError> {
+    Ok(members::project_access(&*state.store, project, &caller.0.id).await?)
+}
+
+async fn access_client(
+    state: &AppState,
+    caller: &Caller,
+    project: &str,
+    client: &str,
+) -> Result<Access, ConsoleApiError> {
+    let access = access(state, caller, project).await?;
+    members::client_of(&*state.store, &access, client).await?;
+    Ok(access)
+}
+
+async fn projects_get(State(state): State<AppState>, caller: Caller) -> ApiResult {
+    ok(members::projects_of(&*state.store, &caller.0.id).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewProject {
+    name: String,
+}
+
+async fn projects_post(State(state): State<AppState>, caller: Caller, headers: HeaderMap, bytes: Bytes) -> ApiResult {
+    let p: NewProject = body(&headers, &bytes)?;
+    created(members::project_create_owned(&*state.store, &p.name, &caller.0.id, state.clock.now()).await?)
+}
+
+async fn project_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
+    let access = access(&state, &caller, &project).await?;
+    let mut v = members::access_json(&access);
+    v["clients"] = state.store.clients(Some(&project)).await?.iter().map(admin::client_json).collect();
+    ok(v)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiSwitch {
+    enabled: bool,
+}
+
+async fn project_api_put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
+    access(&state, &caller, &project).await?;
+    let s: ApiSwitch = body(&headers, &bytes)?;
+    ok(admin::project_set_api(&*state.store, &project, s.enabled).await?)
+}
+
+async fn members_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
+    access(&state, &caller, &project).await?;
+    ok(members::member_list(&*state.store, &project).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMember {
+    email: String,
+    #[serde(default)]
+    role: Option<String>,
+}
+
+async fn members_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
+    access(&state, &caller, &project).await?.require_owner()?;
+    let m: NewMember = body(&headers, &bytes)?;
+    let role = members::parse_role(m.role.as_deref().unwrap_or("editor"))?;
+    created(members::member_add(&*state.store, &project, &m.email, role, state.clock.now()).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleChange {
+    role: String,
+}
+
+async fn member_patch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, user)): Path<(String, String)>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
+    access(&state, &caller, &project).await?.require_owner()?;
+    let r: RoleChange = body(&headers, &bytes)?;
+    let role = members::parse_role(&r.role)?;
+    ok(members::member_set_role(&*state.store, &project, &user, role).await?)
+}
+
+async fn member_delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, user)): Path<(String, String)>,
+) -> ApiResult {
+    access(&state, &caller, &project).await?.require_owner()?;
+    ok(members::member_remove(&*state.store, &project, &user).await?)
+}
+
+async fn clients_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
+    access(&state, &caller, &project).await?;
+    ok(admin::client_list(&*state.store, Some(&project)).await?)
+}
+
+/// The type-specific fields of a request, whichever the client's type.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TypeFields {
+    bundle_id: Option<String>,
+    store_id: Option<String>,
+    team_id: Option<String>,
+    uwp_store_id: Option<String>,
+    package_sid: Option<String>,
+    extension_item_id: Option<String>,
+}
+
+impl TypeFields {
+    /// Fields sent that the type does not have: each is an error.
+    fn foreign(&self, t: ClientType) -> Vec<FieldError> {
+        let mobile = t == ClientType::Mobile;
+        let uwp = t == ClientType::UniversalDesktop;
+        [
+            ("bundle_id", self.bundle_id.is_some(), mobile),
+            ("store_id", self.store_id.is_some(), mobile),
+            ("team_id", self.team_id.is_some(), mobile),
+            ("uwp_store_id", self.uwp_store_id.is_some(), uwp),
+            ("package_sid", self.package_sid.is_some(), uwp),
+            ("extension_item_id", self.extension_item_id.is_some(), t == ClientType::BrowserExtension),
+        ]
+        .into_iter()
+        .filter(|(_, sent, applies)| *sent && !applies)
+        .map(|(field, _, _)| FieldError { field, message: format!("{} clients have no {field}.", t.label()) })
+        .collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewClientBody {
+    #[serde(rename = "type")]
+    client_type: String,
+    name: String,
+    #[serde(default)]
+    redirect_uris: Vec<String>,
+    #[serde(default)]
+    app_check: bool,
+    #[serde(flatten)]
+    fields: TypeFields,
+}
+
+async fn clients_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
+    access(&state, &caller, &project).await?;
+    let b: NewClientBody = body(&headers, &bytes)?;
+    let Some(t) = ClientType::parse(&b.client_type) else {
+        let message = "The type is one of desktop, mobile, universal-desktop, browser-extension.".into();
+        return Err(AdminError::Fields(vec![FieldError { field: "type", message }]).into());
+    };
+    let mut foreign = b.fields.foreign(t);
+    if b.app_check && t != ClientType::Mobile {
+        foreign.push(FieldError { field: "app_check", message: "App Check is for mobile-platform clients.".into() });
+    }
+    if !foreign.is_empty() {
+        return Err(AdminError::Fields(foreign).into());
+    }
+    let f = b.fields;
+    let new = NewClient {
+        project_id: project,
+        client_type: t,
+        name: b.name,
+        redirect_uris: b.redirect_uris,
+        details: ClientDetails {
+            bundle_id: f.bundle_id,
+            store_id: f.store_id,
+            team_id: f.team_id,
+            app_check: b.app_check,
+            uwp_store_id: f.uwp_store_id,
+            package_sid: f.package_sid,
+            extension_item_id: f.extension_item_id,
+        },
+    };
+    created(admin::client_create(&*state.store, new, state.clock.now()).await?)
+}
+
+async fn client_get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    ok(admin::client_show(&*state.store, &client).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientPatch {
+    name: Option<String>,
+    redirect_uris: Option<Vec<String>>,
+    #[serde(flatten)]
+    fields: TypeFields,
+}
+
+async fn client_patch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
+    let access = access(&state, &caller, &project).await?;
+    let c = members::client_of(&*state.store, &access, &client).await?;
+    let p: ClientPatch = body(&headers, &bytes)?;
+    let foreign = p.fields.foreign(c.client_type);
+    if !foreign.is_empty() {
+        return Err(AdminError::Fields(foreign).into());
+    }
+    let f = p.fields;
+    let edit = ClientEdit {
+        name: p.name,
+        redirect_uris: p.redirect_uris,
+        bundle_id: f.bundle_id,
+        store_id: f.store_id,
+        team_id: f.team_id,
+        uwp_store_id: f.uwp_store_id,
+        package_sid: f.package_sid,
+        extension_item_id: f.extension_item_id,
+    };
+    ok(admin::client_update(&*state.store, &client, edit).await?)
+}
+
+async fn client_delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    match admin::client_delete(&*state.store, &client, state.clock.now()).await {
+        Err(AdminError::NotFound(_)) => Err(AdminError::Conflict(format!("client {client} is deleted already")).into()),
+        other => ok(other?),
+    }
+}
+
+async fn client_restore_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    let lifecycle = state.config.client_lifecycle();
+    match admin::client_restore(&*state.store, &client, lifecycle, state.clock.now()).await {
+        Err(AdminError::Invalid(m)) => Err(AdminError::Conflict(m).into()),
+        other => ok(other?),
+    }
+}
+
+async fn app_check_get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    ok(admin::client_app_check_status(&*state.store, &client, state.clock.now()).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppCheckBody {
+    action: String,
+    #[serde(default)]
+    confirm: bool,
+}
+
+async fn app_check_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    let b: AppCheckBody = body(&headers, &bytes)?;
+    let action = match b.action.as_str() {
+        "enable" => AppCheckAction::Enable,
+        "enforce" => AppCheckAction::Enforce,
+        "unenforce" => AppCheckAction::Unenforce,
+        "disable" => AppCheckAction::Disable,
+        _ => {
+            let message = "The action is one of enable, enforce, unenforce, disable.".into();
+            return Err(AdminError::Fields(vec![FieldError { field: "action", message }]).into());
+        }
+    };
+    let delay = state.config.app_check_propagation_secs;
+    match admin::client_app_check(&*state.store, &client, action, b.confirm, delay, state.clock.now()).await {
+        Err(AdminError::Invalid(m)) => {
+            let m = m.replace("(--confirm)", "(\"confirm\": true)");
+            Err(AdminError::Invalid(m).into())
+        }
+        other => ok(other?),
+    }
+}
+
+#[derive(Deserialize)]
+struct Hours {
+    hours: Option<i64>,
+}
+
+async fn metrics_get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+    Query(q): Query<Hours>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    let hours = q.hours.unwrap_or(24).clamp(1, 24 * 90);
+    ok(admin::client_app_check_metrics(&*state.store, &client, hours, state.clock.now()).await?)
+}
+
+async fn debug_secret_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    created(admin::client_app_check_debug_secret(&*state.store, &client).await?)
+}
+
+async fn verify_ownership_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, client)): Path<(String, String)>,
+) -> ApiResult {
+    access_client(&state, &caller, &project, &client).await?;
+    let store = &*state.store;
+    ok(admin::verify_ownership(store, &StoreDirectory(store), &client, &caller.0.email, state.clock.now()).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The OpenAPI document's operations, `(METHOD, path)`.
+    fn documented() -> Vec<(String, String)> {
+        let doc: Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+        assert_eq!(doc["openapi"].as_str().map(|v| &v[..4]), Some("3.1."), "an OpenAPI 3.1 document");
+        let mut ops = Vec::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                    ops.push((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        ops.sort();
+        ops
+    }
+
+    #[test]
+    fn every_route_is_in_the_openapi_document_and_every_documented_operation_is_a_route() {
+        let mut routes: Vec<(String, String)> =
+            API_ROUTES.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+        routes.sort();
+        assert_eq!(routes, documented());
+    }
+}

@@ -1,0 +1,253 @@
+//! The project list, a project's page, its data API switch and its members.
+
+use super::auth::{Developer, Posted};
+use super::{notice, see_other, Done};
+use crate::admin::members::{self, Access};
+use crate::admin::{self, AdminError};
+use crate::error::admin_status;
+use crate::state::AppState;
+use crate::views::console::{date, ClientRow, DeletedRow, MemberRow, ProjectPage, ProjectRow, ProjectsPage};
+use crate::views::page;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use latchkey_core::client;
+use latchkey_store::ProjectRole;
+
+/// A project as the console lists it.
+pub(super) fn row(access: &Access) -> ProjectRow {
+    ProjectRow {
+        id: access.project.id.clone(),
+        name: access.project.name.clone(),
+        role: access.role.as_str(),
+        api_enabled: access.project.api_enabled,
+        created: date(access.project.created_at),
+    }
+}
+
+/// `GET /console`: the developer's projects.
+pub async fn console_get(State(state): State<AppState>, dev: Developer, Query(q): Query<Done>) -> Response {
+    projects_page(&state, dev, StatusCode::OK, notice(q.done.as_deref()), String::new(), None).await
+}
+
+async fn projects_page(
+    state: &AppState,
+    dev: Developer,
+    status: StatusCode,
+    notice: Option<String>,
+    name: String,
+    name_error: Option<String>,
+) -> Response {
+    let projects = match state.store.projects_of(&dev.user.id).await {
+        Ok(p) => p,
+        Err(e) => return dev.failure(&e.into()),
+    };
+    let projects = projects.into_iter().map(|(project, role)| row(&Access { project, role })).collect();
+    page(status, &ProjectsPage { layout: dev.layout, notice, projects, name, name_error })
+}
+
+/// `POST /console/projects`: creates a project owned by the developer.
+pub async fn projects_post(State(state): State<AppState>, form: Posted) -> Response {
+    let now = state.clock.now();
+    let name = form.get("name").to_owned();
+    match members::project_create_owned(&*state.store, &name, &form.dev.user.id, now).await {
+        Ok(v) => {
+            see_other(&format!("/console/projects/{}?done=project-created", v["project_id"].as_str().unwrap_or("")))
+        }
+        Err(AdminError::Fields(errors)) => {
+            let message = errors.into_iter().map(|e| e.message).collect::<Vec<_>>().join(" ");
+            let message = if name.trim().is_empty() { "Enter a project name.".into() } else { message };
+            projects_page(&state, form.dev, StatusCode::BAD_REQUEST, None, name, Some(message)).await
+        }
+        Err(e) => form.dev.failure(&e),
+    }
+}
+
+/// What the add-member form shows again after a refusal.
+#[derive(Default)]
+pub(super) struct MemberForm {
+    email: String,
+    role: String,
+    error: Option<String>,
+}
+
+/// Renders a project's page.
+pub(super) async fn project_page(
+    state: &AppState,
+    dev: Developer,
+    access: Access,
+    status: StatusCode,
+    notice: Option<String>,
+    error: Option<String>,
+    member_form: MemberForm,
+) -> Response {
+    let store = &*state.store;
+    let (clients, members) =
+        match (store.clients(Some(&access.project.id)).await, store.project_members(&access.project.id).await) {
+            (Ok(c), Ok(m)) => (c, m),
+            (Err(e), _) | (_, Err(e)) => return dev.failure(&e.into()),
+        };
+    let restore_days = state.config.client_restore_days;
+    let now = state.clock.now();
+    let (live, gone): (Vec<_>, Vec<_>) = clients.into_iter().partition(|c| c.deleted_at.is_none());
+    let clients = live
+        .iter()
+        .map(|c| ClientRow {
+            id: c.client_id.clone(),
+            name: c.name.clone(),
+            type_label: c.client_type.label(),
+            created: date(c.created_at),
+        })
+        .collect();
+    let deleted = gone
+        .iter()
+        .filter_map(|c| {
+            let at = c.deleted_at?;
+            Some(DeletedRow {
+                id: c.client_id.clone(),
+                name: c.name.clone(),
+                type_label: c.client_type.label(),
+                deleted: date(at),
+                restorable_until: date(at.plus(restore_days * client::DAY)),
+                restorable: client::check_restore(Some(at), now, restore_days).is_ok(),
+            })
+        })
+        .collect();
+    let members = members
+        .into_iter()
+        .map(|m| MemberRow {
+            is_me: m.user_id == dev.user.id,
+            user_id: m.user_id,
+            email: m.email,
+            role: m.role.as_str(),
+        })
+        .collect();
+    let view = ProjectPage {
+        layout: dev.layout,
+        notice,
+        error,
+        is_owner: access.role == ProjectRole::Owner,
+        project: row(&access),
+        clients,
+        deleted,
+        restore_days,
+        members,
+        member_email: member_form.email,
+        member_role: member_form.role,
+        member_error: member_form.error,
+    };
+    page(status, &view)
+}
+
+/// `GET /console/projects/{project}`.
+pub async fn project_get(
+    State(state): State<AppState>,
+    dev: Developer,
+    Path(project): Path<String>,
+    Query(q): Query<Done>,
+) -> Response {
+    match members::project_access(&*state.store, &project, &dev.user.id).await {
+        Ok(access) => {
+            let n = notice(q.done.as_deref());
+            project_page(&state, dev, access, StatusCode::OK, n, None, MemberForm::default()).await
+        }
+        Err(e) => dev.failure(&e),
+    }
+}
+
+/// The project's page again with an error of an action on it (a refused member change, a late restore).
+pub(super) async fn refused(state: &AppState, dev: Developer, access: Access, e: AdminError) -> Response {
+    let (status, _) = admin_status(&e);
+    if status == StatusCode::NOT_FOUND || status.is_server_error() {
+        return dev.failure(&e);
+    }
+    let message = crate::error::admin_message(&e);
+    project_page(state, dev, access, status, None, Some(message), MemberForm::default()).await
+}
+
+/// `POST /console/projects/{project}/api`: enables (`enabled=true`) or disables the data API.
+pub async fn api_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
+    let store = &*state.store;
+    if let Err(e) = members::project_access(store, &project, &form.dev.user.id).await {
+        return form.dev.failure(&e);
+    }
+    let enabled = form.get("enabled") == "true";
+    match admin::project_set_api(store, &project, enabled).await {
+        Ok(_) => {
+            let done = if enabled { "api-enabled" } else { "api-disabled" };
+            see_other(&format!("/console/projects/{project}?done={done}"))
+        }
+        Err(e) => form.dev.failure(&e),
+    }
+}
+
+/// `POST /console/projects/{project}/members`: an owner adds a developer by e-mail address.
+pub async fn members_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
+    let store = &*state.store;
+    let access = match members::project_access(store, &project, &form.dev.user.id).await {
+        Ok(a) => a,
+        Err(e) => return form.dev.failure(&e),
+    };
+    if let Err(e) = access.require_owner() {
+        return form.dev.failure(&e);
+    }
+    let email = form.get("email").trim().to_owned();
+    let role_name = Some(form.get("role")).filter(|r| !r.is_empty()).unwrap_or("editor").to_owned();
+    let result = match members::parse_role(&role_name) {
+        Ok(role) => members::member_add(store, &project, &email, role, state.clock.now()).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(_) => see_other(&format!("/console/projects/{project}?done=member-added")),
+        Err(e @ (AdminError::Fields(_) | AdminError::Conflict(_))) => {
+            let (status, _) = admin_status(&e);
+            let error = Some(crate::error::admin_message(&e));
+            let form_ = MemberForm { email, role: role_name, error };
+            project_page(&state, form.dev, access, status, None, None, form_).await
+        }
+        Err(e) => form.dev.failure(&e),
+    }
+}
+
+/// `POST /console/projects/{project}/members/{user}/remove`.
+pub async fn member_remove_post(
+    State(state): State<AppState>,
+    Path((project, user)): Path<(String, String)>,
+    form: Posted,
+) -> Response {
+    member_change(state, project, user, form, None).await
+}
+
+/// `POST /console/projects/{project}/members/{user}/role`: `role=owner|editor`.
+pub async fn member_role_post(
+    State(state): State<AppState>,
+    Path((project, user)): Path<(String, String)>,
+    form: Posted,
+) -> Response {
+    let role = form.get("role").to_owned();
+    member_change(state, project, user, form, Some(role)).await
+}
+
+async fn member_change(state: AppState, project: String, user: String, form: Posted, role: Option<String>) -> Response {
+    let store = &*state.store;
+    let access = match members::project_access(store, &project, &form.dev.user.id).await {
+        Ok(a) => a,
+        Err(e) => return form.dev.failure(&e),
+    };
+    if let Err(e) = access.require_owner() {
+        return form.dev.failure(&e);
+    }
+    let (result, done) = match role {
+        None => (members::member_remove(store, &project, &user).await, "member-removed"),
+        Some(name) => match members::parse_role(&name) {
+            Ok(role) => (members::member_set_role(store, &project, &user, role).await, "role-changed"),
+            Err(e) => (Err(e), ""),
+        },
+    };
+    match result {
+        // An owner who removed themselves no longer sees the project.
+        Ok(_) if user == form.dev.user.id && done == "member-removed" => see_other("/console?done=member-removed"),
+        Ok(_) => see_other(&format!("/console/projects/{project}?done={done}")),
+        Err(e) => refused(&state, form.dev, access, e).await,
+    }
+}
