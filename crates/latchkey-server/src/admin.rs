@@ -113,10 +113,53 @@ pub struct NewClient {
     pub details: ClientDetails,
 }
 
-/// Creates a client; the secret is shown this once.
+/// Whether a client of type `t` has the type-specific field `field` (`bundle_id`, `app_check`, ...).
+fn type_has_field(t: ClientType, field: &str) -> bool {
+    match field {
+        "bundle_id" | "store_id" | "team_id" | "app_check" => t == ClientType::Mobile,
+        "uwp_store_id" | "package_sid" => t == ClientType::UniversalDesktop,
+        "extension_item_id" => t == ClientType::BrowserExtension,
+        _ => true,
+    }
+}
+
+/// The fields `given` (name, whether given) that a client of type `t` does not have, each refused with its
+/// message: the one rule the CLI, the console's pages and the JSON API apply, on creation and on edit.
+fn foreign_fields(t: ClientType, given: &[(&'static str, bool)]) -> Vec<FieldError> {
+    given
+        .iter()
+        .filter(|(field, sent)| *sent && !type_has_field(t, field))
+        .map(|&(field, _)| {
+            let message = if field == "app_check" {
+                "App Check is for mobile-platform clients.".to_owned()
+            } else {
+                format!("{} clients have no {field}.", t.label())
+            };
+            FieldError { field, message }
+        })
+        .collect()
+}
+
+/// Creates a client; the secret is shown this once. A type-specific field of another type is refused.
 pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> AdminResult {
     if store.project(&new.project_id).await?.is_none() {
         return Err(AdminError::NotFound(format!("project {}", new.project_id)));
+    }
+    let d = &new.details;
+    let foreign = foreign_fields(
+        new.client_type,
+        &[
+            ("bundle_id", d.bundle_id.is_some()),
+            ("store_id", d.store_id.is_some()),
+            ("team_id", d.team_id.is_some()),
+            ("app_check", d.app_check),
+            ("uwp_store_id", d.uwp_store_id.is_some()),
+            ("package_sid", d.package_sid.is_some()),
+            ("extension_item_id", d.extension_item_id.is_some()),
+        ],
+    );
+    if !foreign.is_empty() {
+        return Err(AdminError::Fields(foreign));
     }
     let errors = client::validate_fields(new.client_type, &new.name, &new.redirect_uris, &new.details);
     if !errors.is_empty() {
@@ -242,9 +285,24 @@ pub struct ClientEdit {
     pub extension_item_id: Option<String>,
 }
 
-/// Edits a live client; the type's rules are checked again and the bundle ID is frozen once App Check is used.
+/// Edits a live client: a field of another type is refused, the type's rules are checked again and the bundle
+/// ID is frozen once App Check is used.
 pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit) -> AdminResult {
     let old = find_client(store, client_id).await?;
+    let foreign = foreign_fields(
+        old.client_type,
+        &[
+            ("bundle_id", edit.bundle_id.is_some()),
+            ("store_id", edit.store_id.is_some()),
+            ("team_id", edit.team_id.is_some()),
+            ("uwp_store_id", edit.uwp_store_id.is_some()),
+            ("package_sid", edit.package_sid.is_some()),
+            ("extension_item_id", edit.extension_item_id.is_some()),
+        ],
+    );
+    if !foreign.is_empty() {
+        return Err(AdminError::Fields(foreign));
+    }
     if old.deleted_at.is_some() {
         return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
     }

@@ -159,6 +159,23 @@ async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     assert_eq!(code, 1, "a mobile client without a bundle ID is refused");
     assert!(err.contains("bundle"), "{err}");
 
+    // A field of another type is refused, with the message the console and the JSON API give.
+    let (code, _, err) = admin(d, &["client", "update", &client_id, "--bundle-id", "com.example.x"], "");
+    assert_eq!(code, 1, "a desktop client has no bundle ID: {err}");
+    assert!(err.contains("bundle_id: Desktop app clients have no bundle_id."), "{err}");
+    let (code, _, err) =
+        admin(d, &["client", "update", &client_id, "--name", "Renamed", "--extension-item-id", "item"], "");
+    assert!(code == 1 && err.contains("Desktop app clients have no extension_item_id."), "{err}");
+    assert_eq!(json(&admin(d, &["client", "show", &client_id], "").1)["name"], "Demo App", "nothing changed");
+    let (code, _, err) = admin(
+        d,
+        &["client", "create", "--project", &project, "--type", "desktop", "--name", "D", "--uwp-store-id", "x"],
+        "",
+    );
+    assert!(code == 1 && err.contains("Desktop app clients have no uwp_store_id."), "{err}");
+    let (code, out, err) = admin(d, &["client", "update", &client_id, "--name", "Renamed"], "");
+    assert_eq!((code, json(&out)["name"].as_str()), (0, Some("Renamed")), "{err}");
+
     let (code, out, _) = admin(
         d,
         &["user", "create", "--email", "ann@example.com", "--password-stdin", "--name", "Ann"],

@@ -436,6 +436,22 @@ async fn an_edit_keeps_the_rules_and_a_deleted_client_is_restored_from_the_proje
     assert_eq!((c.name.as_str(), c.details.store_id.as_deref()), ("Phone 2", Some("42")));
     assert_eq!(c.details.bundle_id.as_deref(), Some("com.example.p"), "a frozen bundle ID is not changed");
 
+    // A field of another type, posted though the form does not show it, is refused with the message the CLI and
+    // the JSON API give, and changes nothing.
+    let r = dev.post(&path, &[("name", "Phone 3"), ("team_id", "T"), ("uwp_store_id", "9NBLGGH4NNS1")]).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let shown = field_error(&r, "name").expect("the error is shown at the top of the form");
+    assert_eq!(shown, "Mobile platform app clients have no uwp_store_id.");
+    assert_eq!(server.store().client(&id).await.expect("get").expect("c").name, "Phone 2");
+    let r = dev
+        .post(
+            &format!("/console/projects/{project}/clients"),
+            &[("type", "desktop"), ("name", "D"), ("bundle_id", "b")],
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(field_error(&r, "name").as_deref(), Some("Desktop app clients have no bundle_id."));
+
     let confirm = dev.get(&format!("/console/projects/{project}/clients/{id}/delete")).await;
     assert_eq!(confirm.status, 200);
     assert!(confirm.body.contains("Delete Phone 2?") && confirm.body.contains("within 30 days"));

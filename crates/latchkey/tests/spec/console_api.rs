@@ -222,6 +222,7 @@ async fn clients_of_every_type_their_rules_delete_and_restore() {
     assert_error(&alice.call("PATCH", &phone, Some(json!({ "store_id": "abc" }))).await, 400, "invalid_request");
     let r = alice.call("PATCH", &phone, Some(json!({ "uwp_store_id": "9NBLGGH4NNS1" }))).await;
     assert_eq!((r.0, &r.1["field"]), (400, &json!("uwp_store_id")));
+    assert_eq!(r.1["fields"][0]["message"], "Mobile platform app clients have no uwp_store_id.", "{}", r.1);
 
     // Another developer, or another project's path, finds nothing.
     assert_error(&bob.get(&phone).await, 404, "not_found");

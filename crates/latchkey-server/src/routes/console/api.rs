@@ -288,7 +288,8 @@ async fn clients_get(State(state): State<AppState>, caller: Caller, Path(project
     ok(admin::client_list(&*state.store, Some(&project)).await?)
 }
 
-/// The type-specific fields of a request, whichever the client's type.
+/// The type-specific fields of a request, whichever the client's type: `admin::client_create` and
+/// `admin::client_update` refuse those the client's type does not have.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct TypeFields {
@@ -298,26 +299,6 @@ struct TypeFields {
     uwp_store_id: Option<String>,
     package_sid: Option<String>,
     extension_item_id: Option<String>,
-}
-
-impl TypeFields {
-    /// Fields sent that the type does not have: each is an error.
-    fn foreign(&self, t: ClientType) -> Vec<FieldError> {
-        let mobile = t == ClientType::Mobile;
-        let uwp = t == ClientType::UniversalDesktop;
-        [
-            ("bundle_id", self.bundle_id.is_some(), mobile),
-            ("store_id", self.store_id.is_some(), mobile),
-            ("team_id", self.team_id.is_some(), mobile),
-            ("uwp_store_id", self.uwp_store_id.is_some(), uwp),
-            ("package_sid", self.package_sid.is_some(), uwp),
-            ("extension_item_id", self.extension_item_id.is_some(), t == ClientType::BrowserExtension),
-        ]
-        .into_iter()
-        .filter(|(_, sent, applies)| *sent && !applies)
-        .map(|(field, _, _)| FieldError { field, message: format!("{} clients have no {field}.", t.label()) })
-        .collect()
-    }
 }
 
 #[derive(Deserialize)]
@@ -347,13 +328,6 @@ async fn clients_post(
         let message = "The type is one of desktop, mobile, universal-desktop, browser-extension.".into();
         return Err(AdminError::Fields(vec![FieldError { field: "type", message }]).into());
     };
-    let mut foreign = b.fields.foreign(t);
-    if b.app_check && t != ClientType::Mobile {
-        foreign.push(FieldError { field: "app_check", message: "App Check is for mobile-platform clients.".into() });
-    }
-    if !foreign.is_empty() {
-        return Err(AdminError::Fields(foreign).into());
-    }
     let f = b.fields;
     let new = NewClient {
         project_id: project,
@@ -398,13 +372,8 @@ async fn client_patch(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    let access = access(&state, &caller, &project).await?;
-    let c = members::client_of(&*state.store, &access, &client).await?;
+    access_client(&state, &caller, &project, &client).await?;
     let p: ClientPatch = body(&headers, &bytes)?;
-    let foreign = p.fields.foreign(c.client_type);
-    if !foreign.is_empty() {
-        return Err(AdminError::Fields(foreign).into());
-    }
     let f = p.fields;
     let edit = ClientEdit {
         name: p.name,

@@ -183,18 +183,17 @@ fn opt(form: &Posted, name: &str) -> Option<String> {
     Some(form.get(name).trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-/// The new client a create form describes: only the fields of its type are read.
+/// The new client a create form describes. The form shows only its type's fields; a field of another type that
+/// is posted anyway is passed on, for `admin::client_create` to refuse as the CLI and the JSON API do.
 pub(super) fn new_client(form: &Posted, project_id: &str, t: ClientType) -> NewClient {
-    let mobile = t == ClientType::Mobile;
-    let uwp = t == ClientType::UniversalDesktop;
     let details = ClientDetails {
-        bundle_id: opt(form, "bundle_id").filter(|_| mobile),
-        store_id: opt(form, "store_id").filter(|_| mobile),
-        team_id: opt(form, "team_id").filter(|_| mobile),
-        app_check: mobile && !form.get("app_check").is_empty(),
-        uwp_store_id: opt(form, "uwp_store_id").filter(|_| uwp),
-        package_sid: opt(form, "package_sid").filter(|_| uwp),
-        extension_item_id: opt(form, "extension_item_id").filter(|_| t == ClientType::BrowserExtension),
+        bundle_id: opt(form, "bundle_id"),
+        store_id: opt(form, "store_id"),
+        team_id: opt(form, "team_id"),
+        app_check: !form.get("app_check").is_empty(),
+        uwp_store_id: opt(form, "uwp_store_id"),
+        package_sid: opt(form, "package_sid"),
+        extension_item_id: opt(form, "extension_item_id"),
     };
     NewClient {
         project_id: project_id.into(),
@@ -205,21 +204,31 @@ pub(super) fn new_client(form: &Posted, project_id: &str, t: ClientType) -> NewC
     }
 }
 
-/// The edit an edit form describes: every field of the type (an empty one clears it).
+/// The edit an edit form describes: every field of the type (an empty one clears it). A field of another type,
+/// which the form does not show, is passed on when posted, for `admin::client_update` to refuse as the CLI and
+/// the JSON API do.
 pub(super) fn edit(form: &Posted, c: &Client) -> ClientEdit {
     let t = c.client_type;
-    let field = |name: &str, applies: bool| applies.then(|| form.get(name).trim().to_owned());
-    let mobile = t == ClientType::Mobile;
-    let uwp = t == ClientType::UniversalDesktop;
+    let field = |name: &str, of: ClientType| {
+        if t == of {
+            Some(form.get(name).trim().to_owned())
+        } else {
+            opt(form, name)
+        }
+    };
     ClientEdit {
         name: Some(form.get("name").to_owned()),
         redirect_uris: Some(lines(form.get("redirect_uris"))),
-        // A frozen bundle ID is not part of the form's fields to change.
-        bundle_id: field("bundle_id", mobile && !c.details.app_check),
-        store_id: field("store_id", mobile),
-        team_id: field("team_id", mobile),
-        uwp_store_id: field("uwp_store_id", uwp),
-        package_sid: field("package_sid", uwp),
-        extension_item_id: field("extension_item_id", t == ClientType::BrowserExtension),
+        // A frozen bundle ID is shown read-only: it is not part of the form's fields to change.
+        bundle_id: if t == ClientType::Mobile && c.details.app_check {
+            None
+        } else {
+            field("bundle_id", ClientType::Mobile)
+        },
+        store_id: field("store_id", ClientType::Mobile),
+        team_id: field("team_id", ClientType::Mobile),
+        uwp_store_id: field("uwp_store_id", ClientType::UniversalDesktop),
+        package_sid: field("package_sid", ClientType::UniversalDesktop),
+        extension_item_id: field("extension_item_id", ClientType::BrowserExtension),
     }
 }
