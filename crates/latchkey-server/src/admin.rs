@@ -90,12 +90,15 @@ pub async fn project_show(store: &dyn Store, id: &str) -> AdminResult {
     Ok(v)
 }
 
-/// Deletes a project, its clients and their grants.
+/// Deletes a project for good, with every client of it (live ones, and deleted ones still in their restore
+/// window: none can be restored) and their grants and authorization codes, and its memberships. Apps using its
+/// clients stop working at once. `clients_deleted` counts the clients it had.
 pub async fn project_delete(store: &dyn Store, id: &str) -> AdminResult {
+    let clients = store.clients(Some(id)).await?.len();
     if !store.delete_project(id).await? {
         return Err(AdminError::NotFound(format!("project {id}")));
     }
-    Ok(json!({ "project_id": id, "deleted": true }))
+    Ok(json!({ "project_id": id, "deleted": true, "clients_deleted": clients }))
 }
 
 /// What a new client is made of.

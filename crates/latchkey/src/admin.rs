@@ -70,7 +70,7 @@ enum ProjectCmd {
         /// The project id.
         id: String,
     },
-    /// Deletes a project with its clients and their grants.
+    /// Deletes a project for good with all its clients (deleted ones too: none can be restored) and their grants.
     Delete {
         /// The project id.
         id: String,

@@ -20,9 +20,14 @@ pub struct Access {
 impl Access {
     /// Refuses an editor: member management is for owners.
     pub fn require_owner(&self) -> Result<(), AdminError> {
+        self.owners_only("manage its members")
+    }
+
+    /// Refuses an editor what only owners do (`what`: "manage its members", "delete it").
+    pub fn owners_only(&self, what: &str) -> Result<(), AdminError> {
         match self.role {
             ProjectRole::Owner => Ok(()),
-            ProjectRole::Editor => Err(AdminError::Forbidden("only the project's owners manage its members".into())),
+            ProjectRole::Editor => Err(AdminError::Forbidden(format!("only the project's owners {what}"))),
         }
     }
 }
@@ -72,6 +77,13 @@ pub async fn project_create_owned(store: &dyn Store, name: &str, owner_id: &str,
     let mut v = created;
     v["role"] = ProjectRole::Owner.as_str().into();
     Ok(v)
+}
+
+/// Deletes a project for its owner (an editor is refused): [`super::project_delete`], the operation the CLI
+/// runs, so its clients go with it for good.
+pub async fn project_delete_owned(store: &dyn Store, access: &Access) -> AdminResult {
+    access.owners_only("delete it")?;
+    super::project_delete(store, &access.project.id).await
 }
 
 /// The projects the developer is a member of.

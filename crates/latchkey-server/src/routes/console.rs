@@ -35,6 +35,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/projects", post(projects::projects_post))
         .route("/console/projects/{project}", get(projects::project_get))
         .route("/console/projects/{project}/api", post(projects::api_post))
+        .route("/console/projects/{project}/delete", get(projects::delete_get).post(projects::delete_post))
         .route("/console/projects/{project}/members", post(projects::members_post))
         .route("/console/projects/{project}/members/{user}/remove", post(projects::member_remove_post))
         .route("/console/projects/{project}/members/{user}/role", post(projects::member_role_post))
@@ -78,6 +79,7 @@ fn failure(layout: &Layout, e: &AdminError) -> Response {
 fn notice(done: Option<&str>) -> Option<String> {
     let text = match done? {
         "project-created" => "Project created. You are its owner.",
+        "project-deleted" => "Project deleted, with its OAuth clients.",
         "api-enabled" => "The data API is enabled for this project.",
         "api-disabled" => "The data API is disabled for this project.",
         "member-added" => "Member added.",

@@ -213,6 +213,52 @@ async fn a_developer_sees_and_changes_only_the_projects_they_are_a_member_of() {
 }
 
 #[tokio::test]
+async fn an_owner_deletes_a_project_with_its_clients_after_a_confirmation_and_an_editor_cannot() {
+    let server = TestServer::start().await;
+    let alice = Dev::sign_in(&server, ALICE).await;
+    let bob = Dev::sign_in(&server, BOB).await;
+    let project = alice.project("Doomed").await;
+    let (live, _) = alice.client(&project, &[("type", "desktop"), ("name", "Live")]).await;
+    let (gone, _) = alice.client(&project, &[("type", "desktop"), ("name", "Gone")]).await;
+    let r = alice.post(&format!("/console/projects/{project}/clients/{gone}/delete"), &[]).await;
+    assert_eq!(r.status, 303);
+    let r = alice.post(&format!("/console/projects/{project}/members"), &[("email", BOB), ("role", "editor")]).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+
+    let delete = format!("/console/projects/{project}/delete");
+    let owners = alice.get(&format!("/console/projects/{project}")).await;
+    assert!(owners.body.contains(&format!("href=\"{delete}\"")), "owners see Delete project");
+    let editors = bob.get(&format!("/console/projects/{project}")).await;
+    assert!(!editors.body.contains(&delete), "editors do not");
+    assert_eq!(bob.get(&delete).await.status, 403, "an editor is refused the confirmation page");
+    let r = bob.post(&delete, &[]).await;
+    assert_eq!(r.status, 403, "and the deletion");
+    assert!(r.body.contains("owners"), "{}", r.body);
+    assert!(server.store().project(&project).await.expect("p").is_some());
+
+    let confirm = alice.get(&delete).await;
+    assert_eq!(confirm.status, 200);
+    assert!(confirm.body.contains("Delete Doomed?"), "{}", confirm.body);
+    assert!(
+        confirm.body.contains("1 live client and 1 deleted client awaiting restore")
+            && confirm.body.contains("cannot be restored"),
+        "the page says what happens to the clients: {}",
+        confirm.body
+    );
+    assert!(confirm.body.contains(&format!("action=\"{delete}\"")));
+    let r = alice.post(&delete, &[]).await;
+    assert_eq!((r.status, r.headers["location"].to_str().expect("l")), (303, "/console?done=project-deleted"));
+    assert!(alice.get("/console?done=project-deleted").await.body.contains("Project deleted"));
+    assert!(server.store().project(&project).await.expect("p").is_none());
+    for id in [&live, &gone] {
+        assert!(server.store().client(id).await.expect("c").is_none(), "{id} goes with the project, for good");
+    }
+    assert_eq!(alice.get(&format!("/console/projects/{project}")).await.status, 404);
+    assert_eq!(bob.get(&format!("/console/projects/{project}")).await.status, 404);
+    assert_eq!(alice.post(&delete, &[]).await.status, 404);
+}
+
+#[tokio::test]
 async fn a_form_without_the_right_csrf_token_changes_nothing() {
     let server = TestServer::start().await;
     let dev = Dev::sign_in(&server, ALICE).await;

@@ -155,6 +155,44 @@ async fn projects_the_data_api_and_members() {
 }
 
 #[tokio::test]
+async fn an_owner_deletes_a_project_and_its_clients_go_with_it_for_good() {
+    let server = TestServer::start().await;
+    let alice = Api::new(&server, ALICE).await;
+    let bob = Api::new(&server, BOB).await;
+    let carol = Api::new(&server, "carol@example.com").await;
+    let p = alice.project("Doomed").await;
+    let clients = format!("/console/api/v1/projects/{p}/clients");
+    let mut ids = Vec::new();
+    for name in ["Live", "Deleted"] {
+        let (status, c) = alice.post(&clients, json!({ "type": "desktop", "name": name })).await;
+        assert_eq!(status, 201, "{c}");
+        ids.push(c["client_id"].as_str().expect("id").to_owned());
+    }
+    assert_eq!(alice.call("DELETE", &format!("{clients}/{}", ids[1]), None).await.0, 200);
+    let (status, _) = alice.post(&format!("/console/api/v1/projects/{p}/members"), json!({ "email": BOB })).await;
+    assert_eq!(status, 201);
+
+    let project = format!("/console/api/v1/projects/{p}");
+    let refused = bob.call("DELETE", &project, None).await;
+    assert_error(&refused, 403, "forbidden");
+    assert!(refused.1["error_description"].as_str().expect("d").contains("owners"), "{}", refused.1);
+    assert_error(&carol.call("DELETE", &project, None).await, 404, "not_found");
+    assert!(server.store().project(&p).await.expect("p").is_some(), "an editor or a stranger deletes nothing");
+
+    let (status, done) = alice.call("DELETE", &project, None).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done, json!({ "project_id": p, "deleted": true, "clients_deleted": 2 }));
+    assert!(server.store().project(&p).await.expect("p").is_none());
+    for id in &ids {
+        assert!(server.store().client(id).await.expect("c").is_none(), "{id} is gone for good, deleted or not");
+    }
+    assert_error(&alice.get(&project).await, 404, "not_found");
+    assert_error(&alice.post(&format!("{clients}/{}/restore", ids[1]), json!({})).await, 404, "not_found");
+    assert_error(&alice.call("DELETE", &project, None).await, 404, "not_found");
+    assert_eq!(bob.get("/console/api/v1/projects").await.1["projects"], json!([]));
+}
+
+#[tokio::test]
 async fn clients_of_every_type_their_rules_delete_and_restore() {
     let server = TestServer::start().await;
     let alice = Api::new(&server, ALICE).await;

@@ -48,6 +48,7 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", PROJECTS),
     ("POST", PROJECTS),
     ("GET", PROJECT),
+    ("DELETE", PROJECT),
     ("PUT", PROJECT_API),
     ("GET", MEMBERS),
     ("POST", MEMBERS),
@@ -73,6 +74,7 @@ fn operation(method: &str, path: &str) -> MethodRouter<AppState> {
         ("GET", PROJECTS) => on(MethodFilter::GET, projects_get),
         ("POST", PROJECTS) => on(MethodFilter::POST, projects_post),
         ("GET", PROJECT) => on(MethodFilter::GET, project_get),
+        ("DELETE", PROJECT) => on(MethodFilter::DELETE, project_delete),
         ("PUT", PROJECT_API) => on(MethodFilter::PUT, project_api_put),
         ("GET", MEMBERS) => on(MethodFilter::GET, members_get),
         ("POST", MEMBERS) => on(MethodFilter::POST, members_post),
@@ -209,6 +211,12 @@ async fn project_get(State(state): State<AppState>, caller: Caller, Path(project
     let mut v = members::access_json(&access);
     v["clients"] = state.store.clients(Some(&project)).await?.iter().map(admin::client_json).collect();
     ok(v)
+}
+
+/// Owners only; the clients go with the project, for good (`admin::project_delete`).
+async fn project_delete(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
+    let access = access(&state, &caller, &project).await?;
+    ok(members::project_delete_owned(&*state.store, &access).await?)
 }
 
 #[derive(Deserialize)]

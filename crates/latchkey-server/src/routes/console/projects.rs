@@ -6,7 +6,9 @@ use crate::admin::members::{self, Access};
 use crate::admin::{self, AdminError};
 use crate::error::admin_status;
 use crate::state::AppState;
-use crate::views::console::{date, ClientRow, DeletedRow, MemberRow, ProjectPage, ProjectRow, ProjectsPage};
+use crate::views::console::{
+    date, ClientRow, ConfirmPage, DeletedRow, MemberRow, ProjectPage, ProjectRow, ProjectsPage,
+};
 use crate::views::page;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -249,5 +251,54 @@ async fn member_change(state: AppState, project: String, user: String, form: Pos
         Ok(_) if user == form.dev.user.id && done == "member-removed" => see_other("/console?done=member-removed"),
         Ok(_) => see_other(&format!("/console/projects/{project}?done={done}")),
         Err(e) => refused(&state, form.dev, access, e).await,
+    }
+}
+
+/// `GET /console/projects/{project}/delete`: an owner is asked to confirm, told what happens to the clients.
+pub async fn delete_get(State(state): State<AppState>, dev: Developer, Path(project): Path<String>) -> Response {
+    let store = &*state.store;
+    let access = match members::project_access(store, &project, &dev.user.id).await {
+        Ok(a) => a,
+        Err(e) => return dev.failure(&e),
+    };
+    if let Err(e) = access.owners_only("delete it") {
+        return dev.failure(&e);
+    }
+    let clients = match store.clients(Some(&project)).await {
+        Ok(c) => c,
+        Err(e) => return dev.failure(&e.into()),
+    };
+    let (live, deleted) = clients.iter().partition::<Vec<_>, _>(|c| c.deleted_at.is_none());
+    let count = |n: usize, what: &str| if n == 1 { format!("1 {what} client") } else { format!("{n} {what} clients") };
+    let view = ConfirmPage {
+        layout: dev.layout,
+        heading: format!("Delete {}?", access.project.name),
+        paragraphs: vec![
+            "The project is deleted for good: this cannot be undone, and its members lose it.".into(),
+            format!(
+                "Its OAuth clients are deleted with it and cannot be restored: {} and {} awaiting restore. Apps \
+                 using them stop working at once: their users' grants and tokens are removed.",
+                count(live.len(), "live"),
+                count(deleted.len(), "deleted"),
+            ),
+        ],
+        action: format!("/console/projects/{project}/delete"),
+        hidden: vec![],
+        confirm_label: "Delete project".into(),
+        cancel_href: format!("/console/projects/{project}"),
+    };
+    page(StatusCode::OK, &view)
+}
+
+/// `POST /console/projects/{project}/delete`: owners only ([`members::project_delete_owned`]).
+pub async fn delete_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
+    let store = &*state.store;
+    let access = match members::project_access(store, &project, &form.dev.user.id).await {
+        Ok(a) => a,
+        Err(e) => return form.dev.failure(&e),
+    };
+    match members::project_delete_owned(store, &access).await {
+        Ok(_) => see_other("/console?done=project-deleted"),
+        Err(e) => form.dev.failure(&e),
     }
 }
