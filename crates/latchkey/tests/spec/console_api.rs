@@ -61,7 +61,8 @@ async fn every_route_needs_an_api_key_and_the_openapi_document_is_served() {
     let server = TestServer::start().await;
     let http = server.http();
     for (method, path) in API_ROUTES {
-        let url = server.url(&path.replace("{project}", "p").replace("{client}", "c").replace("{user}", "u"));
+        let url = server
+            .url(&path.replace("{project}", "p").replace("{client}", "c").replace("{user}", "u").replace("{id}", "k"));
         let m = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let r = http.request(m, &url).send().await.expect("request");
         if *path == OPENAPI_PATH {
@@ -359,4 +360,48 @@ async fn a_revoked_key_or_a_disabled_developer_is_refused() {
     admin::user_set_disabled(server.store(), ALICE, false, SystemClock.now()).await.expect("enable");
     api_keys::api_key_revoke(server.store(), ALICE, &key_id).await.expect("revoke");
     assert_error(&alice.get("/console/api/v1/projects").await, 401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_key_lists_and_revokes_its_developers_keys_but_cannot_create_one() {
+    let server = TestServer::start().await;
+    let alice = Api::new(&server, ALICE).await;
+    let bob = Api::new(&server, BOB).await;
+    let second = api_keys::api_key_create(server.store(), ALICE, "ci", SystemClock.now()).await.expect("key");
+    let second_id = second["id"].as_str().expect("id").to_owned();
+    let second_key = second["api_key"].as_str().expect("key").to_owned();
+    let own_id = alice.key.trim_start_matches("lk_").split('_').next().expect("id").to_owned();
+
+    let (status, listed) = alice.get("/console/api/v1/api-keys").await;
+    assert_eq!(status, 200, "{listed}");
+    let mut names: Vec<&str> =
+        listed["api_keys"].as_array().expect("keys").iter().filter_map(|k| k["name"].as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, vec!["ci", "test"], "only Alice's keys: {listed}");
+    assert!(!listed.to_string().contains(&alice.key) && !listed.to_string().contains(&second_key), "never the keys");
+    let (_, bobs) = bob.get("/console/api/v1/api-keys").await;
+    assert_eq!(bobs["api_keys"].as_array().map(Vec::len), Some(1), "Bob sees only his own: {bobs}");
+
+    // A key cannot mint keys: creating one is the console page's and the CLI's.
+    let r = alice.post("/console/api/v1/api-keys", json!({ "name": "minted" })).await;
+    assert_error(&r, 405, "invalid_request");
+    assert_eq!(
+        api_keys::api_key_list(server.store(), ALICE).await.expect("l")["api_keys"].as_array().map(Vec::len),
+        Some(2)
+    );
+
+    // Another developer's key is not found, and stays.
+    assert_error(&bob.call("DELETE", &format!("/console/api/v1/api-keys/{second_id}"), None).await, 404, "not_found");
+    let other = Api { server: &server, key: second_key.clone() };
+    assert_eq!(other.get("/console/api/v1/projects").await.0, 200, "still works");
+
+    let (status, done) = alice.call("DELETE", &format!("/console/api/v1/api-keys/{second_id}"), None).await;
+    assert_eq!((status, done), (200, json!({ "id": second_id, "revoked": true })));
+    assert_error(&other.get("/console/api/v1/projects").await, 401, "unauthorized");
+    assert_error(&alice.call("DELETE", &format!("/console/api/v1/api-keys/{second_id}"), None).await, 404, "not_found");
+
+    // A key may revoke itself; it stops working at once.
+    let (status, _) = alice.call("DELETE", &format!("/console/api/v1/api-keys/{own_id}"), None).await;
+    assert_eq!(status, 200);
+    assert_error(&alice.get("/console/api/v1/api-keys").await, 401, "unauthorized");
 }

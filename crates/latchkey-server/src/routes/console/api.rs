@@ -1,5 +1,7 @@
 //! The console's JSON admin API, `/console/api/v1/...`: the console's operations for scripts, authenticated by a
-//! developer's API key (`Authorization: Bearer lk_...`), with the same membership checks as the pages. Errors
+//! developer's API key (`Authorization: Bearer lk_...`), with the same membership checks as the pages. A key
+//! lists and revokes its developer's keys but cannot create one: a leaked key must not be able to mint others
+//! that outlive its revocation, so keys are created on the console's page (signed in) and with the CLI. Errors
 //! are `{"error", "error_description", "field"}` (`crate::error::ConsoleApiError`). The routes are the table
 //! [`API_ROUTES`]: the router is built from it, and `docs/openapi.json` (served at [`OPENAPI_PATH`]) describes
 //! exactly these operations.
@@ -41,6 +43,8 @@ const APP_CHECK: &str = "/console/api/v1/projects/{project}/clients/{client}/app
 const METRICS: &str = "/console/api/v1/projects/{project}/clients/{client}/app-check/metrics";
 const DEBUG_SECRET: &str = "/console/api/v1/projects/{project}/clients/{client}/app-check/debug-secret";
 const VERIFY: &str = "/console/api/v1/projects/{project}/clients/{client}/verify-ownership";
+const API_KEYS: &str = "/console/api/v1/api-keys";
+const API_KEY: &str = "/console/api/v1/api-keys/{id}";
 
 /// Every operation of the API, `(method, path)`: the router is built from this table.
 pub const API_ROUTES: &[(&str, &str)] = &[
@@ -65,6 +69,9 @@ pub const API_ROUTES: &[(&str, &str)] = &[
     ("GET", METRICS),
     ("POST", DEBUG_SECRET),
     ("POST", VERIFY),
+    // Listing and revoking only: a key cannot mint keys (they are created on the console's page and the CLI).
+    ("GET", API_KEYS),
+    ("DELETE", API_KEY),
 ];
 
 /// The handler of one operation of [`API_ROUTES`].
@@ -91,6 +98,8 @@ fn operation(method: &str, path: &str) -> MethodRouter<AppState> {
         ("GET", METRICS) => on(MethodFilter::GET, metrics_get),
         ("POST", DEBUG_SECRET) => on(MethodFilter::POST, debug_secret_post),
         ("POST", VERIFY) => on(MethodFilter::POST, verify_ownership_post),
+        ("GET", API_KEYS) => on(MethodFilter::GET, api_keys_get),
+        ("DELETE", API_KEY) => on(MethodFilter::DELETE, api_key_delete),
         // Unreachable while the table and this match agree; a unit test checks that they do.
         _ => on(MethodFilter::GET, || async { StatusCode::NOT_IMPLEMENTED }),
     }
@@ -500,6 +509,16 @@ async fn verify_ownership_post(
     access_client(&state, &caller, &project, &client).await?;
     let store = &*state.store;
     ok(admin::verify_ownership(store, &StoreDirectory(store), &client, &caller.0.email, state.clock.now()).await?)
+}
+
+/// The caller's own keys (never the keys themselves).
+async fn api_keys_get(State(state): State<AppState>, caller: Caller) -> ApiResult {
+    ok(api_keys::api_key_list(&*state.store, &caller.0.id).await?)
+}
+
+/// Revokes one of the caller's keys (the one in use included); another developer's key is 404.
+async fn api_key_delete(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult {
+    ok(api_keys::api_key_revoke(&*state.store, &caller.0.id, &id).await?)
 }
 
 #[cfg(test)]
