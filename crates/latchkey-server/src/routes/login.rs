@@ -137,15 +137,11 @@ pub async fn signout_post(State(state): State<AppState>, headers: HeaderMap, bod
     response
 }
 
-/// `GET /`: who is signed in.
+/// `GET /`: who is signed in, with a link to the developer console.
 pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
     match session::current(&state, &headers).await {
-        Ok(Some(s)) => views::notice(StatusCode::OK, "latchkey", &format!("You are signed in as {}.", s.user.email)),
-        Ok(None) => views::notice(
-            StatusCode::OK,
-            "latchkey",
-            "This is the latchkey authorization service. Apps send you here to sign in.",
-        ),
+        Ok(Some(s)) => views::page(StatusCode::OK, &views::HomePage { email: Some(&s.user.email) }),
+        Ok(None) => views::page(StatusCode::OK, &views::HomePage { email: None }),
         Err(e) => unavailable(e),
     }
 }

@@ -94,6 +94,14 @@ pub struct NoticePage<'a> {
     pub message: &'a str,
 }
 
+/// The home page `/`: who is signed in, with a link to the developer console.
+#[derive(Template)]
+#[template(path = "home.html")]
+pub struct HomePage<'a> {
+    /// The signed-in user's e-mail address, if anyone is signed in.
+    pub email: Option<&'a str>,
+}
+
 /// Renders a page with the headers every page carries.
 pub fn page(status: StatusCode, template: &impl Template) -> Response {
     match template.render() {

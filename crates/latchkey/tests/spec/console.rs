@@ -114,6 +114,21 @@ async fn a_developer_who_is_not_signed_in_is_sent_to_sign_in_and_back() {
 }
 
 #[tokio::test]
+async fn the_home_page_links_a_signed_in_developer_to_the_console() {
+    let server = TestServer::start().await;
+    let anonymous = server.browser().get(&server.url("/")).await;
+    assert_eq!(anonymous.status, 200);
+    assert!(!anonymous.body.contains("href=\"/console\""), "nobody signed in: no console link");
+    let dev = Dev::sign_in(&server, ALICE).await;
+    let home = dev.get("/").await;
+    assert_eq!(home.status, 200);
+    assert!(home.body.contains("You are signed in as alice@example.com."), "{}", home.body);
+    assert!(home.body.contains("<a class=\"button primary\" href=\"/console\">"), "{}", home.body);
+    assert_eq!(home.headers["content-security-policy"], latchkey_server::views::CSP);
+    assert_eq!(dev.get("/console").await.status, 200, "the link leads to the console");
+}
+
+#[tokio::test]
 async fn a_new_project_is_owned_by_its_creator_and_a_missing_name_is_shown_next_to_the_field() {
     let server = TestServer::start().await;
     let dev = Dev::sign_in(&server, ALICE).await;
