@@ -209,6 +209,19 @@ async fn a_new_developer_sets_up_a_project_and_clients_of_every_type_in_chromium
         click(&browser, "main form button.primary").await;
         expect_text(&browser, ".notice", "Client deleted").await;
         expect_text(&browser, "#deleted-heading", "Deleted clients").await;
+        // At 1200 px the deleted-clients table fits its panel: nothing sticks out, nothing needs scrolling.
+        let fit = browser
+            .execute(
+                "const w = document.getElementById('deleted-clients'); const p = w.closest('.panel'); \
+                 const t = w.querySelector('table'); \
+                 return [w.scrollWidth - w.clientWidth, t.getBoundingClientRect().right - p.getBoundingClientRect().right];",
+                vec![],
+            )
+            .await
+            .expect("measure the deleted-clients table");
+        let fit: Vec<f64> = serde_json::from_value(fit).expect("two numbers");
+        assert!(fit[0] <= 0.0, "the deleted-clients table needs no scrolling at 1200 px: {fit:?}");
+        assert!(fit[1] <= 0.0, "the deleted-clients table stays inside its panel: {fit:?}");
         shot(&browser, "deleted").await;
         click(&browser, &format!("form[action$='/clients/{uwp}/restore'] button")).await;
         expect_text(&browser, ".notice", "Client restored").await;
