@@ -102,7 +102,8 @@ fn grant_for(code: &AuthCode, at: UnixTime) -> Grant {
     }
 }
 
-async fn issue(store: &dyn Store, client_id: &str, user_id: &str, limits: GrantLimits) -> Grant {
+/// Stores a code and redeems it into a grant.
+pub(crate) async fn issue(store: &dyn Store, client_id: &str, user_id: &str, limits: GrantLimits) -> Grant {
     let c = code(client_id, user_id);
     store.insert_code(&c).await.expect("code");
     let g = grant_for(&c, T0);

@@ -59,8 +59,22 @@ pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
     }
 }
 
+/// How much a write must survive before its caller is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Survives a power cut: the commit waits for the WAL's fsync (`synchronous=FULL`). Grants, revocations,
+    /// codes, accounts, clients, keys: everything a response promises.
+    Durable,
+    /// Survives a crash of the process, not of the machine (`synchronous=NORMAL`: written to the OS, not yet
+    /// fsynced): DPoP replay records, throttling counters, App Check counts, last-use times. A power cut can lose
+    /// the last of these, never a durable write committed after them (the WAL is fsynced in order).
+    Ephemeral,
+}
+
 /// One write job: runs inside the batch's transaction, is answered after the commit.
 trait WriteJob: Send {
+    /// Whether the batch's commit must be fsynced for this job.
+    fn durability(&self) -> Durability;
     /// Runs the job; false when its savepoint must be rolled back.
     fn run(&mut self, conn: &Connection) -> bool;
     /// Answers the caller with the job's result, or with the commit's failure.
@@ -76,6 +90,7 @@ pub(crate) enum Outcome<R> {
 }
 
 struct Job<F, R> {
+    durability: Durability,
     work: Option<F>,
     result: Option<StoreResult<R>>,
     reply: Option<oneshot::Sender<StoreResult<R>>>,
@@ -86,6 +101,10 @@ where
     F: FnOnce(&Connection) -> rusqlite::Result<Outcome<R>> + Send,
     R: Send,
 {
+    fn durability(&self) -> Durability {
+        self.durability
+    }
+
     fn run(&mut self, conn: &Connection) -> bool {
         let Some(work) = self.work.take() else { return false };
         let (result, keep) = match work(conn) {
@@ -159,27 +178,28 @@ impl Engine {
         Ok(Arc::new(Self { path: path.to_owned(), jobs: tx, readers: Mutex::new(Vec::new()) }))
     }
 
-    /// Runs `f` in the writer's next transaction; answers once that transaction is committed.
-    pub(crate) async fn write<R, F>(&self, f: F) -> StoreResult<R>
+    /// Runs `f` in the writer's next transaction; answers once that transaction is committed (and, for a
+    /// durable write, fsynced).
+    pub(crate) async fn write<R, F>(&self, durability: Durability, f: F) -> StoreResult<R>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<Outcome<R>> + Send + 'static,
         R: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job: Box<dyn WriteJob> = Box::new(Job { work: Some(f), result: None, reply: Some(reply) });
+        let job: Box<dyn WriteJob> = Box::new(Job { durability, work: Some(f), result: None, reply: Some(reply) });
         if self.jobs.send(job).is_err() {
             return Err(StoreError::Unavailable("the SQLite writer has stopped".into()));
         }
         answer.await.map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?
     }
 
-    /// Like [`write`](Self::write) for a job whose changes always stay.
+    /// Like [`write`](Self::write) for a durable job whose changes always stay.
     pub(crate) async fn write_keep<R, F>(&self, f: F) -> StoreResult<R>
     where
         F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        self.write(move |c| f(c).map(Outcome::Keep)).await
+        self.write(Durability::Durable, move |c| f(c).map(Outcome::Keep)).await
     }
 
     /// Runs a read on a pooled connection, on the calling thread.
@@ -218,6 +238,7 @@ impl Engine {
 /// The writer thread: batches jobs until the store is dropped.
 fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>) {
     let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
+    let mut sync = Durability::Durable;
     while let Ok(first) = jobs.recv() {
         batch.push(first);
         while batch.len() < MAX_BATCH {
@@ -226,7 +247,27 @@ fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>) {
                 Err(_) => break,
             }
         }
-        let committed = run_batch(conn, &mut batch);
+        let wanted = if batch.iter().any(|j| j.durability() == Durability::Durable) {
+            Durability::Durable
+        } else {
+            Durability::Ephemeral
+        };
+        if wanted != sync {
+            let pragma = match wanted {
+                Durability::Durable => "PRAGMA synchronous = FULL",
+                Durability::Ephemeral => "PRAGMA synchronous = NORMAL",
+            };
+            match conn.execute_batch(pragma) {
+                Ok(()) => sync = wanted,
+                Err(e) => tracing::warn!(error = %e, "setting SQLite's synchronous level"),
+            }
+        }
+        // A durable job is never answered from a commit that was not fsynced.
+        let committed = if wanted == Durability::Durable && sync != Durability::Durable {
+            Err(StoreError::Unavailable("cannot set SQLite's synchronous level".into()))
+        } else {
+            run_batch(conn, &mut batch)
+        };
         if let Err(e) = &committed {
             tracing::warn!(error = %e, jobs = batch.len(), "SQLite write batch failed");
         }

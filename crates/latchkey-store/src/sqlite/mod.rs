@@ -8,7 +8,7 @@ use crate::records::*;
 use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use crate::{Store, StoreError, StoreResult};
 use async_trait::async_trait;
-use engine::{Engine, Outcome};
+use engine::{Durability, Engine, Outcome};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::Category;
 use latchkey_core::client::Client;
@@ -94,9 +94,15 @@ impl SqliteStore {
             .collect()
     }
 
-    /// Runs one statement in the writer; returns the rows it changed.
+    /// Runs one statement in the writer, durably; returns the rows it changed.
     async fn exec<P: Params + Send + 'static>(&self, sql: &'static str, params: P) -> StoreResult<usize> {
         self.engine.write_keep(move |c| c.prepare_cached(sql)?.execute(params)).await
+    }
+
+    /// Runs one statement in the writer, without waiting for the fsync (see [`Durability::Ephemeral`]).
+    async fn exec_ephemeral<P: Params + Send + 'static>(&self, sql: &'static str, params: P) -> StoreResult<usize> {
+        let run = move |c: &Connection| c.prepare_cached(sql)?.execute(params).map(Outcome::Keep);
+        self.engine.write(Durability::Ephemeral, run).await
     }
 }
 
@@ -108,37 +114,32 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
     serde_json::to_string(v).map_err(|e| StoreError::Other(e.to_string()))
 }
 
-/// Refresh-token limits: keep the newest `limit` live grants of the (client, user) set, invalidate the rest. The
-/// first statement is an index-only probe for a grant beyond the limit, so the usual case (few grants) costs a
-/// few index entries and no scan.
-fn enforce_client_user_limit(c: &Connection, g: &Grant, limit: u32, now: UnixTime) -> rusqlite::Result<()> {
-    let over = c
+/// Refresh-token limits: keep the newest `limit` live grants of each set, invalidate the rest. The triggers'
+/// count of unrevoked grants (`grant_counts`) is read first: at or under the limit nothing can be over it, and
+/// the usual issuance costs two index lookups instead of a walk over the user's grants.
+fn enforce_limits(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<()> {
+    let client_user: i64 = c
         .prepare_cached(
-            "SELECT 1 FROM grants WHERE client_id = ?1 AND user_id = ?2 AND revoked_at IS NULL LIMIT 1 OFFSET ?3",
+            "SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts WHERE user_id = ?1 AND client_id = ?2",
         )?
-        .exists(params![g.client_id, g.user_id, i64::from(limit)])?;
-    if over {
+        .query_row(params![g.user_id, g.client_id], |r| r.get(0))?;
+    if client_user > i64::from(limits.per_client_user) {
         c.prepare_cached(
             "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT id FROM grants WHERE client_id = ?2 AND \
              user_id = ?3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1) \
              ORDER BY rowid DESC LIMIT -1 OFFSET ?4)",
         )?
-        .execute(params![now.0, g.client_id, g.user_id, i64::from(limit)])?;
+        .execute(params![now.0, g.client_id, g.user_id, i64::from(limits.per_client_user)])?;
     }
-    Ok(())
-}
-
-/// The per-user limit, as [`enforce_client_user_limit`].
-fn enforce_user_limit(c: &Connection, g: &Grant, limit: u32, now: UnixTime) -> rusqlite::Result<()> {
-    let over = c
-        .prepare_cached("SELECT 1 FROM grants WHERE user_id = ?1 AND revoked_at IS NULL LIMIT 1 OFFSET ?2")?
-        .exists(params![g.user_id, i64::from(limit)])?;
-    if over {
+    let user: i64 = c
+        .prepare_cached("SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts WHERE user_id = ?1")?
+        .query_row(params![g.user_id], |r| r.get(0))?;
+    if user > i64::from(limits.per_user) {
         c.prepare_cached(
             "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT id FROM grants WHERE user_id = ?2 AND \
              revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1) ORDER BY rowid DESC LIMIT -1 OFFSET ?3)",
         )?
-        .execute(params![now.0, g.user_id, i64::from(limit)])?;
+        .execute(params![now.0, g.user_id, i64::from(limits.per_user)])?;
     }
     Ok(())
 }
@@ -166,8 +167,7 @@ fn redeem(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusq
         opt_time(g.expires_at),
         g.code_hash
     ])?;
-    enforce_client_user_limit(c, g, limits.per_client_user, now)?;
-    enforce_user_limit(c, g, limits.per_user, now)?;
+    enforce_limits(c, g, limits, now)?;
     Ok(Outcome::Keep(Redeemed::Issued))
 }
 
@@ -298,7 +298,7 @@ impl Store for SqliteStore {
         let sql = "UPDATE clients SET last_used_at = ?2 WHERE client_id = ?1 AND \
                    (last_used_at IS NULL OR last_used_at <= ?3)";
         let stale_before = now.0 - latchkey_core::client::LAST_USED_GRANULARITY;
-        Ok(self.exec(sql, (client_id.to_owned(), now.0, stale_before)).await? == 1)
+        Ok(self.exec_ephemeral(sql, (client_id.to_owned(), now.0, stale_before)).await? == 1)
     }
 
     async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64> {
@@ -329,7 +329,7 @@ impl Store for SqliteStore {
     async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()> {
         let sql = "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES (?1, ?2, ?3, 1) \
                    ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1";
-        self.exec(sql, (client_id.to_owned(), hour.0, category.as_str())).await?;
+        self.exec_ephemeral(sql, (client_id.to_owned(), hour.0, category.as_str())).await?;
         Ok(())
     }
 
@@ -433,7 +433,7 @@ impl Store for SqliteStore {
         let key = key.to_owned();
         let count: i64 = self
             .engine
-            .write_keep(move |c| {
+            .write(Durability::Ephemeral, move |c| {
                 c.prepare_cached(
                     "INSERT INTO login_failures (key, count, window_start) VALUES (?1, 1, ?2) \
                      ON CONFLICT(key) DO UPDATE SET \
@@ -442,6 +442,7 @@ impl Store for SqliteStore {
                      RETURNING count",
                 )?
                 .query_row(params![key, now.0, window], |r| r.get(0))
+                .map(Outcome::Keep)
             })
             .await?;
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
@@ -456,7 +457,7 @@ impl Store for SqliteStore {
     }
 
     async fn clear_login_failures(&self, key: &str) -> StoreResult<()> {
-        self.exec("DELETE FROM login_failures WHERE key = ?1", (key.to_owned(),)).await?;
+        self.exec_ephemeral("DELETE FROM login_failures WHERE key = ?1", (key.to_owned(),)).await?;
         Ok(())
     }
 
@@ -493,7 +494,7 @@ impl Store for SqliteStore {
 
     async fn redeem_code(&self, g: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed> {
         let g = g.clone();
-        self.engine.write(move |c| redeem(c, &g, limits, now)).await
+        self.engine.write(Durability::Durable, move |c| redeem(c, &g, limits, now)).await
     }
 
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64> {
@@ -543,7 +544,7 @@ impl Store for SqliteStore {
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
         let values = values.to_vec();
         self.engine
-            .write(move |c| {
+            .write(Durability::Ephemeral, move |c| {
                 // A row whose value expired may be taken over; a live one is a replay.
                 let mut stmt = c.prepare_cached(
                     "INSERT INTO replay (key_hash, expires_at) VALUES (?1, ?2) ON CONFLICT(key_hash) DO UPDATE \
@@ -561,7 +562,7 @@ impl Store for SqliteStore {
 
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {
         self.engine
-            .write_keep(move |c| {
+            .write(Durability::Ephemeral, move |c| {
                 let mut n = 0;
                 for sql in [
                     "DELETE FROM sessions WHERE expires_at <= ?1",
@@ -571,7 +572,7 @@ impl Store for SqliteStore {
                 ] {
                     n += c.prepare_cached(sql)?.execute([now.0])? as u64;
                 }
-                Ok(n)
+                Ok(Outcome::Keep(n))
             })
             .await
     }

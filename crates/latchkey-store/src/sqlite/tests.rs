@@ -75,3 +75,37 @@ async fn a_memory_url_is_refused_with_a_clear_message() {
     let err = SqliteStore::open("sqlite::memory:").await.expect_err("refused");
     assert!(err.to_string().contains("sqlite://PATH"), "{err}");
 }
+
+#[tokio::test]
+async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() {
+    use crate::{GrantLimits, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let store = SqliteStore::open(&url).await.expect("open");
+    let (client_id, user_id) = crate::conformance::fixture(&store).await;
+    let counted = |store: &SqliteStore| {
+        store
+            .engine
+            .read(|c| {
+                c.query_row(
+                    "SELECT (SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts), \
+                     (SELECT count(*) FROM grants WHERE revoked_at IS NULL)",
+                    [],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+                )
+            })
+            .expect("count")
+    };
+    let limits = GrantLimits { per_client_user: 3, per_user: 100 };
+    let mut grants = Vec::new();
+    for _ in 0..5 {
+        grants.push(crate::conformance::issue(&store, &client_id, &user_id, limits).await);
+    }
+    assert_eq!(counted(&store), (3, 3), "the limit revoked the two oldest, and the count follows");
+    store.revoke_grant(&grants[4].id, latchkey_core::time::UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted(&store), (2, 2));
+    store.revoke_grants_of_code(&grants[3].code_hash, latchkey_core::time::UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted(&store), (1, 1));
+    store.delete_user(&user_id).await.expect("delete");
+    assert_eq!(counted(&store), (0, 0), "a deleted user's counts go with their grants");
+}
