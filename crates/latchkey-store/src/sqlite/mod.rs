@@ -119,9 +119,7 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
 /// the usual issuance costs two index lookups instead of a walk over the user's grants.
 fn enforce_limits(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<()> {
     let client_user: i64 = c
-        .prepare_cached(
-            "SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts WHERE user_id = ?1 AND client_id = ?2",
-        )?
+        .prepare_cached("SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts WHERE user_id = ?1 AND client_id = ?2")?
         .query_row(params![g.user_id, g.client_id], |r| r.get(0))?;
     if client_user > i64::from(limits.per_client_user) {
         c.prepare_cached(
