@@ -19,13 +19,15 @@ use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Read connections kept open between reads.
 const MAX_IDLE_READERS: usize = 8;
 /// The most jobs one transaction takes.
 const MAX_BATCH: usize = 256;
+/// How long the writer waits for more jobs to join a batch when writes come in numbers.
+const GATHER: Duration = Duration::from_micros(200);
 /// How long a statement waits for a lock held by another process (the admin CLI) before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Prepared statements cached per connection.
@@ -239,14 +241,23 @@ impl Engine {
 fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>) {
     let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
     let mut sync = Durability::Durable;
+    let mut last_batch = 0;
     while let Ok(first) = jobs.recv() {
         batch.push(first);
+        // Writers are waiting in numbers (the last batch had company): give them a moment to join this one,
+        // so that one commit serves them all instead of each starting a commit of its own.
+        let deadline = (last_batch > 1).then(|| Instant::now() + GATHER);
         while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+            let next = match deadline {
+                Some(deadline) => jobs.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok(),
+                None => jobs.try_recv().ok(),
+            };
+            match next {
+                Some(job) => batch.push(job),
+                None => break,
             }
         }
+        last_batch = batch.len();
         let wanted = if batch.iter().any(|j| j.durability() == Durability::Durable) {
             Durability::Durable
         } else {
@@ -263,13 +274,20 @@ fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>) {
             }
         }
         // A durable job is never answered from a commit that was not fsynced.
+        let started = Instant::now();
         let committed = if wanted == Durability::Durable && sync != Durability::Durable {
             Err(StoreError::Unavailable("cannot set SQLite's synchronous level".into()))
         } else {
             run_batch(conn, &mut batch)
         };
-        if let Err(e) = &committed {
-            tracing::warn!(error = %e, jobs = batch.len(), "SQLite write batch failed");
+        match &committed {
+            Ok(()) => tracing::trace!(
+                jobs = batch.len(),
+                durable = (wanted == Durability::Durable),
+                micros = started.elapsed().as_micros() as u64,
+                "committed"
+            ),
+            Err(e) => tracing::warn!(error = %e, jobs = batch.len(), "SQLite write batch failed"),
         }
         for job in batch.drain(..) {
             job.finish(committed.as_ref().map(|_| ()));
@@ -289,7 +307,10 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> StoreResult<
             }
             exec("RELEASE job")?;
         }
-        exec("COMMIT")
+        let started = Instant::now();
+        let committed = exec("COMMIT");
+        tracing::trace!(micros = started.elapsed().as_micros() as u64, "commit");
+        committed
     })();
     if body.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
