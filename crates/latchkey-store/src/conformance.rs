@@ -29,6 +29,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     single_use_values_are_recorded_once(store.clone()).await;
     app_check_and_ownership(&*store).await;
     listings_are_kept_by_item_id(&*store).await;
+    seeded_users_and_grants_are_stored_as_they_are(&*store).await;
     // Last: deleting unused clients and purging deleted ones touch every client in the database.
     client_lifecycle(&*store).await;
 }
@@ -408,4 +409,45 @@ async fn listings_are_kept_by_item_id(store: &dyn Store) {
     assert!(store.delete_listing(&item).await.expect("delete"));
     assert!(!store.delete_listing(&item).await.expect("twice"));
     assert_eq!(store.listing(&item).await.expect("gone"), None);
+}
+
+async fn seeded_users_and_grants_are_stored_as_they_are(store: &dyn Store) {
+    let (client_id, _) = fixture(store).await;
+    let users: Vec<(NewUser, Channel)> = (0..3)
+        .map(|_| {
+            let id = random_b64(9);
+            let user = NewUser {
+                id: id.clone(),
+                email: format!("{}@seed.invalid", random_b64(9).to_lowercase()),
+                name: None,
+                password_hash: "!".into(),
+                created_at: T0,
+            };
+            let channel = Channel {
+                id: format!("UC{}", random_b64(9)),
+                user_id: id,
+                title: "seed".into(),
+                description: String::new(),
+                created_at: T0,
+            };
+            (user, channel)
+        })
+        .collect();
+    let grants: Vec<Grant> = (0..6)
+        .map(|i| {
+            let c = code(&client_id, &users[i % 3].0.id);
+            Grant { revoked_at: (i == 5).then_some(T0), ..grant_for(&c, T0) }
+        })
+        .collect();
+    store.seed(&users, &grants).await.expect("seed");
+    for g in &grants {
+        let found = store.grant_by_refresh(&g.refresh_hash).await.expect("get").expect("seeded");
+        assert_eq!(&found.grant, g);
+    }
+    assert!(store.channel_of(&users[2].0.id).await.expect("channel").is_some());
+    // All or none: a batch with a taken user id stores nothing.
+    let again = vec![users[0].clone()];
+    let more = grant_for(&code(&client_id, &users[0].0.id), T0);
+    assert!(store.seed(&again, std::slice::from_ref(&more)).await.is_err());
+    assert!(store.grant_by_refresh(&more.refresh_hash).await.expect("get").is_none());
 }

@@ -201,6 +201,10 @@ pub trait Store: Send + Sync + 'static {
     /// nothing is recorded), or `None` when all were new.
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>>;
 
+    /// Bulk loading for load tests (`latchkey admin seed-grants`): stores users with their channels, then grants,
+    /// as they are and all or none, without codes and without the refresh-token limits.
+    async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()>;
+
     /// Removes what has expired (sessions, codes, throttling windows) before `now`; returns rows removed.
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64>;
     /// Whether the database answers.

@@ -167,6 +167,52 @@ impl PgStore {
         Ok(None)
     }
 
+    /// Bulk loading: each table in one statement over arrays (`UNNEST`), all in one transaction.
+    async fn seed_tx(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> sqlx::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let col = |f: fn(&(NewUser, Channel)) -> String| users.iter().map(f).collect::<Vec<String>>();
+        sqlx::query(
+            "INSERT INTO users (id, email, name, password_hash, created_at) \
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])",
+        )
+        .bind(col(|(u, _)| u.id.clone()))
+        .bind(col(|(u, _)| u.email.clone()))
+        .bind(users.iter().map(|(u, _)| u.name.clone()).collect::<Vec<Option<String>>>())
+        .bind(col(|(u, _)| u.password_hash.clone()))
+        .bind(users.iter().map(|(u, _)| u.created_at.0).collect::<Vec<i64>>())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO channels (id, user_id, title, description, created_at) \
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])",
+        )
+        .bind(col(|(_, c)| c.id.clone()))
+        .bind(col(|(_, c)| c.user_id.clone()))
+        .bind(col(|(_, c)| c.title.clone()))
+        .bind(col(|(_, c)| c.description.clone()))
+        .bind(users.iter().map(|(_, c)| c.created_at.0).collect::<Vec<i64>>())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, \
+             revoked_at, code_hash) SELECT * FROM UNNEST($1::bytea[], $2::text[], $3::text[], $4::bigint[], \
+             $5::bytea[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bytea[])",
+        )
+        .bind(grants.iter().map(|g| g.id.0.to_vec()).collect::<Vec<Vec<u8>>>())
+        .bind(grants.iter().map(|g| g.client_id.clone()).collect::<Vec<String>>())
+        .bind(grants.iter().map(|g| g.user_id.clone()).collect::<Vec<String>>())
+        .bind(grants.iter().map(|g| i64::from(g.scopes.0)).collect::<Vec<i64>>())
+        .bind(grants.iter().map(|g| g.refresh_hash.clone()).collect::<Vec<Vec<u8>>>())
+        .bind(grants.iter().map(|g| g.dpop_jkt.clone()).collect::<Vec<Option<String>>>())
+        .bind(grants.iter().map(|g| g.created_at.0).collect::<Vec<i64>>())
+        .bind(grants.iter().map(|g| opt_time(g.expires_at)).collect::<Vec<Option<i64>>>())
+        .bind(grants.iter().map(|g| opt_time(g.revoked_at)).collect::<Vec<Option<i64>>>())
+        .bind(grants.iter().map(|g| g.code_hash.clone()).collect::<Vec<Vec<u8>>>())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
+    }
+
     async fn create_user_tx(&self, u: &NewUser, ch: &Channel) -> sqlx::Result<()> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("INSERT INTO users (id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)")
@@ -734,6 +780,10 @@ impl Store for PgStore {
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
         retrying!(self.record_once_tx(values, now))
+    }
+
+    async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()> {
+        self.seed_tx(users, grants).await.map_err(map_err)
     }
 
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {

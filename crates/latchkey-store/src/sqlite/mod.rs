@@ -142,17 +142,11 @@ fn enforce_limits(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime)
     Ok(())
 }
 
-/// Marks the code used and stores the grant, then enforces the limits: one job of the writer.
-fn redeem(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<Outcome<Redeemed>> {
-    let used = c
-        .prepare_cached("UPDATE auth_codes SET used_at = ?1 WHERE code_hash = ?2 AND used_at IS NULL")?
-        .execute(params![now.0, g.code_hash])?;
-    if used == 0 {
-        return Ok(Outcome::Discard(Redeemed::AlreadyUsed));
-    }
+/// Inserts a grant as it is.
+fn insert_grant(c: &Connection, g: &Grant) -> rusqlite::Result<usize> {
     c.prepare_cached(
         "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, \
-         revoked_at, code_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9)",
+         revoked_at, code_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         g.id.encode(),
@@ -163,8 +157,29 @@ fn redeem(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusq
         g.dpop_jkt,
         g.created_at.0,
         opt_time(g.expires_at),
+        opt_time(g.revoked_at),
         g.code_hash
-    ])?;
+    ])
+}
+
+/// Inserts a user and their channel.
+fn insert_user(c: &Connection, u: &NewUser, ch: &Channel) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![u.id, u.email, u.name, u.password_hash, u.created_at.0])?;
+    c.prepare_cached("INSERT INTO channels (id, user_id, title, description, created_at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![ch.id, ch.user_id, ch.title, ch.description, ch.created_at.0])?;
+    Ok(())
+}
+
+/// Marks the code used and stores the grant, then enforces the limits: one job of the writer.
+fn redeem(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<Outcome<Redeemed>> {
+    let used = c
+        .prepare_cached("UPDATE auth_codes SET used_at = ?1 WHERE code_hash = ?2 AND used_at IS NULL")?
+        .execute(params![now.0, g.code_hash])?;
+    if used == 0 {
+        return Ok(Outcome::Discard(Redeemed::AlreadyUsed));
+    }
+    insert_grant(c, g)?;
     enforce_limits(c, g, limits, now)?;
     Ok(Outcome::Keep(Redeemed::Issued))
 }
@@ -364,19 +379,7 @@ impl Store for SqliteStore {
 
     async fn create_user(&self, u: &NewUser, ch: &Channel) -> StoreResult<()> {
         let (u, ch) = (u.clone(), ch.clone());
-        self.engine
-            .write_keep(move |c| {
-                c.prepare_cached(
-                    "INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?
-                .execute(params![u.id, u.email, u.name, u.password_hash, u.created_at.0])?;
-                c.prepare_cached(
-                    "INSERT INTO channels (id, user_id, title, description, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )?
-                .execute(params![ch.id, ch.user_id, ch.title, ch.description, ch.created_at.0])?;
-                Ok(())
-            })
-            .await
+        self.engine.write_keep(move |c| insert_user(c, &u, &ch)).await
     }
 
     async fn user(&self, id: &str) -> StoreResult<Option<User>> {
@@ -554,6 +557,21 @@ impl Store for SqliteStore {
                     }
                 }
                 Ok(Outcome::Keep(None))
+            })
+            .await
+    }
+
+    async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()> {
+        let (users, grants) = (users.to_vec(), grants.to_vec());
+        self.engine
+            .write_keep(move |c| {
+                for (u, ch) in &users {
+                    insert_user(c, u, ch)?;
+                }
+                for g in &grants {
+                    insert_grant(c, g)?;
+                }
+                Ok(())
             })
             .await
     }
