@@ -15,8 +15,8 @@ use latchkey_store::{Channel, NewUser, Project, Store};
 use serde_json::json;
 use std::time::Instant;
 
-/// Grants stored per store call.
-const BATCH: u64 = 20_000;
+/// Grants stored per store call (one SQLite transaction).
+const BATCH: u64 = 100_000;
 /// Random bytes per grant: 16 of id, 32 of refresh-token hash, 32 of code hash.
 const RANDOM_PER_GRANT: usize = 80;
 

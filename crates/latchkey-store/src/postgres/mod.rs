@@ -31,6 +31,9 @@ pub struct PgStore {
     pool: PgPool,
 }
 
+/// A pooled connection idle for longer is pinged before it is handed out (a broken one is replaced).
+const PING_IF_IDLE_FOR: Duration = Duration::from_millis(50);
+
 /// How often a transaction that lost a serialization or deadlock race is tried again.
 const TX_RETRIES: u32 = 3;
 
@@ -73,7 +76,17 @@ impl PgStore {
             .max_connections(pool.max_connections.max(1))
             .min_connections(0)
             .acquire_timeout(pool.acquire_timeout)
-            .test_before_acquire(true)
+            // A connection that sat idle (for example through an outage) is checked with a ping before use; a
+            // busy one is not, so that a query costs one round trip under load instead of two.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < PING_IF_IDLE_FOR {
+                        return Ok(true);
+                    }
+                    Ok(sqlx::Connection::ping(conn).await.is_ok())
+                })
+            })
             .idle_timeout(Duration::from_secs(300))
             .connect_with(options)
             .await
