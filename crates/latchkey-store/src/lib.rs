@@ -180,7 +180,8 @@ pub trait Store: Send + Sync + 'static {
     /// Marks the code used and stores its grant, in one transaction, then enforces the refresh-token limits.
     /// When the code was used meanwhile, nothing is stored and the answer is [`Redeemed::AlreadyUsed`].
     async fn redeem_code(&self, grant: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed>;
-    /// Revokes the grants made from a code (on its reuse); returns how many.
+    /// Revokes the grants made from a code (on its reuse), as long as the code is kept (a day past its expiry,
+    /// see [`Store::purge_expired`]); returns how many.
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64>;
     /// The grant held by a refresh token, with the state of its user and client.
     async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>>;

@@ -177,8 +177,8 @@ fn insert_user(c: &Connection, u: &NewUser, ch: &Channel) -> rusqlite::Result<()
 /// Marks the code used and stores the grant, then enforces the limits: one job of the writer.
 fn redeem(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<Outcome<Redeemed>> {
     let used = c
-        .prepare_cached("UPDATE auth_codes SET used_at = ?1 WHERE code_hash = ?2 AND used_at IS NULL")?
-        .execute(params![now.0, g.code_hash])?;
+        .prepare_cached("UPDATE auth_codes SET used_at = ?1, grant_id = ?3 WHERE code_hash = ?2 AND used_at IS NULL")?
+        .execute(params![now.0, g.code_hash, g.id.encode()])?;
     if used == 0 {
         return Ok(Outcome::Discard(Redeemed::AlreadyUsed));
     }
@@ -502,7 +502,10 @@ impl Store for SqliteStore {
     }
 
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64> {
-        let sql = "UPDATE grants SET revoked_at = ?1 WHERE code_hash = ?2 AND revoked_at IS NULL";
+        // The code row names the grant it was redeemed for (the grants table has no index on code_hash).
+        let sql =
+            "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT grant_id FROM auth_codes WHERE code_hash = ?2) \
+                   AND revoked_at IS NULL";
         Ok(self.exec(sql, (now.0, code_hash.to_vec())).await? as u64)
     }
 
