@@ -156,6 +156,10 @@ fn public_jwk(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> Resul
 /// Compares two HTTP URIs without query and fragment, after syntax- and scheme-based normalisation
 /// (RFC 9449 §4.3 item 9; RFC 3986 §6.2.2, §6.2.3).
 pub fn same_uri(a: &str, b: &str) -> bool {
+    // The usual case, the same bytes: one parse, no normalisation (the same input normalises the same way).
+    if a == b {
+        return url::Url::parse(a).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+    }
     fn normal(s: &str) -> Option<String> {
         let mut u = url::Url::parse(s).ok()?;
         if !matches!(u.scheme(), "http" | "https") {
