@@ -26,6 +26,8 @@ use tokio::sync::oneshot;
 const MAX_IDLE_READERS: usize = 8;
 /// The most jobs one transaction takes.
 const MAX_BATCH: usize = 256;
+/// How often, at most, the WAL is checkpointed while writes come in.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 /// How long the writer waits for more jobs to join a batch when writes come in numbers.
 const GATHER: Duration = Duration::from_micros(200);
 /// How long a statement waits for a lock held by another process (the admin CLI) before failing.
@@ -177,10 +179,20 @@ impl Engine {
             return Err(StoreError::Other(format!("SQLite refused WAL mode (journal_mode is {mode})")));
         }
         migrate(&writer)?;
+        // Checkpoints (copying the WAL back into the database file, with its fsync) run on a thread of their
+        // own instead of inside a commit every 1000 pages: the writer's batches never wait for one, and the
+        // copying overlaps with the writer's fsyncs. A passive checkpoint never blocks the writer or readers.
+        writer.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(map_err)?;
+        let checkpointer = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(map_err)?;
+        let (committed_tx, committed_rx) = mpsc::sync_channel::<()>(1);
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_loop(&checkpointer, &committed_rx))
+            .map_err(|e| StoreError::Other(format!("starting the SQLite checkpointer: {e}")))?;
         let (tx, rx) = mpsc::channel::<Box<dyn WriteJob>>();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || write_loop(&writer, &rx))
+            .spawn(move || write_loop(&writer, &rx, &committed_tx))
             .map_err(|e| StoreError::Other(format!("starting the SQLite writer: {e}")))?;
         Ok(Arc::new(Self { path: path.to_owned(), jobs: tx, readers: Mutex::new(Vec::new()) }))
     }
@@ -243,7 +255,7 @@ impl Engine {
 }
 
 /// The writer thread: batches jobs until the store is dropped.
-fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>) {
+fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>, checkpoint: &mpsc::SyncSender<()>) {
     let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
     let mut sync = Durability::Durable;
     let mut last_batch = 0;
@@ -296,6 +308,20 @@ fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>) {
         }
         for job in batch.drain(..) {
             job.finish(committed.as_ref().map(|_| ()));
+        }
+        // Wakes the checkpointer (a wake-up already pending is enough).
+        let _ = checkpoint.try_send(());
+    }
+}
+
+/// The checkpointer: after commits, at most every [`CHECKPOINT_EVERY`], copies the WAL into the database file.
+/// It stops when the writer does.
+fn checkpoint_loop(conn: &Connection, committed: &mpsc::Receiver<()>) {
+    while committed.recv().is_ok() {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        while committed.try_recv().is_ok() {}
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "SQLite checkpoint");
         }
     }
 }
