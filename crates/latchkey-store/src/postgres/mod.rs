@@ -133,27 +133,41 @@ impl PgStore {
         .bind(&g.code_hash)
         .execute(&mut *tx)
         .await?;
-        // Refresh-token limits: keep the newest N live grants of each set, invalidate the rest.
-        sqlx::query(
-            "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE client_id = $2 AND \
-             user_id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) \
-             ORDER BY seq DESC OFFSET $4)",
+        // Refresh-token limits: keep the newest N live grants of each set, invalidate the rest. The trigger's
+        // count of unrevoked grants (`grant_counts`, exact under the user's row lock taken above) is read first:
+        // at or under a limit nothing can be over it, and the walk over the user's grants is skipped.
+        let (client_user, user): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(unrevoked) FILTER (WHERE client_id = $2), 0)::BIGINT, \
+             COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts WHERE user_id = $1",
         )
-        .bind(now.0)
+        .bind(&g.user_id)
         .bind(&g.client_id)
-        .bind(&g.user_id)
-        .bind(i64::from(limits.per_client_user))
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await?;
-        sqlx::query(
-            "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE user_id = $2 AND \
-             revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) ORDER BY seq DESC OFFSET $3)",
-        )
-        .bind(now.0)
-        .bind(&g.user_id)
-        .bind(i64::from(limits.per_user))
-        .execute(&mut *tx)
-        .await?;
+        if client_user > i64::from(limits.per_client_user) {
+            sqlx::query(
+                "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE client_id = $2 AND \
+                 user_id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) \
+                 ORDER BY seq DESC OFFSET $4)",
+            )
+            .bind(now.0)
+            .bind(&g.client_id)
+            .bind(&g.user_id)
+            .bind(i64::from(limits.per_client_user))
+            .execute(&mut *tx)
+            .await?;
+        }
+        if user > i64::from(limits.per_user) {
+            sqlx::query(
+                "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE user_id = $2 AND \
+                 revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) ORDER BY seq DESC OFFSET $3)",
+            )
+            .bind(now.0)
+            .bind(&g.user_id)
+            .bind(i64::from(limits.per_user))
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(Redeemed::Issued)
     }
