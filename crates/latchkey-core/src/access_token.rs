@@ -12,6 +12,7 @@ use crate::time::UnixTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ring::hmac;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The prefix of every access token.
 pub const PREFIX: &str = "lka_";
@@ -28,6 +29,20 @@ impl GrantId {
     pub fn generate() -> Self {
         let mut id = [0u8; 16];
         id.copy_from_slice(&random_bytes(16));
+        Self(id)
+    }
+
+    /// A fresh identifier for a grant issued at `now`: 4 bytes of Unix seconds, 4 of a sequence this process
+    /// counts up, then 8 random bytes. Grants issued together get neighbouring ids, so the store's id index
+    /// takes a batch of them on one page instead of one random page each (a write to the log per grant);
+    /// the random part keeps ids from different processes apart. The sequence is the one piece of state
+    /// shared by the whole process, and only orders ids.
+    pub fn generate_at(now: UnixTime) -> Self {
+        static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+        let mut id = [0u8; 16];
+        id[..4].copy_from_slice(&(now.0 as u32).to_be_bytes());
+        id[4..8].copy_from_slice(&SEQUENCE.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+        id[8..].copy_from_slice(&random_bytes(8));
         Self(id)
     }
 
@@ -183,5 +198,16 @@ mod tests {
         for t in ["", "lka_", "lka_!!!", "Bearer x", &format!("lka_{}", "A".repeat(200))] {
             assert_eq!(verify(std::slice::from_ref(&key), t, UnixTime(0)), Err(AccessTokenError::Invalid));
         }
+    }
+
+    #[test]
+    fn grant_ids_issued_together_are_neighbours_and_still_unique() {
+        let now = UnixTime(1_700_000_000);
+        let a = GrantId::generate_at(now);
+        let b = GrantId::generate_at(now);
+        assert_ne!(a, b);
+        assert_eq!(a.0[..4], b.0[..4], "same second");
+        assert!(a.0[4..8] < b.0[4..8], "issuance order");
+        assert_eq!(GrantId::decode(&a.encode()), Some(a));
     }
 }

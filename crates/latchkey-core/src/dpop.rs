@@ -156,6 +156,10 @@ fn public_jwk(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> Resul
 /// Compares two HTTP URIs without query and fragment, after syntax- and scheme-based normalisation
 /// (RFC 9449 §4.3 item 9; RFC 3986 §6.2.2, §6.2.3).
 pub fn same_uri(a: &str, b: &str) -> bool {
+    // The usual case, the same bytes: one parse, no normalisation (the same input normalises the same way).
+    if a == b {
+        return url::Url::parse(a).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+    }
     fn normal(s: &str) -> Option<String> {
         let mut u = url::Url::parse(s).ok()?;
         if !matches!(u.scheme(), "http" | "https") {
@@ -203,16 +207,33 @@ pub fn code_jti(code: &str) -> String {
     URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, code.as_bytes()))
 }
 
-/// The key under which a proof's `jti` is remembered: one per (key, jti).
-pub fn replay_key(proof: &Proof) -> Vec<u8> {
+/// The key under which a proof's `jti` is remembered until `expires_at`: one per (key, jti).
+///
+/// Replay keys start with their expiry (8 bytes, big-endian), then a SHA-256: the store's index of recorded
+/// values then grows at one end, like a log, instead of taking each new value at a random place (one page
+/// write per value). The expiry must be a function of the value itself (here of the proof's `iat`, for a nonce
+/// its own expiry), so that a replay computes the same key.
+pub fn replay_key(proof: &Proof, expires_at: UnixTime) -> Vec<u8> {
     let input = format!("jti:{}:{}", proof.jkt, proof.jti);
-    ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref().to_vec()
+    time_ordered_key(expires_at, &input)
 }
 
-/// The key under which a used nonce is remembered.
-pub fn nonce_replay_key(nonce: &str) -> Vec<u8> {
-    let input = format!("nonce:{nonce}");
-    ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref().to_vec()
+/// The key under which a used nonce is remembered until its expiry (see [`replay_key`]).
+pub fn nonce_replay_key(nonce: &str, expires_at: UnixTime) -> Vec<u8> {
+    time_ordered_key(expires_at, &format!("nonce:{nonce}"))
+}
+
+fn time_ordered_key(expires_at: UnixTime, input: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(8 + 32);
+    key.extend_from_slice(&expires_at.0.to_be_bytes());
+    key.extend_from_slice(ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref());
+    key
+}
+
+/// Until when a proof's `jti` must be remembered: past the last second at which [`verify`] accepts its `iat`
+/// (`iat + max_age`). It depends on the proof alone, as [`replay_key`] requires.
+pub fn jti_expiry(proof: &Proof, window: Window) -> UnixTime {
+    proof.iat.plus(window.max_age + 1)
 }
 
 /// Issues a nonce valid until `expires_at`.

@@ -1,5 +1,5 @@
 //! Micro-benchmarks of the hot paths: DPoP proof checking (parse + verify + replay recording in the store),
-//! PKCE, access-token minting and verification.
+//! PKCE, access-token minting and verification, and the raw argon2id password hash.
 //!
 //! Run with `cargo bench -p latchkey-server --bench hot_paths`.
 
@@ -58,7 +58,10 @@ fn dpop_benches(c: &mut Criterion) {
             async move {
                 let checked = dpop::verify(p, "POST", URL, NOW, Window::default()).expect("valid");
                 // Replays after the first pass through the list are expected; the cost is the same write.
-                let _ = store.record_once(&[(dpop::replay_key(&checked), NOW.plus(66))], NOW).await.expect("record");
+                let _ = store
+                    .record_once(&[(dpop::replay_key(&checked, NOW.plus(66)), NOW.plus(66))], NOW)
+                    .await
+                    .expect("record");
             }
         })
     });
@@ -86,5 +89,16 @@ fn token_benches(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, dpop_benches, token_benches);
+/// The raw argon2id hash with the default parameters (19 MiB, 2 passes, 1 lane): what bounds sign-ins.
+fn password_benches(c: &mut Criterion) {
+    let phc = latchkey_server::password::hash("correct horse battery staple").expect("hash");
+    let mut group = c.benchmark_group("password");
+    group.sample_size(20);
+    group.bench_function("argon2id_verify", |b| {
+        b.iter(|| latchkey_server::password::verify(black_box("correct horse battery staple"), Some(&phc)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, dpop_benches, token_benches, password_benches);
 criterion_main!(benches);

@@ -14,6 +14,9 @@ use latchkey_core::time::UnixTime;
 use latchkey_store::{Channel, KeyKind, Listing, NewUser, Project, Publisher, Store, StoreError, User};
 use serde_json::{json, Value};
 
+mod seed;
+pub use seed::seed_grants;
+
 /// An administrative operation that failed, with a message for the operator.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {

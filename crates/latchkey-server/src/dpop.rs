@@ -51,10 +51,11 @@ pub async fn use_proof(state: &AppState, proof: &Proof, rule: NonceRule, now: Un
             Err(NonceError::Invalid) => return Err(use_nonce("The DPoP nonce is not valid: use the new DPoP-Nonce.")),
         },
     };
-    let jti_expiry = now.plus(state.config.dpop_max_age + state.config.dpop_max_future + 1);
-    let mut values = vec![(dpop::replay_key(proof), jti_expiry)];
+    let window = Window { max_age: state.config.dpop_max_age, max_future: state.config.dpop_max_future };
+    let jti_expiry = dpop::jti_expiry(proof, window);
+    let mut values = vec![(dpop::replay_key(proof, jti_expiry), jti_expiry)];
     if let (Some(n), Some(expiry)) = (&proof.nonce, nonce_expiry) {
-        values.push((dpop::nonce_replay_key(n), expiry));
+        values.push((dpop::nonce_replay_key(n, expiry), expiry));
     }
     match state.store.record_once(&values, now).await? {
         None => Ok(()),

@@ -102,6 +102,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         urls: Arc::new(urls.clone()),
         keys,
         clock,
+        passwords: password::Gate::per_core(),
     };
     let app = routes::router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();

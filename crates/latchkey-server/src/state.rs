@@ -24,6 +24,8 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The external App Check provider, when one is configured.
     pub app_check_provider: Option<crate::app_check::External>,
+    /// Admits password hashes, one per core at a time.
+    pub passwords: crate::password::Gate,
 }
 
 impl AppState {

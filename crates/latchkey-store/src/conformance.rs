@@ -32,6 +32,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     project_members_keep_an_owner(&*store).await;
     owners_removing_each_other_at_once_leave_one(store.clone()).await;
     api_keys_are_kept_per_user(&*store).await;
+    seeded_users_and_grants_are_stored_as_they_are(&*store).await;
     // Last: deleting unused clients and purging deleted ones touch every client in the database.
     client_lifecycle(&*store).await;
 }
@@ -105,7 +106,8 @@ fn grant_for(code: &AuthCode, at: UnixTime) -> Grant {
     }
 }
 
-async fn issue(store: &dyn Store, client_id: &str, user_id: &str, limits: GrantLimits) -> Grant {
+/// Stores a code and redeems it into a grant.
+pub(crate) async fn issue(store: &dyn Store, client_id: &str, user_id: &str, limits: GrantLimits) -> Grant {
     let c = code(client_id, user_id);
     store.insert_code(&c).await.expect("code");
     let g = grant_for(&c, T0);
@@ -527,4 +529,45 @@ async fn api_keys_are_kept_per_user(store: &dyn Store) {
     assert!(store.delete_api_key(&key.id, &user).await.expect("revoke"));
     assert!(store.api_key(&key.id).await.expect("get").is_none());
     assert!(!store.delete_api_key(&key.id, &user).await.expect("gone"));
+}
+
+async fn seeded_users_and_grants_are_stored_as_they_are(store: &dyn Store) {
+    let (client_id, _) = fixture(store).await;
+    let users: Vec<(NewUser, Channel)> = (0..3)
+        .map(|_| {
+            let id = random_b64(9);
+            let user = NewUser {
+                id: id.clone(),
+                email: format!("{}@seed.invalid", random_b64(9).to_lowercase()),
+                name: None,
+                password_hash: "!".into(),
+                created_at: T0,
+            };
+            let channel = Channel {
+                id: format!("UC{}", random_b64(9)),
+                user_id: id,
+                title: "seed".into(),
+                description: String::new(),
+                created_at: T0,
+            };
+            (user, channel)
+        })
+        .collect();
+    let grants: Vec<Grant> = (0..6)
+        .map(|i| {
+            let c = code(&client_id, &users[i % 3].0.id);
+            Grant { revoked_at: (i == 5).then_some(T0), ..grant_for(&c, T0) }
+        })
+        .collect();
+    store.seed(&users, &grants).await.expect("seed");
+    for g in &grants {
+        let found = store.grant_by_refresh(&g.refresh_hash).await.expect("get").expect("seeded");
+        assert_eq!(&found.grant, g);
+    }
+    assert!(store.channel_of(&users[2].0.id).await.expect("channel").is_some());
+    // All or none: a batch with a taken user id stores nothing.
+    let again = vec![users[0].clone()];
+    let more = grant_for(&code(&client_id, &users[0].0.id), T0);
+    assert!(store.seed(&again, std::slice::from_ref(&more)).await.is_err());
+    assert!(store.grant_by_refresh(&more.refresh_hash).await.expect("get").is_none());
 }

@@ -211,7 +211,8 @@ pub trait Store: Send + Sync + 'static {
     /// Marks the code used and stores its grant, in one transaction, then enforces the refresh-token limits.
     /// When the code was used meanwhile, nothing is stored and the answer is [`Redeemed::AlreadyUsed`].
     async fn redeem_code(&self, grant: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed>;
-    /// Revokes the grants made from a code (on its reuse); returns how many.
+    /// Revokes the grants made from a code (on its reuse), as long as the code is kept (a day past its expiry,
+    /// see [`Store::purge_expired`]); returns how many.
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64>;
     /// The grant held by a refresh token, with the state of its user and client.
     async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>>;
@@ -231,6 +232,10 @@ pub trait Store: Send + Sync + 'static {
     /// in one transaction. Returns the index of the first value already recorded and not yet expired (then
     /// nothing is recorded), or `None` when all were new.
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>>;
+
+    /// Bulk loading for load tests (`latchkey admin seed-grants`): stores users with their channels, then grants,
+    /// as they are and all or none, without codes and without the refresh-token limits.
+    async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()>;
 
     /// Removes what has expired (sessions, codes, throttling windows) before `now`; returns rows removed.
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64>;

@@ -1,6 +1,6 @@
 //! Row mappers shared by both backends: the schemas use the same column names, and each backend's row type
-//! reads the few column types through [`StoreRow`]. Only the grant id is stored differently (text in SQLite,
-//! raw bytes in PostgreSQL).
+//! (rusqlite's for SQLite, sqlx's for PostgreSQL) reads the few column types through [`StoreRow`]. Only the grant
+//! id is stored differently (text in SQLite, raw bytes in PostgreSQL).
 
 use crate::records::*;
 use crate::{StoreError, StoreResult};
@@ -32,42 +32,59 @@ pub(crate) trait StoreRow {
 }
 
 /// A column that cannot be read as its type: the schema and the code disagree.
-fn decode_err(e: sqlx::Error) -> StoreError {
+fn decode_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Other(format!("reading a column: {e}"))
 }
 
-/// Implements [`StoreRow`] for a backend's row type.
-macro_rules! store_row {
-    ($row:ty, |$r:ident, $col:ident| $grant_id:expr) => {
-        impl StoreRow for $row {
-            fn text(&self, col: &str) -> StoreResult<String> {
-                self.try_get(col).map_err(decode_err)
-            }
-            fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
-                self.try_get(col).map_err(decode_err)
-            }
-            fn int(&self, col: &str) -> StoreResult<i64> {
-                self.try_get(col).map_err(decode_err)
-            }
-            fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
-                self.try_get(col).map_err(decode_err)
-            }
-            fn flag(&self, col: &str) -> StoreResult<bool> {
-                self.try_get(col).map_err(decode_err)
-            }
-            fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
-                self.try_get(col).map_err(decode_err)
-            }
-            fn grant_id(&self, $col: &str) -> StoreResult<GrantId> {
-                let $r = self;
-                $grant_id.ok_or_else(|| StoreError::Other("malformed grant id".into()))
-            }
-        }
-    };
+/// PostgreSQL rows (sqlx); the grant id is stored as raw bytes.
+impl StoreRow for sqlx::postgres::PgRow {
+    fn text(&self, col: &str) -> StoreResult<String> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn int(&self, col: &str) -> StoreResult<i64> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn flag(&self, col: &str) -> StoreResult<bool> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn grant_id(&self, col: &str) -> StoreResult<GrantId> {
+        self.bytes(col)?.try_into().map(GrantId).map_err(|_| StoreError::Other("malformed grant id".into()))
+    }
 }
 
-store_row!(sqlx::sqlite::SqliteRow, |r, col| GrantId::decode(&r.text(col)?));
-store_row!(sqlx::postgres::PgRow, |r, col| r.bytes(col)?.try_into().ok().map(GrantId));
+/// SQLite rows (rusqlite), which are read with `get` instead of sqlx's `try_get`.
+impl StoreRow for rusqlite::Row<'_> {
+    fn text(&self, col: &str) -> StoreResult<String> {
+        self.get(col).map_err(decode_err)
+    }
+    fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
+        self.get(col).map_err(decode_err)
+    }
+    fn int(&self, col: &str) -> StoreResult<i64> {
+        self.get(col).map_err(decode_err)
+    }
+    fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
+        self.get(col).map_err(decode_err)
+    }
+    fn flag(&self, col: &str) -> StoreResult<bool> {
+        self.get(col).map_err(decode_err)
+    }
+    fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
+        self.get(col).map_err(decode_err)
+    }
+    fn grant_id(&self, col: &str) -> StoreResult<GrantId> {
+        GrantId::decode(&self.text(col)?).ok_or_else(|| StoreError::Other("malformed grant id".into()))
+    }
+}
 
 fn time<R: StoreRow>(r: &R, col: &str) -> StoreResult<UnixTime> {
     r.int(col).map(UnixTime)

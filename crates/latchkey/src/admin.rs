@@ -41,6 +41,16 @@ enum Noun {
     Keys(KeysCmd),
     /// Runs the store's migrations and exits (`serve` also runs them at start-up).
     Migrate,
+    /// Load tests: stores COUNT grants (and a user for every PER_USER of them) under a client of their own,
+    /// through the store in batches; their refresh tokens are held by no one.
+    SeedGrants {
+        /// How many grants.
+        #[arg(long)]
+        count: u64,
+        /// Grants per user.
+        #[arg(long, default_value_t = 10)]
+        per_user: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -537,6 +547,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         },
         // Opening the store ran the migrations.
         Noun::Migrate => Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url) })),
+        Noun::SeedGrants { count, per_user } => ops::seed_grants(store, count, per_user, now).await,
     };
     match result {
         Ok(value) => {

@@ -2,6 +2,7 @@
 
 use crate::ConfigArgs;
 use latchkey_core::time::SystemClock;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
@@ -10,7 +11,17 @@ use tracing_subscriber::EnvFilter;
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let config = args.load()?;
     let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Log lines are formatted on the request's thread and written by a thread of their own, in batches (one
+    // write for every line waiting), so a line per request costs no system call on the hot path. Nothing is
+    // dropped: a full queue makes the logger wait. The guard flushes the rest when the server stops.
+    let (writer, _flush_on_exit) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("latchkey-log")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(std::io::stderr().is_terminal());
     if config.log_format == "json" {
         subscriber.json().init();
     } else {

@@ -2,7 +2,6 @@
 
 use super::AUTHORIZE_PATH;
 use crate::extract::{self, ClientAddr};
-use crate::password;
 use crate::session::{self, SESSION_COOKIE};
 use crate::state::AppState;
 use crate::views::{self, LoginPage};
@@ -87,8 +86,7 @@ pub async fn signin_post(
         Ok(u) => u,
         Err(e) => return unavailable(e),
     };
-    let ok =
-        password::verify_blocking(field("password").to_owned(), user.as_ref().map(|u| u.password_hash.clone())).await;
+    let ok = state.passwords.verify(field("password").to_owned(), user.as_ref().map(|u| u.password_hash.clone())).await;
     let user = match user {
         Some(u) if ok => u,
         _ => {

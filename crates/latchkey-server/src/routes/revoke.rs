@@ -43,12 +43,16 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<()
         None
     };
     let now = state.clock.now();
-    let Some(grant_id) = grant_of(state, token).await? else {
+    let Some((grant_id, owner)) = grant_of(state, token).await? else {
         return Ok(());
     };
     if let Some(client) = client {
-        let found = state.store.grant(&grant_id).await?;
-        if found.is_some_and(|g| g.grant.client_id != client.client_id) {
+        // A refresh token's lookup already named the grant's client; an access token's grant is read for it.
+        let owner = match owner {
+            Some(owner) => Some(owner),
+            None => state.store.grant(&grant_id).await?.map(|g| g.grant.client_id),
+        };
+        if owner.is_some_and(|owner| owner != client.client_id) {
             return Err(OAuthError::invalid_request("The token was not issued to this client.").into());
         }
     }
@@ -58,8 +62,9 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<()
     Ok(())
 }
 
-/// The grant a token belongs to, if it is one of ours. An expired access token still names its grant.
-async fn grant_of(state: &AppState, token: &str) -> Result<Option<GrantId>, TokenError> {
+/// The grant a token belongs to, if it is one of ours, with its client when the lookup read it. An expired access
+/// token still names its grant.
+async fn grant_of(state: &AppState, token: &str) -> Result<Option<(GrantId, Option<String>)>, TokenError> {
     if token.starts_with(access_token::PREFIX) {
         // Verify as of the start of time, so that expiry does not hide the grant. A key this instance does not
         // hold yet (rotated in through another instance) is looked up, as the data API does.
@@ -70,9 +75,9 @@ async fn grant_of(state: &AppState, token: &str) -> Result<Option<GrantId>, Toke
             result = access_token::verify(&state.keys.get().mac, token, UnixTime(i64::MIN));
         }
         return Ok(match result {
-            Ok(c) => Some(c.grant_id),
+            Ok(c) => Some((c.grant_id, None)),
             Err(AccessTokenError::Expired | AccessTokenError::Invalid | AccessTokenError::UnknownKey) => None,
         });
     }
-    Ok(state.store.grant_by_refresh(&secret::hash(token)).await?.map(|g| g.grant.id))
+    Ok(state.store.grant_by_refresh(&secret::hash(token)).await?.map(|g| (g.grant.id, Some(g.grant.client_id))))
 }

@@ -140,7 +140,7 @@ impl Exchange<'_> {
         };
         let refresh_token = Secret::generate("lkr_");
         let grant = Grant {
-            id: GrantId::generate(),
+            id: GrantId::generate_at(now),
             client_id: client.client_id.clone(),
             user_id: record.user_id.clone(),
             scopes: record.scopes,

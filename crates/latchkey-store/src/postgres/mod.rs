@@ -31,6 +31,9 @@ pub struct PgStore {
     pool: PgPool,
 }
 
+/// A pooled connection idle for longer is pinged before it is handed out (a broken one is replaced).
+const PING_IF_IDLE_FOR: Duration = Duration::from_millis(50);
+
 /// How often a transaction that lost a serialization or deadlock race is tried again.
 const TX_RETRIES: u32 = 3;
 
@@ -73,7 +76,17 @@ impl PgStore {
             .max_connections(pool.max_connections.max(1))
             .min_connections(0)
             .acquire_timeout(pool.acquire_timeout)
-            .test_before_acquire(true)
+            // A connection that sat idle (for example through an outage) is checked with a ping before use; a
+            // busy one is not, so that a query costs one round trip under load instead of two.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < PING_IF_IDLE_FOR {
+                        return Ok(true);
+                    }
+                    Ok(sqlx::Connection::ping(conn).await.is_ok())
+                })
+            })
             .idle_timeout(Duration::from_secs(300))
             .connect_with(options)
             .await
@@ -120,27 +133,41 @@ impl PgStore {
         .bind(&g.code_hash)
         .execute(&mut *tx)
         .await?;
-        // Refresh-token limits: keep the newest N live grants of each set, invalidate the rest.
-        sqlx::query(
-            "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE client_id = $2 AND \
-             user_id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) \
-             ORDER BY seq DESC OFFSET $4)",
+        // Refresh-token limits: keep the newest N live grants of each set, invalidate the rest. The trigger's
+        // count of unrevoked grants (`grant_counts`, exact under the user's row lock taken above) is read first:
+        // at or under a limit nothing can be over it, and the walk over the user's grants is skipped.
+        let (client_user, user): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(unrevoked) FILTER (WHERE client_id = $2), 0)::BIGINT, \
+             COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts WHERE user_id = $1",
         )
-        .bind(now.0)
+        .bind(&g.user_id)
         .bind(&g.client_id)
-        .bind(&g.user_id)
-        .bind(i64::from(limits.per_client_user))
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await?;
-        sqlx::query(
-            "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE user_id = $2 AND \
-             revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) ORDER BY seq DESC OFFSET $3)",
-        )
-        .bind(now.0)
-        .bind(&g.user_id)
-        .bind(i64::from(limits.per_user))
-        .execute(&mut *tx)
-        .await?;
+        if client_user > i64::from(limits.per_client_user) {
+            sqlx::query(
+                "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE client_id = $2 AND \
+                 user_id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) \
+                 ORDER BY seq DESC OFFSET $4)",
+            )
+            .bind(now.0)
+            .bind(&g.client_id)
+            .bind(&g.user_id)
+            .bind(i64::from(limits.per_client_user))
+            .execute(&mut *tx)
+            .await?;
+        }
+        if user > i64::from(limits.per_user) {
+            sqlx::query(
+                "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE user_id = $2 AND \
+                 revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) ORDER BY seq DESC OFFSET $3)",
+            )
+            .bind(now.0)
+            .bind(&g.user_id)
+            .bind(i64::from(limits.per_user))
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(Redeemed::Issued)
     }
@@ -165,6 +192,52 @@ impl PgStore {
         }
         tx.commit().await?;
         Ok(None)
+    }
+
+    /// Bulk loading: each table in one statement over arrays (`UNNEST`), all in one transaction.
+    async fn seed_tx(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> sqlx::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let col = |f: fn(&(NewUser, Channel)) -> String| users.iter().map(f).collect::<Vec<String>>();
+        sqlx::query(
+            "INSERT INTO users (id, email, name, password_hash, created_at) \
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])",
+        )
+        .bind(col(|(u, _)| u.id.clone()))
+        .bind(col(|(u, _)| u.email.clone()))
+        .bind(users.iter().map(|(u, _)| u.name.clone()).collect::<Vec<Option<String>>>())
+        .bind(col(|(u, _)| u.password_hash.clone()))
+        .bind(users.iter().map(|(u, _)| u.created_at.0).collect::<Vec<i64>>())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO channels (id, user_id, title, description, created_at) \
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])",
+        )
+        .bind(col(|(_, c)| c.id.clone()))
+        .bind(col(|(_, c)| c.user_id.clone()))
+        .bind(col(|(_, c)| c.title.clone()))
+        .bind(col(|(_, c)| c.description.clone()))
+        .bind(users.iter().map(|(_, c)| c.created_at.0).collect::<Vec<i64>>())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, \
+             revoked_at, code_hash) SELECT * FROM UNNEST($1::bytea[], $2::text[], $3::text[], $4::bigint[], \
+             $5::bytea[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bytea[])",
+        )
+        .bind(grants.iter().map(|g| g.id.0.to_vec()).collect::<Vec<Vec<u8>>>())
+        .bind(grants.iter().map(|g| g.client_id.clone()).collect::<Vec<String>>())
+        .bind(grants.iter().map(|g| g.user_id.clone()).collect::<Vec<String>>())
+        .bind(grants.iter().map(|g| i64::from(g.scopes.0)).collect::<Vec<i64>>())
+        .bind(grants.iter().map(|g| g.refresh_hash.clone()).collect::<Vec<Vec<u8>>>())
+        .bind(grants.iter().map(|g| g.dpop_jkt.clone()).collect::<Vec<Option<String>>>())
+        .bind(grants.iter().map(|g| g.created_at.0).collect::<Vec<i64>>())
+        .bind(grants.iter().map(|g| opt_time(g.expires_at)).collect::<Vec<Option<i64>>>())
+        .bind(grants.iter().map(|g| opt_time(g.revoked_at)).collect::<Vec<Option<i64>>>())
+        .bind(grants.iter().map(|g| g.code_hash.clone()).collect::<Vec<Vec<u8>>>())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
     }
 
     async fn create_user_tx(&self, u: &NewUser, ch: &Channel) -> sqlx::Result<()> {
@@ -783,6 +856,10 @@ impl Store for PgStore {
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
         retrying!(self.record_once_tx(values, now))
+    }
+
+    async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()> {
+        self.seed_tx(users, grants).await.map_err(map_err)
     }
 
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {

@@ -55,3 +55,36 @@ async fn a_postgres_url_opens_the_postgres_backend() {
     let store = crate::open(&db.url).await.expect("open");
     store.ping().await.expect("ping");
 }
+
+#[tokio::test]
+async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() {
+    use crate::GrantLimits;
+    use latchkey_core::time::UnixTime;
+    let Some(db) = TestDatabase::create().await else { return };
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let (client_id, user_id) = crate::conformance::fixture(&store).await;
+    let counted = |store: &PgStore| {
+        let pool = store.pool.clone();
+        async move {
+            sqlx::query_as::<_, (i64, i64)>(
+                "SELECT (SELECT COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts), \
+                 (SELECT count(*) FROM grants WHERE revoked_at IS NULL)",
+            )
+            .fetch_one(&pool)
+            .await
+            .expect("count")
+        }
+    };
+    let limits = GrantLimits { per_client_user: 3, per_user: 100 };
+    let mut grants = Vec::new();
+    for _ in 0..5 {
+        grants.push(crate::conformance::issue(&store, &client_id, &user_id, limits).await);
+    }
+    assert_eq!(counted(&store).await, (3, 3), "the limit revoked the two oldest, and the count follows");
+    store.revoke_grant(&grants[4].id, UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted(&store).await, (2, 2));
+    store.revoke_grants_of_code(&grants[3].code_hash, UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted(&store).await, (1, 1));
+    store.delete_user(&user_id).await.expect("delete");
+    assert_eq!(counted(&store).await, (0, 0), "a deleted user's counts go with their grants");
+}

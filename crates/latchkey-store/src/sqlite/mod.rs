@@ -1,66 +1,111 @@
-//! The SQLite backend: one file, WAL mode, `synchronous=FULL` so that a committed grant survives a crash.
+//! The SQLite backend: one file, WAL mode, `synchronous=FULL` so that a committed grant survives a crash (and
+//! a power cut). Writes are group-committed by one writer thread; reads run on pooled connections (see
+//! [`engine`]).
+
+mod engine;
 
 use crate::records::*;
 use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use crate::{Store, StoreError, StoreResult};
 use async_trait::async_trait;
+use engine::{Durability, Engine, Outcome};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::Category;
 use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::Row;
-use std::str::FromStr;
-use std::time::Duration;
+use rusqlite::{params, Connection, Params, Row};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    engine: Arc<Engine>,
 }
 
-const GRANT_STATE: &str = "SELECT g.id, g.client_id, g.user_id, g.scopes, g.refresh_hash, g.dpop_jkt, g.created_at, \
-     g.expires_at, g.revoked_at, g.code_hash, u.disabled_at AS user_disabled_at, c.deleted_at AS client_deleted_at, \
-     p.api_enabled FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
-     JOIN projects p ON p.id = c.project_id";
+/// The writer's page cache while seeding, in KiB.
+const SEED_CACHE_KIB: u32 = 2 * 1024 * 1024;
+
+/// The grant with the state of its user, client and project; a `WHERE` clause follows.
+macro_rules! grant_state {
+    () => {
+        "SELECT g.id, g.client_id, g.user_id, g.scopes, g.refresh_hash, g.dpop_jkt, g.created_at, g.expires_at, \
+         g.revoked_at, g.code_hash, u.disabled_at AS user_disabled_at, c.deleted_at AS client_deleted_at, \
+         p.api_enabled FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
+         JOIN projects p ON p.id = c.project_id"
+    };
+}
+
+/// The file a `sqlite://PATH` (or `sqlite:PATH`) URL names; query parameters are ignored.
+fn path_of(url: &str) -> StoreResult<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .ok_or_else(|| StoreError::Other(format!("bad SQLite URL {url:?}: use sqlite://PATH")))?;
+    let path = rest.split('?').next().unwrap_or("");
+    if path.is_empty() || path == ":memory:" {
+        return Err(StoreError::Other("the SQLite store needs a file: use sqlite://PATH".into()));
+    }
+    Ok(PathBuf::from(path))
+}
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `url` (`sqlite://path` or `sqlite::memory:`) and migrates it.
+    /// Opens (creating if needed) the database at `url` (`sqlite://path`), migrates it and starts its writer.
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Other(format!("bad SQLite URL: {e}")))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .min_connections(1)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
+        let path = path_of(url)?;
+        let engine = tokio::task::spawn_blocking(move || Engine::open(&path))
             .await
-            .map_err(map_err)?;
-        sqlx::migrate!("migrations/sqlite")
-            .run(&pool)
-            .await
-            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))?;
-        Ok(Self { pool })
+            .map_err(|e| StoreError::Other(format!("opening SQLite: {e}")))??;
+        Ok(Self { engine })
     }
-}
 
-/// Maps a driver error into the store's terms.
-fn map_err(e: sqlx::Error) -> StoreError {
-    match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            StoreError::Unavailable(e.to_string())
-        }
-        sqlx::Error::Database(d) if d.message().contains("locked") || d.message().contains("busy") => {
-            StoreError::Unavailable(d.message().to_owned())
-        }
-        _ => StoreError::Other(e.to_string()),
+    /// One row, mapped, or `None`.
+    fn one<T>(
+        &self,
+        sql: &str,
+        params: impl Params,
+        map: impl Fn(&Row<'_>) -> StoreResult<T>,
+    ) -> StoreResult<Option<T>> {
+        self.engine
+            .read(|c| {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(params)?;
+                Ok(rows.next()?.map(&map))
+            })?
+            .transpose()
+    }
+
+    /// Every row, mapped, read on the blocking pool (listings can be long).
+    async fn all<T, P>(&self, sql: &'static str, params: P, map: fn(&Row<'_>) -> StoreResult<T>) -> StoreResult<Vec<T>>
+    where
+        T: Send + 'static,
+        P: Params + Send + 'static,
+    {
+        self.engine
+            .read_blocking(move |c| {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(params)?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    out.push(map(r));
+                }
+                Ok(out)
+            })
+            .await?
+            .into_iter()
+            .collect()
+    }
+
+    /// Runs one statement in the writer, durably; returns the rows it changed.
+    async fn exec<P: Params + Send + 'static>(&self, sql: &'static str, params: P) -> StoreResult<usize> {
+        self.engine.write_keep(move |c| c.prepare_cached(sql)?.execute(params)).await
+    }
+
+    /// Runs one statement in the writer, without waiting for the fsync (see [`Durability::Ephemeral`]).
+    async fn exec_ephemeral<P: Params + Send + 'static>(&self, sql: &'static str, params: P) -> StoreResult<usize> {
+        let run = move |c: &Connection| c.prepare_cached(sql)?.execute(params).map(Outcome::Keep);
+        self.engine.write(Durability::Ephemeral, run).await
     }
 }
 
@@ -68,282 +113,271 @@ fn opt_time(t: Option<UnixTime>) -> Option<i64> {
     t.map(|t| t.0)
 }
 
+fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+/// Refresh-token limits: keep the newest `limit` live grants of each set, invalidate the rest. The triggers'
+/// count of unrevoked grants (`grant_counts`) is read first: at or under the limit nothing can be over it, and
+/// the usual issuance costs two index lookups instead of a walk over the user's grants.
+fn enforce_limits(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<()> {
+    let client_user: i64 = c
+        .prepare_cached("SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts WHERE user_id = ?1 AND client_id = ?2")?
+        .query_row(params![g.user_id, g.client_id], |r| r.get(0))?;
+    if client_user > i64::from(limits.per_client_user) {
+        c.prepare_cached(
+            "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT id FROM grants WHERE client_id = ?2 AND \
+             user_id = ?3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1) \
+             ORDER BY rowid DESC LIMIT -1 OFFSET ?4)",
+        )?
+        .execute(params![now.0, g.client_id, g.user_id, i64::from(limits.per_client_user)])?;
+    }
+    let user: i64 = c
+        .prepare_cached("SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts WHERE user_id = ?1")?
+        .query_row(params![g.user_id], |r| r.get(0))?;
+    if user > i64::from(limits.per_user) {
+        c.prepare_cached(
+            "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT id FROM grants WHERE user_id = ?2 AND \
+             revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1) ORDER BY rowid DESC LIMIT -1 OFFSET ?3)",
+        )?
+        .execute(params![now.0, g.user_id, i64::from(limits.per_user)])?;
+    }
+    Ok(())
+}
+
+/// Inserts a grant as it is.
+fn insert_grant(c: &Connection, g: &Grant) -> rusqlite::Result<usize> {
+    c.prepare_cached(
+        "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, \
+         revoked_at, code_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        g.id.encode(),
+        g.client_id,
+        g.user_id,
+        i64::from(g.scopes.0),
+        g.refresh_hash,
+        g.dpop_jkt,
+        g.created_at.0,
+        opt_time(g.expires_at),
+        opt_time(g.revoked_at),
+        g.code_hash
+    ])
+}
+
+/// Inserts a user and their channel.
+fn insert_user(c: &Connection, u: &NewUser, ch: &Channel) -> rusqlite::Result<()> {
+    c.prepare_cached("INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![u.id, u.email, u.name, u.password_hash, u.created_at.0])?;
+    c.prepare_cached("INSERT INTO channels (id, user_id, title, description, created_at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![ch.id, ch.user_id, ch.title, ch.description, ch.created_at.0])?;
+    Ok(())
+}
+
+/// Marks the code used and stores the grant, then enforces the limits: one job of the writer.
+fn redeem(c: &Connection, g: &Grant, limits: GrantLimits, now: UnixTime) -> rusqlite::Result<Outcome<Redeemed>> {
+    let used = c
+        .prepare_cached("UPDATE auth_codes SET used_at = ?1, grant_id = ?3 WHERE code_hash = ?2 AND used_at IS NULL")?
+        .execute(params![now.0, g.code_hash, g.id.encode()])?;
+    if used == 0 {
+        return Ok(Outcome::Discard(Redeemed::AlreadyUsed));
+    }
+    insert_grant(c, g)?;
+    enforce_limits(c, g, limits, now)?;
+    Ok(Outcome::Keep(Redeemed::Issued))
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_project(&self, p: &Project) -> StoreResult<()> {
-        sqlx::query("INSERT INTO projects (id, name, api_enabled, created_at) VALUES (?, ?, ?, ?)")
-            .bind(&p.id)
-            .bind(&p.name)
-            .bind(p.api_enabled)
-            .bind(p.created_at.0)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+        let params = (p.id.clone(), p.name.clone(), p.api_enabled, p.created_at.0);
+        self.exec("INSERT INTO projects (id, name, api_enabled, created_at) VALUES (?1, ?2, ?3, ?4)", params).await?;
         Ok(())
     }
 
     async fn project(&self, id: &str) -> StoreResult<Option<Project>> {
-        let row = sqlx::query("SELECT id, name, api_enabled, created_at FROM projects WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| rows::project_from_row(&r)).transpose()
+        self.one("SELECT id, name, api_enabled, created_at FROM projects WHERE id = ?1", [id], |r| {
+            rows::project_from_row(r)
+        })
     }
 
     async fn projects(&self) -> StoreResult<Vec<Project>> {
-        let rows = sqlx::query("SELECT id, name, api_enabled, created_at FROM projects ORDER BY created_at, id")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(map_err)?;
-        rows.iter().map(rows::project_from_row).collect()
+        self.all("SELECT id, name, api_enabled, created_at FROM projects ORDER BY created_at, id", (), |r| {
+            rows::project_from_row(r)
+        })
+        .await
     }
 
     async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE projects SET api_enabled = ? WHERE id = ?")
-            .bind(enabled)
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let n = self.exec("UPDATE projects SET api_enabled = ?1 WHERE id = ?2", (enabled, id.to_owned())).await?;
+        Ok(n == 1)
     }
 
     async fn delete_project(&self, id: &str) -> StoreResult<bool> {
-        let r = sqlx::query("DELETE FROM projects WHERE id = ?").bind(id).execute(&self.pool).await.map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        Ok(self.exec("DELETE FROM projects WHERE id = ?1", (id.to_owned(),)).await? == 1)
     }
 
     async fn create_client(&self, c: &Client) -> StoreResult<()> {
-        let uris = serde_json::to_string(&c.redirect_uris).map_err(|e| StoreError::Other(e.to_string()))?;
-        sqlx::query(
-            "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
-             store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
-             last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&c.client_id)
-        .bind(&c.project_id)
-        .bind(&c.name)
-        .bind(c.client_type.as_str())
-        .bind(uris)
-        .bind(&c.secret_hash)
-        .bind(&c.details.bundle_id)
-        .bind(&c.details.store_id)
-        .bind(&c.details.team_id)
-        .bind(c.details.app_check)
-        .bind(&c.details.uwp_store_id)
-        .bind(&c.details.package_sid)
-        .bind(&c.details.extension_item_id)
-        .bind(c.created_at.0)
-        .bind(opt_time(c.deleted_at))
-        .bind(opt_time(c.last_used_at))
-        .bind(c.app_check.state.as_str())
-        .bind(c.app_check.pending.map(|(s, _)| s.as_str()))
-        .bind(c.app_check.pending.map(|(_, at)| at.0))
-        .bind(opt_time(c.ownership_verified_at))
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        let uris = to_json(&c.redirect_uris)?;
+        let c = c.clone();
+        self.engine
+            .write_keep(move |conn| {
+                conn.prepare_cached(
+                    "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, \
+                     bundle_id, store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, \
+                     created_at, deleted_at, last_used_at, app_check_state, app_check_pending, app_check_pending_at, \
+                     ownership_verified_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                )?
+                .execute(params![
+                    c.client_id,
+                    c.project_id,
+                    c.name,
+                    c.client_type.as_str(),
+                    uris,
+                    c.secret_hash,
+                    c.details.bundle_id,
+                    c.details.store_id,
+                    c.details.team_id,
+                    c.details.app_check,
+                    c.details.uwp_store_id,
+                    c.details.package_sid,
+                    c.details.extension_item_id,
+                    c.created_at.0,
+                    opt_time(c.deleted_at),
+                    opt_time(c.last_used_at),
+                    c.app_check.state.as_str(),
+                    c.app_check.pending.map(|(s, _)| s.as_str()),
+                    c.app_check.pending.map(|(_, at)| at.0),
+                    opt_time(c.ownership_verified_at),
+                ])
+            })
+            .await?;
         Ok(())
     }
 
     async fn client(&self, client_id: &str) -> StoreResult<Option<Client>> {
-        let row = sqlx::query("SELECT * FROM clients WHERE client_id = ?")
-            .bind(client_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| client_from_row(&r)).transpose()
+        self.one("SELECT * FROM clients WHERE client_id = ?1", [client_id], |r| client_from_row(r))
     }
 
     async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>> {
-        let rows =
-            sqlx::query("SELECT * FROM clients WHERE ?1 IS NULL OR project_id = ?1 ORDER BY created_at, client_id")
-                .bind(project_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_err)?;
-        rows.iter().map(client_from_row).collect()
+        self.all(
+            "SELECT * FROM clients WHERE ?1 IS NULL OR project_id = ?1 ORDER BY created_at, client_id",
+            (project_id.map(str::to_owned),),
+            |r| client_from_row(r),
+        )
+        .await
     }
 
     async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE clients SET deleted_at = ? WHERE client_id = ? AND deleted_at IS NULL")
-            .bind(at.0)
-            .bind(client_id)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE clients SET deleted_at = ?1 WHERE client_id = ?2 AND deleted_at IS NULL";
+        Ok(self.exec(sql, (at.0, client_id.to_owned())).await? == 1)
     }
 
     async fn update_client(&self, c: &Client) -> StoreResult<bool> {
-        let uris = serde_json::to_string(&c.redirect_uris).map_err(|e| StoreError::Other(e.to_string()))?;
-        let r = sqlx::query(
-            "UPDATE clients SET name = ?2, redirect_uris = ?3, bundle_id = ?4, store_id = ?5, team_id = ?6, \
-             app_check = ?7, uwp_store_id = ?8, package_sid = ?9, extension_item_id = ?10, app_check_state = ?11, \
-             app_check_pending = ?12, app_check_pending_at = ?13 WHERE client_id = ?1",
-        )
-        .bind(&c.client_id)
-        .bind(&c.name)
-        .bind(uris)
-        .bind(&c.details.bundle_id)
-        .bind(&c.details.store_id)
-        .bind(&c.details.team_id)
-        .bind(c.details.app_check)
-        .bind(&c.details.uwp_store_id)
-        .bind(&c.details.package_sid)
-        .bind(&c.details.extension_item_id)
-        .bind(c.app_check.state.as_str())
-        .bind(c.app_check.pending.map(|(s, _)| s.as_str()))
-        .bind(c.app_check.pending.map(|(_, at)| at.0))
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let uris = to_json(&c.redirect_uris)?;
+        let c = c.clone();
+        let n = self
+            .engine
+            .write_keep(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE clients SET name = ?2, redirect_uris = ?3, bundle_id = ?4, store_id = ?5, team_id = ?6, \
+                     app_check = ?7, uwp_store_id = ?8, package_sid = ?9, extension_item_id = ?10, \
+                     app_check_state = ?11, app_check_pending = ?12, app_check_pending_at = ?13 WHERE client_id = ?1",
+                )?
+                .execute(params![
+                    c.client_id,
+                    c.name,
+                    uris,
+                    c.details.bundle_id,
+                    c.details.store_id,
+                    c.details.team_id,
+                    c.details.app_check,
+                    c.details.uwp_store_id,
+                    c.details.package_sid,
+                    c.details.extension_item_id,
+                    c.app_check.state.as_str(),
+                    c.app_check.pending.map(|(s, _)| s.as_str()),
+                    c.app_check.pending.map(|(_, at)| at.0),
+                ])
+            })
+            .await?;
+        Ok(n == 1)
     }
 
     async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE clients SET deleted_at = NULL WHERE client_id = ?1 AND deleted_at >= ?2")
-            .bind(client_id)
-            .bind(deleted_since.0)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE clients SET deleted_at = NULL WHERE client_id = ?1 AND deleted_at >= ?2";
+        Ok(self.exec(sql, (client_id.to_owned(), deleted_since.0)).await? == 1)
     }
 
     async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool> {
-        let r = sqlx::query(
-            "UPDATE clients SET last_used_at = ?2 WHERE client_id = ?1 AND (last_used_at IS NULL OR last_used_at <= ?3)",
-        )
-        .bind(client_id)
-        .bind(now.0)
-        .bind(now.0 - latchkey_core::client::LAST_USED_GRANULARITY)
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE clients SET last_used_at = ?2 WHERE client_id = ?1 AND \
+                   (last_used_at IS NULL OR last_used_at <= ?3)";
+        let stale_before = now.0 - latchkey_core::client::LAST_USED_GRANULARITY;
+        Ok(self.exec_ephemeral(sql, (client_id.to_owned(), now.0, stale_before)).await? == 1)
     }
 
     async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64> {
-        let r = sqlx::query(
-            "UPDATE clients SET deleted_at = ?2 WHERE deleted_at IS NULL AND COALESCE(last_used_at, created_at) < ?1",
-        )
-        .bind(active_before.0)
-        .bind(now.0)
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
-        Ok(r.rows_affected())
+        let sql = "UPDATE clients SET deleted_at = ?2 WHERE deleted_at IS NULL AND \
+                   COALESCE(last_used_at, created_at) < ?1";
+        Ok(self.exec(sql, (active_before.0, now.0)).await? as u64)
     }
 
     async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64> {
-        let r = sqlx::query("DELETE FROM clients WHERE deleted_at < ?1")
-            .bind(deleted_before.0)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected())
+        Ok(self.exec("DELETE FROM clients WHERE deleted_at < ?1", (deleted_before.0,)).await? as u64)
     }
 
     async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE clients SET ownership_verified_at = ?2 WHERE client_id = ?1")
-            .bind(client_id)
-            .bind(at.0)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE clients SET ownership_verified_at = ?2 WHERE client_id = ?1";
+        Ok(self.exec(sql, (client_id.to_owned(), at.0)).await? == 1)
     }
 
     async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE clients SET app_check_debug_hash = ?2 WHERE client_id = ?1")
-            .bind(client_id)
-            .bind(hash)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE clients SET app_check_debug_hash = ?2 WHERE client_id = ?1";
+        Ok(self.exec(sql, (client_id.to_owned(), hash.map(<[u8]>::to_vec))).await? == 1)
     }
 
     async fn app_check_debug_secret(&self, client_id: &str) -> StoreResult<Option<Vec<u8>>> {
-        let row = sqlx::query("SELECT app_check_debug_hash FROM clients WHERE client_id = ?1")
-            .bind(client_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(row.and_then(|r| r.try_get::<Option<Vec<u8>>, _>(0).ok().flatten()))
+        let sql = "SELECT app_check_debug_hash FROM clients WHERE client_id = ?1";
+        Ok(self.one(sql, [client_id], |r| Ok(r.get::<_, Option<Vec<u8>>>(0).ok().flatten()))?.flatten())
     }
 
     async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES (?1, ?2, ?3, 1) \
-             ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1",
-        )
-        .bind(client_id)
-        .bind(hour.0)
-        .bind(category.as_str())
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        let sql = "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES (?1, ?2, ?3, 1) \
+                   ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1";
+        self.exec_ephemeral(sql, (client_id.to_owned(), hour.0, category.as_str())).await?;
         Ok(())
     }
 
     async fn app_check_metrics(&self, client_id: &str, since: UnixTime) -> StoreResult<Vec<AppCheckCount>> {
-        let rows = sqlx::query(
+        self.all(
             "SELECT hour, category, count FROM app_check_metrics WHERE client_id = ?1 AND hour >= ?2 \
              ORDER BY hour, category",
+            (client_id.to_owned(), since.0),
+            |r| rows::app_check_count_from_row(r),
         )
-        .bind(client_id)
-        .bind(since.0)
-        .fetch_all(&self.pool)
         .await
-        .map_err(map_err)?;
-        rows.iter().map(rows::app_check_count_from_row).collect()
     }
 
     async fn put_listing(&self, l: &Listing) -> StoreResult<()> {
         let (email, group, members) = match &l.publisher {
-            Publisher::Individual(e) => (Some(e.as_str()), None, "[]".to_owned()),
-            Publisher::Group { name, members } => (
-                None,
-                Some(name.as_str()),
-                serde_json::to_string(members).map_err(|e| StoreError::Other(e.to_string()))?,
-            ),
+            Publisher::Individual(e) => (Some(e.clone()), None, "[]".to_owned()),
+            Publisher::Group { name, members } => (None, Some(name.clone()), to_json(members)?),
         };
-        sqlx::query(
-            "INSERT INTO listings (item_id, publisher_email, group_name, members, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (item_id) DO UPDATE SET publisher_email = excluded.publisher_email, \
-             group_name = excluded.group_name, members = excluded.members",
-        )
-        .bind(&l.item_id)
-        .bind(email)
-        .bind(group)
-        .bind(members)
-        .bind(l.created_at.0)
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        let sql = "INSERT INTO listings (item_id, publisher_email, group_name, members, created_at) \
+                   VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (item_id) DO UPDATE SET \
+                   publisher_email = excluded.publisher_email, group_name = excluded.group_name, \
+                   members = excluded.members";
+        self.exec(sql, (l.item_id.clone(), email, group, members, l.created_at.0)).await?;
         Ok(())
     }
 
     async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>> {
-        let row = sqlx::query("SELECT * FROM listings WHERE item_id = ?1")
-            .bind(item_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| rows::listing_from_row(&r)).transpose()
+        self.one("SELECT * FROM listings WHERE item_id = ?1", [item_id], |r| rows::listing_from_row(r))
     }
 
     async fn delete_listing(&self, item_id: &str) -> StoreResult<bool> {
-        let r = sqlx::query("DELETE FROM listings WHERE item_id = ?1")
-            .bind(item_id)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        Ok(self.exec("DELETE FROM listings WHERE item_id = ?1", (item_id.to_owned(),)).await? == 1)
     }
 
     async fn add_project_member(&self, member: &ProjectMember) -> StoreResult<bool> {
@@ -396,330 +430,230 @@ impl Store for SqliteStore {
     }
 
     async fn create_user(&self, u: &NewUser, ch: &Channel) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        sqlx::query("INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)")
-            .bind(&u.id)
-            .bind(&u.email)
-            .bind(&u.name)
-            .bind(&u.password_hash)
-            .bind(u.created_at.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        sqlx::query("INSERT INTO channels (id, user_id, title, description, created_at) VALUES (?, ?, ?, ?, ?)")
-            .bind(&ch.id)
-            .bind(&ch.user_id)
-            .bind(&ch.title)
-            .bind(&ch.description)
-            .bind(ch.created_at.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        tx.commit().await.map_err(map_err)
+        let (u, ch) = (u.clone(), ch.clone());
+        self.engine.write_keep(move |c| insert_user(c, &u, &ch)).await
     }
 
     async fn user(&self, id: &str) -> StoreResult<Option<User>> {
-        let row = sqlx::query("SELECT * FROM users WHERE id = ?").bind(id).fetch_optional(&self.pool).await;
-        row.map_err(map_err)?.map(|r| user_from_row(&r)).transpose()
+        self.one("SELECT * FROM users WHERE id = ?1", [id], |r| user_from_row(r))
     }
 
     async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
-        let row = sqlx::query("SELECT * FROM users WHERE email = ?").bind(email).fetch_optional(&self.pool).await;
-        row.map_err(map_err)?.map(|r| user_from_row(&r)).transpose()
+        self.one("SELECT * FROM users WHERE email = ?1", [email], |r| user_from_row(r))
     }
 
     async fn users(&self) -> StoreResult<Vec<User>> {
-        let rows = sqlx::query("SELECT * FROM users ORDER BY created_at, id").fetch_all(&self.pool).await;
-        rows.map_err(map_err)?.iter().map(user_from_row).collect()
+        self.all("SELECT * FROM users ORDER BY created_at, id", (), |r| user_from_row(r)).await
     }
 
     async fn delete_user(&self, id: &str) -> StoreResult<bool> {
-        let r = sqlx::query("DELETE FROM users WHERE id = ?").bind(id).execute(&self.pool).await.map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        Ok(self.exec("DELETE FROM users WHERE id = ?1", (id.to_owned(),)).await? == 1)
     }
 
     async fn set_user_disabled(&self, id: &str, at: Option<UnixTime>) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE users SET disabled_at = ? WHERE id = ?")
-            .bind(opt_time(at))
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        Ok(self.exec("UPDATE users SET disabled_at = ?1 WHERE id = ?2", (opt_time(at), id.to_owned())).await? == 1)
     }
 
     async fn channel_of(&self, user_id: &str) -> StoreResult<Option<Channel>> {
-        let row = sqlx::query("SELECT id, user_id, title, description, created_at FROM channels WHERE user_id = ?")
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| rows::channel_from_row(&r)).transpose()
+        self.one(
+            "SELECT id, user_id, title, description, created_at FROM channels WHERE user_id = ?1",
+            [user_id],
+            |r| rows::channel_from_row(r),
+        )
     }
 
     async fn create_session(&self, s: &Session) -> StoreResult<()> {
-        sqlx::query("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
-            .bind(&s.token_hash)
-            .bind(&s.user_id)
-            .bind(s.created_at.0)
-            .bind(s.expires_at.0)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+        let sql = "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?1, ?2, ?3, ?4)";
+        self.exec(sql, (s.token_hash.clone(), s.user_id.clone(), s.created_at.0, s.expires_at.0)).await?;
         Ok(())
     }
 
     async fn session(&self, token_hash: &[u8], now: UnixTime) -> StoreResult<Option<Session>> {
-        let row = sqlx::query(
+        self.one(
             "SELECT s.token_hash, s.user_id, s.created_at, s.expires_at FROM sessions s \
-             JOIN users u ON u.id = s.user_id WHERE s.token_hash = ? AND s.expires_at > ? AND u.disabled_at IS NULL",
+             JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?1 AND s.expires_at > ?2 AND u.disabled_at IS NULL",
+            params![token_hash, now.0],
+            |r| rows::session_from_row(r),
         )
-        .bind(token_hash)
-        .bind(now.0)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(map_err)?;
-        row.map(|r| rows::session_from_row(&r)).transpose()
     }
 
     async fn delete_session(&self, token_hash: &[u8]) -> StoreResult<()> {
-        sqlx::query("DELETE FROM sessions WHERE token_hash = ?")
-            .bind(token_hash)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+        self.exec("DELETE FROM sessions WHERE token_hash = ?1", (token_hash.to_vec(),)).await?;
         Ok(())
     }
 
     async fn record_login_failure(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32> {
-        let row = sqlx::query(
-            "INSERT INTO login_failures (key, count, window_start) VALUES (?1, 1, ?2) \
-             ON CONFLICT(key) DO UPDATE SET \
-               count = CASE WHEN window_start <= ?2 - ?3 THEN 1 ELSE count + 1 END, \
-               window_start = CASE WHEN window_start <= ?2 - ?3 THEN ?2 ELSE window_start END \
-             RETURNING count",
-        )
-        .bind(key)
-        .bind(now.0)
-        .bind(window)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(map_err)?;
-        Ok(u32::try_from(row.try_get::<i64, _>(0).map_err(map_err)?).unwrap_or(u32::MAX))
+        let key = key.to_owned();
+        let count: i64 = self
+            .engine
+            .write(Durability::Ephemeral, move |c| {
+                c.prepare_cached(
+                    "INSERT INTO login_failures (key, count, window_start) VALUES (?1, 1, ?2) \
+                     ON CONFLICT(key) DO UPDATE SET \
+                       count = CASE WHEN window_start <= ?2 - ?3 THEN 1 ELSE count + 1 END, \
+                       window_start = CASE WHEN window_start <= ?2 - ?3 THEN ?2 ELSE window_start END \
+                     RETURNING count",
+                )?
+                .query_row(params![key, now.0, window], |r| r.get(0))
+                .map(Outcome::Keep)
+            })
+            .await?;
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
     async fn login_failures(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32> {
-        let row = sqlx::query("SELECT count FROM login_failures WHERE key = ? AND window_start > ?")
-            .bind(key)
-            .bind(now.0 - window)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(match row {
-            Some(r) => u32::try_from(r.try_get::<i64, _>(0).map_err(map_err)?).unwrap_or(u32::MAX),
-            None => 0,
-        })
+        let sql = "SELECT count FROM login_failures WHERE key = ?1 AND window_start > ?2";
+        let count = self.one(sql, params![key, now.0 - window], |r| {
+            r.get::<_, i64>(0).map_err(|e| StoreError::Other(e.to_string()))
+        })?;
+        Ok(count.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)))
     }
 
     async fn clear_login_failures(&self, key: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM login_failures WHERE key = ?").bind(key).execute(&self.pool).await.map_err(map_err)?;
+        self.exec_ephemeral("DELETE FROM login_failures WHERE key = ?1", (key.to_owned(),)).await?;
         Ok(())
     }
 
     async fn insert_code(&self, c: &AuthCode) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, scopes, challenge_method, challenge, \
-             nonce, auth_time, expires_at, used_at, grant_lifetime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
-        )
-        .bind(&c.code_hash)
-        .bind(&c.client_id)
-        .bind(&c.user_id)
-        .bind(&c.redirect_uri)
-        .bind(i64::from(c.scopes.0))
-        .bind(c.challenge.as_ref().map(|(m, _)| m.as_str()))
-        .bind(c.challenge.as_ref().map(|(_, v)| v.as_str()))
-        .bind(&c.nonce)
-        .bind(c.auth_time.0)
-        .bind(c.expires_at.0)
-        .bind(c.grant_lifetime)
-        .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        let c = c.clone();
+        self.engine
+            .write_keep(move |conn| {
+                conn.prepare_cached(
+                    "INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, scopes, challenge_method, \
+                     challenge, nonce, auth_time, expires_at, used_at, grant_lifetime) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, ?11)",
+                )?
+                .execute(params![
+                    c.code_hash,
+                    c.client_id,
+                    c.user_id,
+                    c.redirect_uri,
+                    i64::from(c.scopes.0),
+                    c.challenge.as_ref().map(|(m, _)| m.as_str()),
+                    c.challenge.as_ref().map(|(_, v)| v.as_str()),
+                    c.nonce,
+                    c.auth_time.0,
+                    c.expires_at.0,
+                    c.grant_lifetime,
+                ])
+            })
+            .await?;
         Ok(())
     }
 
     async fn code(&self, code_hash: &[u8]) -> StoreResult<Option<AuthCode>> {
-        let row = sqlx::query("SELECT * FROM auth_codes WHERE code_hash = ?")
-            .bind(code_hash)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| code_from_row(&r)).transpose()
+        self.one("SELECT * FROM auth_codes WHERE code_hash = ?1", [code_hash], |r| code_from_row(r))
     }
 
     async fn redeem_code(&self, g: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed> {
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        let used = sqlx::query("UPDATE auth_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL")
-            .bind(now.0)
-            .bind(&g.code_hash)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_err)?;
-        if used.rows_affected() == 0 {
-            tx.rollback().await.map_err(map_err)?;
-            return Ok(Redeemed::AlreadyUsed);
-        }
-        sqlx::query(
-            "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, \
-             revoked_at, code_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
-        )
-        .bind(g.id.encode())
-        .bind(&g.client_id)
-        .bind(&g.user_id)
-        .bind(i64::from(g.scopes.0))
-        .bind(&g.refresh_hash)
-        .bind(&g.dpop_jkt)
-        .bind(g.created_at.0)
-        .bind(opt_time(g.expires_at))
-        .bind(&g.code_hash)
-        .execute(&mut *tx)
-        .await
-        .map_err(map_err)?;
-        // Refresh-token limits: keep the newest N live grants of each set, invalidate the rest.
-        sqlx::query(
-            "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT id FROM grants WHERE client_id = ?2 AND \
-             user_id = ?3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1) \
-             ORDER BY rowid DESC LIMIT -1 OFFSET ?4)",
-        )
-        .bind(now.0)
-        .bind(&g.client_id)
-        .bind(&g.user_id)
-        .bind(i64::from(limits.per_client_user))
-        .execute(&mut *tx)
-        .await
-        .map_err(map_err)?;
-        sqlx::query(
-            "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT id FROM grants WHERE user_id = ?2 AND \
-             revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1) ORDER BY rowid DESC LIMIT -1 OFFSET ?3)",
-        )
-        .bind(now.0)
-        .bind(&g.user_id)
-        .bind(i64::from(limits.per_user))
-        .execute(&mut *tx)
-        .await
-        .map_err(map_err)?;
-        tx.commit().await.map_err(map_err)?;
-        Ok(Redeemed::Issued)
+        let g = g.clone();
+        self.engine.write(Durability::Durable, move |c| redeem(c, &g, limits, now)).await
     }
 
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64> {
-        let r = sqlx::query("UPDATE grants SET revoked_at = ? WHERE code_hash = ? AND revoked_at IS NULL")
-            .bind(now.0)
-            .bind(code_hash)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected())
+        // The code row names the grant it was redeemed for (the grants table has no index on code_hash).
+        let sql =
+            "UPDATE grants SET revoked_at = ?1 WHERE id IN (SELECT grant_id FROM auth_codes WHERE code_hash = ?2) \
+                   AND revoked_at IS NULL";
+        Ok(self.exec(sql, (now.0, code_hash.to_vec())).await? as u64)
     }
 
     async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>> {
-        let row = sqlx::query(&format!("{GRANT_STATE} WHERE g.refresh_hash = ?"))
-            .bind(refresh_hash)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| grant_state_from_row(&r)).transpose()
+        self.one(concat!(grant_state!(), " WHERE g.refresh_hash = ?1"), [refresh_hash], |r| grant_state_from_row(r))
     }
 
     async fn grant(&self, id: &GrantId) -> StoreResult<Option<GrantState>> {
-        let row = sqlx::query(&format!("{GRANT_STATE} WHERE g.id = ?"))
-            .bind(id.encode())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| grant_state_from_row(&r)).transpose()
+        self.one(concat!(grant_state!(), " WHERE g.id = ?1"), [id.encode()], |r| grant_state_from_row(r))
     }
 
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
-            .bind(now.0)
-            .bind(id.encode())
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE grants SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL";
+        Ok(self.exec(sql, (now.0, id.encode())).await? == 1)
     }
 
     async fn keys(&self, kind: KeyKind) -> StoreResult<Vec<StoredKey>> {
-        let rows = sqlx::query("SELECT id, secret, created_at, retired_at FROM keys WHERE kind = ? ORDER BY id DESC")
-            .bind(kind.as_str())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(map_err)?;
-        rows.iter().map(rows::key_from_row).collect()
+        self.all(
+            "SELECT id, secret, created_at, retired_at FROM keys WHERE kind = ?1 ORDER BY id DESC",
+            (kind.as_str(),),
+            |r| rows::key_from_row(r),
+        )
+        .await
     }
 
     async fn add_key(&self, kind: KeyKind, secret: &[u8], now: UnixTime) -> StoreResult<u32> {
-        let row = sqlx::query("INSERT INTO keys (kind, secret, created_at) VALUES (?, ?, ?) RETURNING id")
-            .bind(kind.as_str())
-            .bind(secret)
-            .bind(now.0)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(map_err)?;
-        let id: i64 = row.try_get(0).map_err(map_err)?;
+        let secret = secret.to_vec();
+        let id: i64 = self
+            .engine
+            .write_keep(move |c| {
+                c.prepare_cached("INSERT INTO keys (kind, secret, created_at) VALUES (?1, ?2, ?3) RETURNING id")?
+                    .query_row(params![kind.as_str(), secret, now.0], |r| r.get(0))
+            })
+            .await?;
         u32::try_from(id).map_err(|_| StoreError::Other("key id out of range".into()))
     }
 
     async fn retire_key(&self, id: u32, now: UnixTime) -> StoreResult<bool> {
-        let r = sqlx::query("UPDATE keys SET retired_at = ? WHERE id = ? AND retired_at IS NULL")
-            .bind(now.0)
-            .bind(i64::from(id))
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
-        Ok(r.rows_affected() == 1)
+        let sql = "UPDATE keys SET retired_at = ?1 WHERE id = ?2 AND retired_at IS NULL";
+        Ok(self.exec(sql, (now.0, i64::from(id))).await? == 1)
     }
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        for (i, (key, expires_at)) in values.iter().enumerate() {
-            // A row whose value expired may be taken over; a live one is a replay.
-            let r = sqlx::query(
-                "INSERT INTO replay (key_hash, expires_at) VALUES (?1, ?2) ON CONFLICT(key_hash) DO UPDATE \
-                 SET expires_at = excluded.expires_at WHERE replay.expires_at <= ?3",
-            )
-            .bind(key)
-            .bind(expires_at.0)
-            .bind(now.0)
-            .execute(&mut *tx)
+        let values = values.to_vec();
+        self.engine
+            .write(Durability::Ephemeral, move |c| {
+                // A row whose value expired may be taken over; a live one is a replay.
+                let mut stmt = c.prepare_cached(
+                    "INSERT INTO replay (key_hash, expires_at) VALUES (?1, ?2) ON CONFLICT(key_hash) DO UPDATE \
+                     SET expires_at = excluded.expires_at WHERE replay.expires_at <= ?3",
+                )?;
+                for (i, (key, expires_at)) in values.iter().enumerate() {
+                    if stmt.execute(params![key, expires_at.0, now.0])? == 0 {
+                        return Ok(Outcome::Discard(Some(i)));
+                    }
+                }
+                Ok(Outcome::Keep(None))
+            })
             .await
-            .map_err(map_err)?;
-            if r.rows_affected() == 0 {
-                tx.rollback().await.map_err(map_err)?;
-                return Ok(Some(i));
-            }
-        }
-        tx.commit().await.map_err(map_err)?;
-        Ok(None)
+    }
+
+    async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()> {
+        let (users, grants) = (users.to_vec(), grants.to_vec());
+        self.engine
+            .write_keep(move |c| {
+                // Bulk loading touches a random page of each index per grant: a page cache that holds the
+                // indexes of a large seed saves rereading and rewriting them batch after batch. Only the process
+                // that seeds (the admin command) keeps it.
+                c.execute_batch(&format!("PRAGMA cache_size = -{SEED_CACHE_KIB};"))?;
+                for (u, ch) in &users {
+                    insert_user(c, u, ch)?;
+                }
+                for g in &grants {
+                    insert_grant(c, g)?;
+                }
+                Ok(())
+            })
+            .await
     }
 
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {
-        let mut n = 0;
-        for sql in [
-            "DELETE FROM sessions WHERE expires_at <= ?1",
-            "DELETE FROM auth_codes WHERE expires_at <= ?1 - 86400",
-            "DELETE FROM login_failures WHERE window_start <= ?1 - 86400",
-            "DELETE FROM replay WHERE expires_at <= ?1",
-        ] {
-            n += sqlx::query(sql).bind(now.0).execute(&self.pool).await.map_err(map_err)?.rows_affected();
-        }
-        Ok(n)
+        self.engine
+            .write(Durability::Ephemeral, move |c| {
+                let mut n = 0;
+                for sql in [
+                    "DELETE FROM sessions WHERE expires_at <= ?1",
+                    "DELETE FROM auth_codes WHERE expires_at <= ?1 - 86400",
+                    "DELETE FROM login_failures WHERE window_start <= ?1 - 86400",
+                    "DELETE FROM replay WHERE expires_at <= ?1",
+                ] {
+                    n += c.prepare_cached(sql)?.execute([now.0])? as u64;
+                }
+                Ok(Outcome::Keep(n))
+            })
+            .await
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(map_err)?;
-        Ok(())
+        self.engine.read(|c| c.query_row("SELECT 1", [], |_| Ok(())))
     }
 }
 

@@ -17,3 +17,95 @@ async fn reopening_a_database_keeps_its_data() {
     let again = SqliteStore::open(&url).await.expect("reopen");
     assert!(crate::Store::client(&again, &client_id).await.expect("get").is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_share_commits_and_a_failing_one_leaves_the_others_intact() {
+    use crate::{NewUser, Store, StoreError};
+    use latchkey_core::time::UnixTime;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let store = Arc::new(SqliteStore::open(&url).await.expect("open"));
+    let user = |i: usize, channel: &str| {
+        let u = NewUser {
+            id: format!("u{i}"),
+            email: format!("u{i}@example.com"),
+            name: None,
+            password_hash: "x".into(),
+            created_at: UnixTime(0),
+        };
+        let ch = crate::Channel {
+            id: channel.to_owned(),
+            user_id: u.id.clone(),
+            title: "t".into(),
+            description: String::new(),
+            created_at: UnixTime(0),
+        };
+        (u, ch)
+    };
+    // 64 users at once, every fourth with a channel id already taken: their second statement fails, and the
+    // user row their first statement wrote must go too, while the other jobs of the batch commit.
+    let (first, ch) = user(1000, "UCtaken");
+    store.create_user(&first, &ch).await.expect("first");
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let store = store.clone();
+            let channel = if i % 4 == 0 { "UCtaken".to_owned() } else { format!("UC{i}") };
+            let (u, ch) = user(i, &channel);
+            tokio::spawn(async move { store.create_user(&u, &ch).await })
+        })
+        .collect();
+    for (i, t) in tasks.into_iter().enumerate() {
+        let result = t.await.expect("join");
+        if i % 4 == 0 {
+            assert!(matches!(result, Err(StoreError::Conflict(_))), "user {i}: {result:?}");
+        } else {
+            result.unwrap_or_else(|e| panic!("user {i}: {e}"));
+        }
+    }
+    drop(store);
+    let again = SqliteStore::open(&url).await.expect("reopen");
+    let users = again.users().await.expect("users");
+    assert_eq!(users.len(), 1 + 48, "every acknowledged user is there after reopening, and no failed one");
+    assert!(again.channel_of("u1").await.expect("channel").is_some());
+    assert!(again.user("u4").await.expect("user").is_none(), "a failed job's first statement is rolled back");
+}
+
+#[tokio::test]
+async fn a_memory_url_is_refused_with_a_clear_message() {
+    let err = SqliteStore::open("sqlite::memory:").await.expect_err("refused");
+    assert!(err.to_string().contains("sqlite://PATH"), "{err}");
+}
+
+#[tokio::test]
+async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() {
+    use crate::{GrantLimits, Store};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let store = SqliteStore::open(&url).await.expect("open");
+    let (client_id, user_id) = crate::conformance::fixture(&store).await;
+    let counted = |store: &SqliteStore| {
+        store
+            .engine
+            .read(|c| {
+                c.query_row(
+                    "SELECT (SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts), \
+                     (SELECT count(*) FROM grants WHERE revoked_at IS NULL)",
+                    [],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+                )
+            })
+            .expect("count")
+    };
+    let limits = GrantLimits { per_client_user: 3, per_user: 100 };
+    let mut grants = Vec::new();
+    for _ in 0..5 {
+        grants.push(crate::conformance::issue(&store, &client_id, &user_id, limits).await);
+    }
+    assert_eq!(counted(&store), (3, 3), "the limit revoked the two oldest, and the count follows");
+    store.revoke_grant(&grants[4].id, latchkey_core::time::UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted(&store), (2, 2));
+    store.revoke_grants_of_code(&grants[3].code_hash, latchkey_core::time::UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted(&store), (1, 1));
+    store.delete_user(&user_id).await.expect("delete");
+    assert_eq!(counted(&store), (0, 0), "a deleted user's counts go with their grants");
+}

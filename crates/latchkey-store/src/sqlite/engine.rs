@@ -1,0 +1,405 @@
+//! The SQLite engine under [`SqliteStore`](super::SqliteStore): one writer thread with group commit, and a
+//! pool of read connections.
+//!
+//! **Writes** go to one dedicated thread through a channel. It takes every job waiting, runs them in one
+//! `BEGIN IMMEDIATE` transaction (each job inside its own savepoint, so that a failing job leaves the others
+//! intact), commits once, and only then answers each job. With `synchronous=FULL` in WAL mode the commit
+//! returns after the WAL is fsynced, so a caller is answered only once its write is durable; 32 concurrent
+//! writers share one fsync instead of queueing for 32. A job sees the effects of the jobs before it in its
+//! batch (one connection, one transaction), so "redeem a code once" and "record a value once" hold across a
+//! batch as they do across batches.
+//!
+//! **Reads** run on the calling thread, on a connection taken from a small pool (opened on demand, at most
+//! [`MAX_IDLE_READERS`] kept). They are index lookups of a few microseconds with cached prepared statements:
+//! sending them to another thread would cost two thread switches, more than the query itself. WAL readers never
+//! wait for the writer, and each statement sees every commit that was acknowledged before it started.
+
+use crate::{StoreError, StoreResult};
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Read connections kept open between reads.
+const MAX_IDLE_READERS: usize = 8;
+/// The most jobs one transaction takes.
+const MAX_BATCH: usize = 256;
+/// How often, at most, the WAL is checkpointed while writes come in.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
+/// How long the writer waits for more jobs to join a batch when writes come in numbers.
+const GATHER: Duration = Duration::from_micros(200);
+/// How long a statement waits for a lock held by another process (the admin CLI) before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The writer connection's page cache, in KiB.
+const WRITER_CACHE_KIB: u32 = 32 * 1024;
+/// Prepared statements cached per connection.
+const STATEMENT_CACHE: usize = 64;
+
+/// The migrations, embedded at build time from `migrations/sqlite` (the same files and bookkeeping table as
+/// sqlx's migrator, so that databases made by earlier versions open unchanged).
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+
+/// Maps a driver error into the store's terms.
+pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
+    use rusqlite::ffi;
+    match &e {
+        rusqlite::Error::SqliteFailure(f, msg) => {
+            let text = msg.clone().unwrap_or_else(|| e.to_string());
+            match f.code {
+                rusqlite::ErrorCode::ConstraintViolation
+                    if matches!(f.extended_code, ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY) =>
+                {
+                    StoreError::Conflict(text)
+                }
+                rusqlite::ErrorCode::DatabaseBusy
+                | rusqlite::ErrorCode::DatabaseLocked
+                | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::CannotOpen => StoreError::Unavailable(text),
+                _ => StoreError::Other(text),
+            }
+        }
+        _ => StoreError::Other(e.to_string()),
+    }
+}
+
+/// How much a write must survive before its caller is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Survives a power cut: the commit waits for the WAL's fsync (`synchronous=FULL`). Grants, revocations,
+    /// codes, accounts, clients, keys: everything a response promises.
+    Durable,
+    /// Survives a crash of the process, not of the machine (`synchronous=NORMAL`: written to the OS, not yet
+    /// fsynced): DPoP replay records, throttling counters, App Check counts, last-use times. A power cut can lose
+    /// the last of these, never a durable write committed after them (the WAL is fsynced in order).
+    Ephemeral,
+}
+
+/// One write job: runs inside the batch's transaction, is answered after the commit.
+trait WriteJob: Send {
+    /// Whether the batch's commit must be fsynced for this job.
+    fn durability(&self) -> Durability;
+    /// Runs the job; false when its savepoint must be rolled back.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller with the job's result, or with the commit's failure.
+    fn finish(self: Box<Self>, committed: Result<(), &StoreError>);
+}
+
+/// Whether a job's changes stay (`Keep`) or are rolled back (`Discard`) while its result is still returned.
+pub(crate) enum Outcome<R> {
+    /// Keep the changes.
+    Keep(R),
+    /// Roll the job's changes back.
+    Discard(R),
+}
+
+struct Job<F, R> {
+    durability: Durability,
+    work: Option<F>,
+    result: Option<StoreResult<R>>,
+    reply: Option<oneshot::Sender<StoreResult<R>>>,
+}
+
+impl<F, R> WriteJob for Job<F, R>
+where
+    F: FnOnce(&Connection) -> rusqlite::Result<Outcome<R>> + Send,
+    R: Send,
+{
+    fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(work) = self.work.take() else { return false };
+        let (result, keep) = match work(conn) {
+            Ok(Outcome::Keep(r)) => (Ok(r), true),
+            Ok(Outcome::Discard(r)) => (Ok(r), false),
+            Err(e) => (Err(map_err(e)), false),
+        };
+        self.result = Some(result);
+        keep
+    }
+
+    fn finish(mut self: Box<Self>, committed: Result<(), &StoreError>) {
+        let result = match (self.result.take(), committed) {
+            (Some(Err(e)), _) => Err(e),
+            (Some(Ok(_)), Err(e)) | (None, Err(e)) => Err(clone_err(e)),
+            (Some(Ok(r)), Ok(())) => Ok(r),
+            (None, Ok(())) => Err(StoreError::Other("a write job did not run".into())),
+        };
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(result);
+        }
+    }
+}
+
+fn clone_err(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Conflict(s) => StoreError::Conflict(s.clone()),
+        StoreError::Unavailable(s) => StoreError::Unavailable(s.clone()),
+        StoreError::Other(s) => StoreError::Other(s.clone()),
+    }
+}
+
+/// The open database: the writer's queue and the read pool.
+pub(crate) struct Engine {
+    path: PathBuf,
+    jobs: mpsc::Sender<Box<dyn WriteJob>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SqliteEngine({})", self.path.display())
+    }
+}
+
+/// Opens a connection with the settings every connection needs.
+fn connect(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
+    Ok(conn)
+}
+
+impl Engine {
+    /// Opens (creating if needed) the database file, migrates it and starts the writer thread.
+    pub(crate) fn open(path: &Path) -> StoreResult<Arc<Self>> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        let writer = connect(path, flags).map_err(map_err)?;
+        // The writer touches every index a write changes: a larger page cache keeps their inner pages (and a
+        // large batch's pages) in memory. Readers keep SQLite's default (2 MiB each).
+        writer.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};")).map_err(map_err)?;
+        // WAL: readers never wait for the writer. `synchronous=FULL`: a commit returns once the WAL is on disk.
+        let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(map_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Other(format!("SQLite refused WAL mode (journal_mode is {mode})")));
+        }
+        migrate(&writer)?;
+        // Checkpoints (copying the WAL back into the database file, with its fsync) run on a thread of their
+        // own instead of inside a commit every 1000 pages: the writer's batches never wait for one, and the
+        // copying overlaps with the writer's fsyncs. A passive checkpoint never blocks the writer or readers.
+        writer.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(map_err)?;
+        let checkpointer = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(map_err)?;
+        let (committed_tx, committed_rx) = mpsc::sync_channel::<()>(1);
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_loop(&checkpointer, &committed_rx))
+            .map_err(|e| StoreError::Other(format!("starting the SQLite checkpointer: {e}")))?;
+        let (tx, rx) = mpsc::channel::<Box<dyn WriteJob>>();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || write_loop(&writer, &rx, &committed_tx))
+            .map_err(|e| StoreError::Other(format!("starting the SQLite writer: {e}")))?;
+        Ok(Arc::new(Self { path: path.to_owned(), jobs: tx, readers: Mutex::new(Vec::new()) }))
+    }
+
+    /// Runs `f` in the writer's next transaction; answers once that transaction is committed (and, for a
+    /// durable write, fsynced).
+    pub(crate) async fn write<R, F>(&self, durability: Durability, f: F) -> StoreResult<R>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<Outcome<R>> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job: Box<dyn WriteJob> = Box::new(Job { durability, work: Some(f), result: None, reply: Some(reply) });
+        if self.jobs.send(job).is_err() {
+            return Err(StoreError::Unavailable("the SQLite writer has stopped".into()));
+        }
+        answer.await.map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?
+    }
+
+    /// Like [`write`](Self::write) for a durable job whose changes always stay.
+    pub(crate) async fn write_keep<R, F>(&self, f: F) -> StoreResult<R>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.write(Durability::Durable, move |c| f(c).map(Outcome::Keep)).await
+    }
+
+    /// Runs a read on a pooled connection, on the calling thread.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<R>) -> StoreResult<R> {
+        let pooled = self.readers.lock().ok().and_then(|mut r| r.pop());
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = connect(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(map_err)?;
+                c.execute_batch("PRAGMA query_only = ON;").map_err(map_err)?;
+                c
+            }
+        };
+        let result = f(&conn).map_err(map_err);
+        if let Ok(mut idle) = self.readers.lock() {
+            if idle.len() < MAX_IDLE_READERS {
+                idle.push(conn);
+            }
+        }
+        result
+    }
+
+    /// Runs a read that may take long (a listing) on the blocking pool.
+    pub(crate) async fn read_blocking<R, F>(self: &Arc<Self>, f: F) -> StoreResult<R>
+    where
+        F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let engine = Arc::clone(self);
+        tokio::task::spawn_blocking(move || engine.read(f))
+            .await
+            .map_err(|e| StoreError::Other(format!("a read task failed: {e}")))?
+    }
+}
+
+/// The writer thread: batches jobs until the store is dropped.
+fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>, checkpoint: &mpsc::SyncSender<()>) {
+    let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
+    let mut sync = Durability::Durable;
+    let mut last_batch = 0;
+    while let Ok(first) = jobs.recv() {
+        batch.push(first);
+        // Writers are waiting in numbers (the last batch had company): give them a moment to join this one,
+        // so that one commit serves them all instead of each starting a commit of its own.
+        let deadline = (last_batch > 1).then(|| Instant::now() + GATHER);
+        while batch.len() < MAX_BATCH {
+            let next = match deadline {
+                Some(deadline) => jobs.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok(),
+                None => jobs.try_recv().ok(),
+            };
+            match next {
+                Some(job) => batch.push(job),
+                None => break,
+            }
+        }
+        last_batch = batch.len();
+        let wanted = if batch.iter().any(|j| j.durability() == Durability::Durable) {
+            Durability::Durable
+        } else {
+            Durability::Ephemeral
+        };
+        if wanted != sync {
+            let pragma = match wanted {
+                Durability::Durable => "PRAGMA synchronous = FULL",
+                Durability::Ephemeral => "PRAGMA synchronous = NORMAL",
+            };
+            match conn.execute_batch(pragma) {
+                Ok(()) => sync = wanted,
+                Err(e) => tracing::warn!(error = %e, "setting SQLite's synchronous level"),
+            }
+        }
+        // A durable job is never answered from a commit that was not fsynced.
+        let started = Instant::now();
+        let committed = if wanted == Durability::Durable && sync != Durability::Durable {
+            Err(StoreError::Unavailable("cannot set SQLite's synchronous level".into()))
+        } else {
+            run_batch(conn, &mut batch)
+        };
+        match &committed {
+            Ok(()) => tracing::trace!(
+                jobs = batch.len(),
+                durable = (wanted == Durability::Durable),
+                micros = started.elapsed().as_micros() as u64,
+                "committed"
+            ),
+            Err(e) => tracing::warn!(error = %e, jobs = batch.len(), "SQLite write batch failed"),
+        }
+        for job in batch.drain(..) {
+            job.finish(committed.as_ref().map(|_| ()));
+        }
+        // Wakes the checkpointer (a wake-up already pending is enough).
+        let _ = checkpoint.try_send(());
+    }
+}
+
+/// The checkpointer: after commits, at most every [`CHECKPOINT_EVERY`], copies the WAL into the database file.
+/// It stops when the writer does.
+fn checkpoint_loop(conn: &Connection, committed: &mpsc::Receiver<()>) {
+    while committed.recv().is_ok() {
+        std::thread::sleep(CHECKPOINT_EVERY);
+        while committed.try_recv().is_ok() {}
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "SQLite checkpoint");
+        }
+    }
+}
+
+/// Runs a batch in one transaction, each job in a savepoint; the result is the commit's.
+fn run_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> StoreResult<()> {
+    let exec = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ()).map_err(map_err);
+    exec("BEGIN IMMEDIATE")?;
+    let body = (|| {
+        for job in batch.iter_mut() {
+            exec("SAVEPOINT job")?;
+            if !job.run(conn) {
+                exec("ROLLBACK TO job")?;
+            }
+            exec("RELEASE job")?;
+        }
+        let started = Instant::now();
+        let committed = exec("COMMIT");
+        tracing::trace!(micros = started.elapsed().as_micros() as u64, "commit");
+        committed
+    })();
+    if body.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    body
+}
+
+/// Applies the migrations not yet applied, recording them as sqlx does.
+fn migrate(conn: &Connection) -> StoreResult<()> {
+    let fail = |e: rusqlite::Error| StoreError::Other(format!("migration failed: {e}"));
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
+            version BIGINT PRIMARY KEY,
+            description TEXT NOT NULL,
+            installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+            success BOOLEAN NOT NULL,
+            checksum BLOB NOT NULL,
+            execution_time BIGINT NOT NULL
+        );",
+    )
+    .map_err(fail)?;
+    for m in MIGRATIONS.iter().filter(|m| !m.migration_type.is_down_migration()) {
+        let applied: Option<(bool, Vec<u8>)> = conn
+            .query_row("SELECT success, checksum FROM _sqlx_migrations WHERE version = ?1", [m.version], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map(Some)
+            .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })
+            .map_err(fail)?;
+        match applied {
+            Some((true, sum)) if sum == m.checksum.as_ref() => continue,
+            Some((true, _)) => {
+                return Err(StoreError::Other(format!("migration {} was changed after it was applied", m.version)))
+            }
+            Some((false, _)) => return Err(StoreError::Other(format!("migration {} is partially applied", m.version))),
+            None => {}
+        }
+        let started = std::time::Instant::now();
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
+        let result = conn.execute_batch(&m.sql).and_then(|()| {
+            conn.execute(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                 VALUES (?1, ?2, TRUE, ?3, ?4)",
+                rusqlite::params![
+                    m.version,
+                    m.description.as_ref(),
+                    m.checksum.as_ref(),
+                    i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX)
+                ],
+            )
+        });
+        match result {
+            Ok(_) => conn.execute_batch("COMMIT").map_err(fail)?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(fail(e));
+            }
+        }
+    }
+    Ok(())
+}
