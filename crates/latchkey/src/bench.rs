@@ -73,7 +73,7 @@ pub struct BenchArgs {
     duration: f64,
     /// Per connection: codes (exchange) or grants (revoke) obtained before the warm-up (which is then at most
     /// 0.5 s). The window ends early (and says so) when a connection runs out.
-    #[arg(long, default_value_t = 150)]
+    #[arg(long, default_value_t = 1000)]
     pool: usize,
     /// The server's process id, for its CPU time and memory (/proc/PID/stat and /proc/PID/status).
     #[arg(long)]
