@@ -3,11 +3,20 @@
 //!
 //! **Writes** go to one dedicated thread through a channel. It takes every job waiting, runs them in one
 //! `BEGIN IMMEDIATE` transaction (each job inside its own savepoint, so that a failing job leaves the others
-//! intact), commits once, and only then answers each job. With `synchronous=FULL` in WAL mode the commit
-//! returns after the WAL is fsynced, so a caller is answered only once its write is durable; 32 concurrent
-//! writers share one fsync instead of queueing for 32. A job sees the effects of the jobs before it in its
-//! batch (one connection, one transaction), so "redeem a code once" and "record a value once" hold across a
-//! batch as they do across batches.
+//! intact) and commits once. A job sees the effects of the jobs before it in its batch (one connection, one
+//! transaction), so "redeem a code once" and "record a value once" hold across a batch as they do across
+//! batches.
+//!
+//! **Durability** is pipelined, as in PostgreSQL's group commit. The writer commits with `synchronous=NORMAL`
+//! (the WAL frames are written to the OS, not yet to the disk) and hands a batch holding a durable job to the
+//! syncer thread, which fdatasyncs the WAL file and only then answers the batch's jobs. While one fdatasync
+//! runs, the writer already commits the next batches, and the next fdatasync covers all of them: the WAL is
+//! written in order, so a sync makes every earlier commit durable too. A caller of a durable write is still
+//! answered only once its write is on disk; what changes is that the writer never sits idle waiting for the
+//! disk. SQLite itself still syncs the WAL before each checkpoint and the database file after it (what
+//! `synchronous=NORMAL` promises), so a checkpoint never loses a commit the syncer has not reached yet.
+//! Other connections can read a commit up to one fdatasync before it is durable; no response that hands out
+//! a token or confirms a change is sent before then.
 //!
 //! **Reads** run on the calling thread, on a connection taken from a small pool (opened on demand, at most
 //! [`MAX_IDLE_READERS`] kept). They are index lookups of a few microseconds with cached prepared statements:
@@ -68,12 +77,12 @@ pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
 /// How much a write must survive before its caller is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Durability {
-    /// Survives a power cut: the commit waits for the WAL's fsync (`synchronous=FULL`). Grants, revocations,
-    /// codes, accounts, clients, keys: everything a response promises.
+    /// Survives a power cut: the caller is answered once the WAL holding the commit is fdatasynced. Grants,
+    /// revocations, codes, accounts, clients, keys: everything a response promises.
     Durable,
-    /// Survives a crash of the process, not of the machine (`synchronous=NORMAL`: written to the OS, not yet
-    /// fsynced): DPoP replay records, throttling counters, App Check counts, last-use times. A power cut can lose
-    /// the last of these, never a durable write committed after them (the WAL is fsynced in order).
+    /// Survives a crash of the process, not of the machine (written to the OS, not yet synced): DPoP replay
+    /// records, throttling counters, App Check counts, last-use times. A power cut can lose the last of these,
+    /// never a durable write committed after them (the WAL is synced in order).
     Ephemeral,
 }
 
@@ -161,7 +170,7 @@ fn connect(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
     let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
     Ok(conn)
 }
 
@@ -173,7 +182,7 @@ impl Engine {
         // The writer touches every index a write changes: a larger page cache keeps their inner pages (and a
         // large batch's pages) in memory. Readers keep SQLite's default (2 MiB each).
         writer.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};")).map_err(map_err)?;
-        // WAL: readers never wait for the writer. `synchronous=FULL`: a commit returns once the WAL is on disk.
+        // WAL: readers never wait for the writer. Commits are made durable by the syncer (see the module's doc).
         let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(map_err)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Other(format!("SQLite refused WAL mode (journal_mode is {mode})")));
@@ -189,10 +198,16 @@ impl Engine {
             .name("sqlite-checkpoint".into())
             .spawn(move || checkpoint_loop(&checkpointer, &committed_rx))
             .map_err(|e| StoreError::Other(format!("starting the SQLite checkpointer: {e}")))?;
+        let wal = wal_path(path);
+        let (to_sync, unsynced) = mpsc::channel::<Vec<Box<dyn WriteJob>>>();
+        std::thread::Builder::new()
+            .name("sqlite-syncer".into())
+            .spawn(move || sync_loop(&wal, &unsynced))
+            .map_err(|e| StoreError::Other(format!("starting the SQLite syncer: {e}")))?;
         let (tx, rx) = mpsc::channel::<Box<dyn WriteJob>>();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || write_loop(&writer, &rx, &committed_tx))
+            .spawn(move || write_loop(&writer, &rx, &to_sync, &committed_tx))
             .map_err(|e| StoreError::Other(format!("starting the SQLite writer: {e}")))?;
         Ok(Arc::new(Self { path: path.to_owned(), jobs: tx, readers: Mutex::new(Vec::new()) }))
     }
@@ -254,12 +269,17 @@ impl Engine {
     }
 }
 
-/// The writer thread: batches jobs until the store is dropped.
-fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>, checkpoint: &mpsc::SyncSender<()>) {
-    let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
-    let mut sync = Durability::Durable;
+/// The writer thread: batches jobs until the store is dropped. A committed batch holding a durable job goes to
+/// the syncer; any other batch is answered at once.
+fn write_loop(
+    conn: &Connection,
+    jobs: &mpsc::Receiver<Box<dyn WriteJob>>,
+    to_sync: &mpsc::Sender<Vec<Box<dyn WriteJob>>>,
+    checkpoint: &mpsc::SyncSender<()>,
+) {
     let mut last_batch = 0;
     while let Ok(first) = jobs.recv() {
+        let mut batch: Vec<Box<dyn WriteJob>> = Vec::with_capacity(MAX_BATCH);
         batch.push(first);
         // Writers are waiting in numbers (the last batch had company): give them a moment to join this one,
         // so that one commit serves them all instead of each starting a commit of its own.
@@ -275,43 +295,71 @@ fn write_loop(conn: &Connection, jobs: &mpsc::Receiver<Box<dyn WriteJob>>, check
             }
         }
         last_batch = batch.len();
-        let wanted = if batch.iter().any(|j| j.durability() == Durability::Durable) {
-            Durability::Durable
-        } else {
-            Durability::Ephemeral
-        };
-        if wanted != sync {
-            let pragma = match wanted {
-                Durability::Durable => "PRAGMA synchronous = FULL",
-                Durability::Ephemeral => "PRAGMA synchronous = NORMAL",
-            };
-            match conn.execute_batch(pragma) {
-                Ok(()) => sync = wanted,
-                Err(e) => tracing::warn!(error = %e, "setting SQLite's synchronous level"),
-            }
-        }
-        // A durable job is never answered from a commit that was not fsynced.
+        let durable = batch.iter().any(|j| j.durability() == Durability::Durable);
         let started = Instant::now();
-        let committed = if wanted == Durability::Durable && sync != Durability::Durable {
-            Err(StoreError::Unavailable("cannot set SQLite's synchronous level".into()))
-        } else {
-            run_batch(conn, &mut batch)
-        };
+        let committed = run_batch(conn, &mut batch);
         match &committed {
-            Ok(()) => tracing::trace!(
-                jobs = batch.len(),
-                durable = (wanted == Durability::Durable),
-                micros = started.elapsed().as_micros() as u64,
-                "committed"
-            ),
+            Ok(()) => {
+                tracing::trace!(jobs = batch.len(), durable, micros = started.elapsed().as_micros() as u64, "committed")
+            }
             Err(e) => tracing::warn!(error = %e, jobs = batch.len(), "SQLite write batch failed"),
         }
-        for job in batch.drain(..) {
-            job.finish(committed.as_ref().map(|_| ()));
+        match committed {
+            // The syncer answers once the WAL is on disk; if it has stopped, nothing can be made durable.
+            Ok(()) if durable => {
+                if let Err(mpsc::SendError(batch)) = to_sync.send(batch) {
+                    let stopped = StoreError::Unavailable("the SQLite syncer has stopped".into());
+                    finish(batch, Err(&stopped));
+                }
+            }
+            committed => finish(batch, committed.as_ref().map(|_| ())),
         }
         // Wakes the checkpointer (a wake-up already pending is enough).
         let _ = checkpoint.try_send(());
     }
+}
+
+/// Answers every job of a batch.
+fn finish(batch: Vec<Box<dyn WriteJob>>, committed: Result<(), &StoreError>) {
+    for job in batch {
+        job.finish(committed);
+    }
+}
+
+/// The syncer thread: takes every committed batch waiting, fdatasyncs the WAL once for all of them, then
+/// answers their jobs. It stops when the writer does.
+fn sync_loop(wal: &Path, batches: &mpsc::Receiver<Vec<Box<dyn WriteJob>>>) {
+    let mut waiting: Vec<Vec<Box<dyn WriteJob>>> = Vec::new();
+    while let Ok(first) = batches.recv() {
+        waiting.push(first);
+        waiting.extend(batches.try_iter());
+        let started = Instant::now();
+        let synced = sync_file(wal);
+        match &synced {
+            Ok(()) => {
+                tracing::trace!(batches = waiting.len(), micros = started.elapsed().as_micros() as u64, "WAL synced")
+            }
+            Err(e) => tracing::error!(error = %e, "fdatasync of the SQLite WAL failed"),
+        }
+        for batch in waiting.drain(..) {
+            finish(batch, synced.as_ref().map(|_| ()));
+        }
+    }
+}
+
+/// Flushes a file's data to the disk. The file is opened each time, so that a WAL file SQLite has deleted and
+/// made again (it does when the last connection closes) is never missed through an old descriptor.
+fn sync_file(path: &Path) -> StoreResult<()> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_data())
+        .map_err(|e| StoreError::Unavailable(format!("syncing {}: {e}", path.display())))
+}
+
+/// The WAL file of the database at `path` (SQLite names it `<database>-wal`).
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
 }
 
 /// The checkpointer: after commits, at most every [`CHECKPOINT_EVERY`], copies the WAL into the database file.
@@ -351,6 +399,11 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> StoreResult<
 
 /// Applies the migrations not yet applied, recording them as sqlx does.
 fn migrate(conn: &Connection) -> StoreResult<()> {
+    migrate_up_to(conn, i64::MAX)
+}
+
+/// Applies the migrations not yet applied up to `version` (tests start from an earlier schema with it).
+pub(super) fn migrate_up_to(conn: &Connection, version: i64) -> StoreResult<()> {
     let fail = |e: rusqlite::Error| StoreError::Other(format!("migration failed: {e}"));
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
@@ -363,7 +416,7 @@ fn migrate(conn: &Connection) -> StoreResult<()> {
         );",
     )
     .map_err(fail)?;
-    for m in MIGRATIONS.iter().filter(|m| !m.migration_type.is_down_migration()) {
+    for m in MIGRATIONS.iter().filter(|m| !m.migration_type.is_down_migration() && m.version <= version) {
         let applied: Option<(bool, Vec<u8>)> = conn
             .query_row("SELECT success, checksum FROM _sqlx_migrations WHERE version = ?1", [m.version], |r| {
                 Ok((r.get(0)?, r.get(1)?))
