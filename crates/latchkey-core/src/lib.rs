@@ -12,6 +12,7 @@ pub mod error;
 pub mod jws;
 pub mod pkce;
 pub mod redirect;
+pub mod refresh_token;
 pub mod scope;
 pub mod secret;
 pub mod time;

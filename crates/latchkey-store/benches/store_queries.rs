@@ -75,11 +75,11 @@ fn bench_store(c: &mut Criterion, rt: &Runtime, name: &str, store: Arc<dyn Store
         all
     });
     let mut i = 0usize;
-    c.bench_function(&format!("store/{name}/grant_by_refresh"), |b| {
+    c.bench_function(&format!("store/{name}/grant_by_id"), |b| {
         b.to_async(rt).iter(|| {
             i += 1;
             let (store, g) = (&store, &seeded[i % seeded.len()]);
-            async move { store.grant_by_refresh(&g.refresh_hash).await.expect("get").expect("found") }
+            async move { store.grant(&g.id).await.expect("get").expect("found") }
         })
     });
     c.bench_function(&format!("store/{name}/insert_code_and_redeem"), |b| {

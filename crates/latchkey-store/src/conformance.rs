@@ -187,8 +187,9 @@ async fn a_code_redeems_once(store: &dyn Store) {
     let g2 = grant_for(&c, T0);
     assert_eq!(store.redeem_code(&g2, GrantLimits::default(), T0).await.expect("2nd"), Redeemed::AlreadyUsed);
     assert!(store.grant(&g2.id).await.expect("get").is_none(), "nothing stored on reuse");
-    let state = store.grant_by_refresh(&g.refresh_hash).await.expect("get").expect("stored");
+    let state = store.grant(&g.id).await.expect("get").expect("stored");
     assert_eq!(state.grant, g);
+    assert!(store.legacy_grant_by_refresh(&g.refresh_hash).await.expect("get").is_none(), "found by id only");
     assert_eq!(store.revoke_grants_of_code(&c.code_hash, T0.plus(1)).await.expect("revoke"), 1);
     assert!(!store.grant(&g.id).await.expect("get").expect("kept").is_usable(T0.plus(1)));
 }
@@ -561,7 +562,7 @@ async fn seeded_users_and_grants_are_stored_as_they_are(store: &dyn Store) {
         .collect();
     store.seed(&users, &grants).await.expect("seed");
     for g in &grants {
-        let found = store.grant_by_refresh(&g.refresh_hash).await.expect("get").expect("seeded");
+        let found = store.grant(&g.id).await.expect("get").expect("seeded");
         assert_eq!(&found.grant, g);
     }
     assert!(store.channel_of(&users[2].0.id).await.expect("channel").is_some());
@@ -569,5 +570,5 @@ async fn seeded_users_and_grants_are_stored_as_they_are(store: &dyn Store) {
     let again = vec![users[0].clone()];
     let more = grant_for(&code(&client_id, &users[0].0.id), T0);
     assert!(store.seed(&again, std::slice::from_ref(&more)).await.is_err());
-    assert!(store.grant_by_refresh(&more.refresh_hash).await.expect("get").is_none());
+    assert!(store.grant(&more.id).await.expect("get").is_none());
 }

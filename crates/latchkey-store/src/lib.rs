@@ -214,8 +214,10 @@ pub trait Store: Send + Sync + 'static {
     /// Revokes the grants made from a code (on its reuse), as long as the code is kept (a day past its expiry,
     /// see [`Store::purge_expired`]); returns how many.
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> StoreResult<u64>;
-    /// The grant held by a refresh token, with the state of its user and client.
-    async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>>;
+    /// The grant held by a refresh token of the earlier form (one with no grant id, see
+    /// `latchkey_core::refresh_token`), found by the token's hash among the grants issued before that form
+    /// changed; grants issued since are found by id ([`Store::grant`]) and never by hash.
+    async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>>;
     /// A grant by id, with the state of its user and client.
     async fn grant(&self, id: &GrantId) -> StoreResult<Option<GrantState>>;
     /// Revokes a grant; false when it was not active.

@@ -1,6 +1,6 @@
 //! `POST /revoke` (RFC 7009): revoking an access or a refresh token revokes its whole grant.
 
-use super::token::authenticate;
+use super::token::{authenticate, grant_of_refresh};
 use crate::error::TokenError;
 use crate::extract;
 use crate::state::AppState;
@@ -9,7 +9,6 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use latchkey_core::access_token::{self, AccessTokenError, GrantId};
-use latchkey_core::secret;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{self, Form};
 use latchkey_core::OAuthError;
@@ -79,5 +78,5 @@ async fn grant_of(state: &AppState, token: &str) -> Result<Option<(GrantId, Opti
             Err(AccessTokenError::Expired | AccessTokenError::Invalid | AccessTokenError::UnknownKey) => None,
         });
     }
-    Ok(state.store.grant_by_refresh(&secret::hash(token)).await?.map(|g| (g.grant.id, Some(g.grant.client_id))))
+    Ok(grant_of_refresh(state, token).await?.map(|g| (g.grant.id, Some(g.grant.client_id))))
 }

@@ -12,13 +12,14 @@ use axum::response::{IntoResponse, Response};
 use latchkey_core::access_token::{self, AccessClaims, GrantId};
 use latchkey_core::client::{Client, LAST_USED_GRANULARITY};
 use latchkey_core::dpop::Proof;
+use latchkey_core::refresh_token;
 use latchkey_core::scope::{ScopeSet, IDENTITY};
 use latchkey_core::secret::{self, Secret};
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{self, AuthCode, Form, Grant, TokenGrant};
 use latchkey_core::{ErrorCode, OAuthError};
 use latchkey_proto::TokenResponse;
-use latchkey_store::Redeemed;
+use latchkey_store::{GrantState, Redeemed};
 
 /// Handles a token request. Every answer to a request with a DPoP header carries a fresh `DPoP-Nonce`.
 pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
@@ -138,9 +139,10 @@ impl Exchange<'_> {
         let Some(user) = user else {
             return Err(OAuthError::invalid_grant("The user account is deleted or disabled.").into());
         };
-        let refresh_token = Secret::generate("lkr_");
+        let id = GrantId::generate_at(now);
+        let refresh_token = refresh_token::generate(&id);
         let grant = Grant {
-            id: GrantId::generate_at(now),
+            id,
             client_id: client.client_id.clone(),
             user_id: record.user_id.clone(),
             scopes: record.scopes,
@@ -193,9 +195,7 @@ async fn refresh(
     proof: Option<&Proof>,
     now: UnixTime,
 ) -> Result<TokenResponse, TokenError> {
-    let found = state
-        .store
-        .grant_by_refresh(&refresh_token.hash())
+    let found = grant_of_refresh(state, refresh_token.expose())
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("Token has been expired or revoked."))?;
     token::check_refresh(&found.grant, &client.client_id, now)?;
@@ -225,6 +225,17 @@ async fn refresh(
         scope: state.scopes.format(scopes),
         token_type: "Bearer".into(),
     })
+}
+
+/// The grant a refresh token belongs to: found through the grant id the token carries (by hash for a token of
+/// the earlier form), and only when the token's hash is the grant's, compared in constant time.
+pub(super) async fn grant_of_refresh(state: &AppState, token: &str) -> Result<Option<GrantState>, TokenError> {
+    let hash = secret::hash(token);
+    let found = match refresh_token::grant_id(token) {
+        Some(id) => state.store.grant(&id).await?,
+        None => state.store.legacy_grant_by_refresh(&hash).await?,
+    };
+    Ok(found.filter(|g| secret::ct_eq(&g.grant.refresh_hash, &hash)))
 }
 
 /// Mints an access token for a grant; a time-limited grant caps its lifetime.

@@ -795,8 +795,8 @@ impl Store for PgStore {
         Ok(r.rows_affected())
     }
 
-    async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>> {
-        let row = sqlx::query(&format!("{GRANT_STATE} WHERE g.refresh_hash = $1"))
+    async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>> {
+        let row = sqlx::query(&format!("{GRANT_STATE} WHERE g.refresh_hash = $1 AND g.legacy_refresh"))
             .bind(refresh_hash)
             .fetch_optional(&self.pool)
             .await

@@ -558,8 +558,9 @@ impl Store for SqliteStore {
         Ok(self.exec(sql, (now.0, code_hash.to_vec())).await? as u64)
     }
 
-    async fn grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>> {
-        self.one(concat!(grant_state!(), " WHERE g.refresh_hash = ?1"), [refresh_hash], |r| grant_state_from_row(r))
+    async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>> {
+        let sql = concat!(grant_state!(), " WHERE g.refresh_hash = ?1 AND g.legacy_refresh IS NOT NULL");
+        self.one(sql, [refresh_hash], |r| grant_state_from_row(r))
     }
 
     async fn grant(&self, id: &GrantId) -> StoreResult<Option<GrantState>> {

@@ -109,3 +109,50 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
     store.delete_user(&user_id).await.expect("delete");
     assert_eq!(counted(&store), (0, 0), "a deleted user's counts go with their grants");
 }
+
+#[tokio::test]
+async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_hash() {
+    use crate::Store;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    // A database as the version before migration 0102 left it, holding one grant.
+    {
+        let c = rusqlite::Connection::open(&path).expect("open");
+        super::engine::migrate_up_to(&c, 101).expect("migrate to 0101");
+        c.execute_batch(
+            "INSERT INTO projects (id, name, api_enabled, created_at) VALUES ('p', 'P', 1, 0);
+             INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, created_at)
+                 VALUES ('c', 'p', 'C', 'desktop', '[]', x'00', 0);
+             INSERT INTO users (id, email, password_hash, created_at) VALUES ('u', 'u@example.com', 'x', 0);
+             INSERT INTO grants (rowid, id, client_id, user_id, scopes, refresh_hash, created_at, code_hash)
+                 VALUES (7, 'AAAAAAAAAAAAAAAAAAAAAA', 'c', 'u', 1, x'01', 0, x'02');",
+        )
+        .expect("rows");
+    }
+    let store = SqliteStore::open(&format!("sqlite://{}", path.display())).await.expect("open migrates");
+    let (rowid, counted, triggers) = store
+        .engine
+        .read(|c| {
+            c.query_row(
+                "SELECT rowid, (SELECT unrevoked FROM grant_counts WHERE user_id = 'u'), \
+                 (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'grants') FROM grants",
+                [],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)),
+            )
+        })
+        .expect("read");
+    assert_eq!(rowid, 7, "the rowid (issue order) is kept");
+    assert_eq!((counted, triggers), (1, 4), "the grant counts and their triggers survive the table's rebuild");
+    let old = store.legacy_grant_by_refresh(&[1]).await.expect("get").expect("the old grant is found by hash");
+    assert_eq!(old.grant.user_id, "u");
+    // A grant issued since is found by id, never by hash.
+    let new = crate::conformance::issue(&store, "c", "u", crate::GrantLimits::default()).await;
+    assert!(store.legacy_grant_by_refresh(&new.refresh_hash).await.expect("get").is_none());
+    assert!(store.grant(&new.id).await.expect("get").is_some());
+    store.revoke_grant(&old.grant.id, latchkey_core::time::UnixTime(1)).await.expect("revoke");
+    let left: i64 = store
+        .engine
+        .read(|c| c.query_row("SELECT unrevoked FROM grant_counts WHERE user_id = 'u'", [], |r| r.get(0)))
+        .expect("count");
+    assert_eq!(left, 1, "the counts still follow revocations");
+}

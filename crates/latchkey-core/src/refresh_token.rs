@@ -1,0 +1,64 @@
+//! Refresh tokens: `lkr_`, the grant's id (22 base64url characters), then 32 random bytes (43 characters).
+//!
+//! The token names its grant so that the store finds the grant through its time-ordered id and only compares
+//! the token's hash with the stored one (in constant time), instead of searching an index of hashes: that index
+//! took one random page write per issued grant and stopped fitting any cache with millions of grants. The id is
+//! no secret (it is also inside every access token); the random part is what makes the token unguessable, and
+//! only its hash (of the whole token) is stored.
+//!
+//! Tokens issued before this format (`lkr_` and 43 characters) carry no id; [`grant_id`] returns `None` for
+//! them, and their grants are found by hash (the store's legacy lookup).
+
+use crate::access_token::GrantId;
+use crate::secret::{self, Secret};
+
+/// The prefix of every refresh token.
+pub const PREFIX: &str = "lkr_";
+/// The length of a grant id's text form.
+const ID_CHARS: usize = 22;
+/// The length of the random part's text form (32 bytes).
+const SECRET_CHARS: usize = 43;
+
+/// A fresh refresh token for the grant `id`.
+pub fn generate(id: &GrantId) -> Secret {
+    Secret::new(format!("{PREFIX}{}{}", id.encode(), secret::random_b64(32)))
+}
+
+/// The grant a refresh token names, when it has this module's form; `None` for anything else (a token of the
+/// earlier form, a foreign string). Whether the token is the grant's is for the hash comparison to say.
+pub fn grant_id(token: &str) -> Option<GrantId> {
+    let body = token.strip_prefix(PREFIX)?;
+    if body.len() != ID_CHARS + SECRET_CHARS || !body.is_char_boundary(ID_CHARS) {
+        return None;
+    }
+    GrantId::decode(&body[..ID_CHARS])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::UnixTime;
+
+    #[test]
+    fn a_token_names_its_grant_and_is_unique() {
+        let id = GrantId::generate_at(UnixTime(1_700_000_000));
+        let (a, b) = (generate(&id), generate(&id));
+        assert_eq!(a.expose().len(), PREFIX.len() + ID_CHARS + SECRET_CHARS);
+        assert!(a.expose().bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+        assert_eq!(grant_id(a.expose()), Some(id));
+        assert_ne!(a.expose(), b.expose(), "the random part differs");
+    }
+
+    #[test]
+    fn other_forms_name_no_grant() {
+        let legacy = Secret::generate(PREFIX);
+        assert_eq!(grant_id(legacy.expose()), None, "the earlier form: lkr_ and 43 characters");
+        let id = GrantId::generate().encode();
+        let secret = secret::random_b64(32);
+        assert_eq!(grant_id(&format!("lka_{id}{secret}")), None, "another prefix");
+        assert_eq!(grant_id(&format!("{PREFIX}{id}{secret}x")), None, "too long");
+        assert_eq!(grant_id(&format!("{PREFIX}{}{secret}", "!".repeat(22))), None, "not base64url");
+        assert_eq!(grant_id(&format!("{PREFIX}{}é{}", &id[..21], &secret[..42])), None, "not ASCII");
+        assert_eq!(grant_id(""), None);
+    }
+}
