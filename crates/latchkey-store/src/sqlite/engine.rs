@@ -26,6 +26,7 @@
 use crate::{StoreError, StoreResult};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,6 +36,12 @@ use tokio::sync::oneshot;
 const MAX_IDLE_READERS: usize = 8;
 /// The most jobs one transaction takes.
 const MAX_BATCH: usize = 256;
+/// The WAL's length, in frames (pages), past which the writer finishes a checkpoint itself so that the WAL
+/// starts again from its beginning (64 MiB with 4 KiB pages). See [`write_loop`].
+/// Tests use a small WAL, to see it start again after a few writes.
+pub(super) const WAL_RESTART_FRAMES: i64 = if cfg!(test) { 256 } else { 16_384 };
+/// The size the WAL file is cut back to when it starts again.
+pub(super) const WAL_SIZE_LIMIT: i64 = if cfg!(test) { 1024 * 1024 } else { 64 * 1024 * 1024 };
 /// How often, at most, the WAL is checkpointed while writes come in.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 /// How long the writer waits for more jobs to join a batch when writes come in numbers.
@@ -191,12 +198,16 @@ impl Engine {
         // Checkpoints (copying the WAL back into the database file, with its fsync) run on a thread of their
         // own instead of inside a commit every 1000 pages: the writer's batches never wait for one, and the
         // copying overlaps with the writer's fsyncs. A passive checkpoint never blocks the writer or readers.
-        writer.execute_batch("PRAGMA wal_autocheckpoint = 0;").map_err(map_err)?;
+        writer
+            .execute_batch(&format!("PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"))
+            .map_err(map_err)?;
         let checkpointer = connect(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(map_err)?;
         let (committed_tx, committed_rx) = mpsc::sync_channel::<()>(1);
+        let wal_frames = Arc::new(AtomicI64::new(0));
+        let frames = Arc::clone(&wal_frames);
         std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(&checkpointer, &committed_rx))
+            .spawn(move || checkpoint_loop(&checkpointer, &committed_rx, &frames))
             .map_err(|e| StoreError::Other(format!("starting the SQLite checkpointer: {e}")))?;
         let wal = wal_path(path);
         let (to_sync, unsynced) = mpsc::channel::<Vec<Box<dyn WriteJob>>>();
@@ -207,7 +218,7 @@ impl Engine {
         let (tx, rx) = mpsc::channel::<Box<dyn WriteJob>>();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || write_loop(&writer, &rx, &to_sync, &committed_tx))
+            .spawn(move || write_loop(&writer, &rx, &to_sync, &committed_tx, &wal_frames))
             .map_err(|e| StoreError::Other(format!("starting the SQLite writer: {e}")))?;
         Ok(Arc::new(Self { path: path.to_owned(), jobs: tx, readers: Mutex::new(Vec::new()) }))
     }
@@ -271,11 +282,19 @@ impl Engine {
 
 /// The writer thread: batches jobs until the store is dropped. A committed batch holding a durable job goes to
 /// the syncer; any other batch is answered at once.
+///
+/// The WAL starts again from its beginning only when a checkpoint has copied every frame in it; the
+/// checkpointer's passes never get there while writes keep coming (new frames arrive during each pass), so under
+/// steady load the WAL would grow without end. When the checkpointer reports a WAL longer than
+/// [`WAL_RESTART_FRAMES`], the writer runs a passive checkpoint itself between two batches: no frame can arrive
+/// during it, the checkpointer has already copied most of the WAL, and the next transaction starts the WAL
+/// again (cut back to [`WAL_SIZE_LIMIT`]).
 fn write_loop(
     conn: &Connection,
     jobs: &mpsc::Receiver<Box<dyn WriteJob>>,
     to_sync: &mpsc::Sender<Vec<Box<dyn WriteJob>>>,
     checkpoint: &mpsc::SyncSender<()>,
+    wal_frames: &AtomicI64,
 ) {
     let mut last_batch = 0;
     while let Ok(first) = jobs.recv() {
@@ -314,9 +333,28 @@ fn write_loop(
             }
             committed => finish(batch, committed.as_ref().map(|_| ())),
         }
+        if wal_frames.load(Ordering::Relaxed) > WAL_RESTART_FRAMES {
+            let started = Instant::now();
+            match passive_checkpoint(conn) {
+                Ok(Some((log, copied))) if log == copied => {
+                    wal_frames.store(0, Ordering::Relaxed);
+                    tracing::debug!(frames = log, micros = started.elapsed().as_micros() as u64, "WAL restarts");
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "SQLite checkpoint"),
+            }
+        }
         // Wakes the checkpointer (a wake-up already pending is enough).
         let _ = checkpoint.try_send(());
     }
+}
+
+/// A passive checkpoint: the WAL's length and how much of it is now copied, in frames; `None` when it could not
+/// run (another checkpoint was running).
+fn passive_checkpoint(conn: &Connection) -> rusqlite::Result<Option<(i64, i64)>> {
+    let (busy, log, copied): (i64, i64, i64) =
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok((busy == 0 && log >= 0).then_some((log, copied)))
 }
 
 /// Answers every job of a batch.
@@ -364,12 +402,15 @@ fn wal_path(path: &Path) -> PathBuf {
 
 /// The checkpointer: after commits, at most every [`CHECKPOINT_EVERY`], copies the WAL into the database file.
 /// It stops when the writer does.
-fn checkpoint_loop(conn: &Connection, committed: &mpsc::Receiver<()>) {
+/// It reports the WAL's length to the writer (see [`write_loop`]).
+fn checkpoint_loop(conn: &Connection, committed: &mpsc::Receiver<()>, wal_frames: &AtomicI64) {
     while committed.recv().is_ok() {
         std::thread::sleep(CHECKPOINT_EVERY);
         while committed.try_recv().is_ok() {}
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "SQLite checkpoint");
+        match passive_checkpoint(conn) {
+            Ok(Some((log, _))) => wal_frames.store(log, Ordering::Relaxed),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "SQLite checkpoint"),
         }
     }
 }
