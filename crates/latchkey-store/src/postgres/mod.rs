@@ -102,74 +102,26 @@ impl PgStore {
             .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
     }
 
+    /// Redeems the code and issues the grant in one call of `latchkey_redeem_code` (migration 0102), which runs
+    /// the statements of the redemption in one transaction and one round trip.
     async fn redeem_once(&self, g: &Grant, limits: GrantLimits, now: UnixTime) -> sqlx::Result<Redeemed> {
-        let mut tx = self.pool.begin().await?;
-        let used = sqlx::query("UPDATE auth_codes SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL")
-            .bind(now.0)
-            .bind(&g.code_hash)
-            .execute(&mut *tx)
-            .await?;
-        if used.rows_affected() == 0 {
-            tx.rollback().await?;
-            return Ok(Redeemed::AlreadyUsed);
-        }
-        // One issuance per user at a time: the limits below then see every grant committed before.
-        sqlx::query("SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(&g.user_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, \
-             revoked_at, code_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9)",
-        )
-        .bind(&g.id.0[..])
-        .bind(&g.client_id)
-        .bind(&g.user_id)
-        .bind(i64::from(g.scopes.0))
-        .bind(&g.refresh_hash)
-        .bind(&g.dpop_jkt)
-        .bind(g.created_at.0)
-        .bind(opt_time(g.expires_at))
-        .bind(&g.code_hash)
-        .execute(&mut *tx)
-        .await?;
-        // Refresh-token limits: keep the newest N live grants of each set, invalidate the rest. The trigger's
-        // count of unrevoked grants (`grant_counts`, exact under the user's row lock taken above) is read first:
-        // at or under a limit nothing can be over it, and the walk over the user's grants is skipped.
-        let (client_user, user): (i64, i64) = sqlx::query_as(
-            "SELECT COALESCE(SUM(unrevoked) FILTER (WHERE client_id = $2), 0)::BIGINT, \
-             COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts WHERE user_id = $1",
-        )
-        .bind(&g.user_id)
-        .bind(&g.client_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        if client_user > i64::from(limits.per_client_user) {
-            sqlx::query(
-                "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE client_id = $2 AND \
-                 user_id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) \
-                 ORDER BY seq DESC OFFSET $4)",
-            )
-            .bind(now.0)
-            .bind(&g.client_id)
-            .bind(&g.user_id)
-            .bind(i64::from(limits.per_client_user))
-            .execute(&mut *tx)
-            .await?;
-        }
-        if user > i64::from(limits.per_user) {
-            sqlx::query(
-                "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT id FROM grants WHERE user_id = $2 AND \
-                 revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) ORDER BY seq DESC OFFSET $3)",
-            )
-            .bind(now.0)
-            .bind(&g.user_id)
-            .bind(i64::from(limits.per_user))
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(Redeemed::Issued)
+        let issued: bool =
+            sqlx::query_scalar("SELECT latchkey_redeem_code($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
+                .bind(&g.code_hash)
+                .bind(now.0)
+                .bind(&g.id.0[..])
+                .bind(&g.client_id)
+                .bind(&g.user_id)
+                .bind(i64::from(g.scopes.0))
+                .bind(&g.refresh_hash)
+                .bind(&g.dpop_jkt)
+                .bind(g.created_at.0)
+                .bind(opt_time(g.expires_at))
+                .bind(i64::from(limits.per_client_user))
+                .bind(i64::from(limits.per_user))
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(if issued { Redeemed::Issued } else { Redeemed::AlreadyUsed })
     }
 
     async fn record_once_tx(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> sqlx::Result<Option<usize>> {
