@@ -8,6 +8,17 @@
 //! [`crate::admin`]; a developer acts only on the projects they are a member of
 //! ([`crate::admin::members::project_access`]), and a project they are not a member of does not exist for them.
 
+/// The value of a lookup that answers with a page when it fails (no such project or client, no access): `Ok` gives
+/// the value, `Err` returns the page from the handler.
+macro_rules! or_page {
+    ($lookup:expr) => {
+        match $lookup {
+            Ok(found) => found,
+            Err(page) => return page,
+        }
+    };
+}
+
 pub mod api;
 mod app_check;
 mod auth;

@@ -199,10 +199,7 @@ pub async fn confirm_get(
     dev: Developer,
     Path((project, client, action)): Path<(String, String, String)>,
 ) -> Response {
-    let (_, c) = match access_client(&state, &dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (_, c) = or_page!(access_client(&state, &dev, &project, &client).await);
     let when = delay(state.config.app_check_propagation_secs);
     let (heading, paragraphs, label) = match action.as_str() {
         "enforce" => (
@@ -244,10 +241,7 @@ pub async fn app_check_post(
     Path((project, client)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let (access, c) = match access_client(&state, &form.dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let Some(action) = parse_action(form.get("action")) else {
         let e = AdminError::Invalid("choose enable, enforce, unenforce or disable".into());
         return refused(&state, form.dev, &access, &c, e).await;
@@ -278,10 +272,7 @@ pub async fn debug_secret_post(
     Path((project, client)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let (access, c) = match access_client(&state, &form.dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     match admin::client_app_check_debug_secret(&*state.store, &c.client_id).await {
         Ok(v) => {
             let view = SecretPage {
@@ -312,10 +303,7 @@ pub async fn verify_ownership_post(
     Path((project, client)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let (access, c) = match access_client(&state, &form.dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let store = &*state.store;
     let email = form.dev.user.email.clone();
     match admin::verify_ownership(store, &StoreDirectory(store), &c.client_id, &email, state.clock.now()).await {

@@ -154,10 +154,7 @@ pub async fn client_get(
     Path((project, client)): Path<(String, String)>,
     Query(q): Query<Done>,
 ) -> Response {
-    let (access, client) = match access_client(&state, &dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, client) = or_page!(access_client(&state, &dev, &project, &client).await);
     client_page(&state, dev, &access, &client, StatusCode::OK, super::notice(q.done.as_deref()), None).await
 }
 
@@ -167,10 +164,7 @@ pub async fn edit_get(
     dev: Developer,
     Path((project, client)): Path<(String, String)>,
 ) -> Response {
-    let (access, c) = match access_client(&state, &dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &dev, &project, &client).await);
     if c.deleted_at.is_some() {
         return dev.failure(&AdminError::Invalid("this client is deleted: restore it before editing it".into()));
     }
@@ -185,10 +179,7 @@ pub async fn edit_post(
     Path((project, client)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let (access, c) = match access_client(&state, &form.dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     match admin::client_update(&*state.store, &c.client_id, forms::edit(&form, &c)).await {
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=client-saved")),
         Err(AdminError::Fields(errors)) => invalid_form(access, form, c.client_type, Some(&c), &errors),
@@ -202,10 +193,7 @@ pub async fn delete_get(
     dev: Developer,
     Path((project, client)): Path<(String, String)>,
 ) -> Response {
-    let (_, c) = match access_client(&state, &dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (_, c) = or_page!(access_client(&state, &dev, &project, &client).await);
     let days = state.config.client_restore_days;
     let view = ConfirmPage {
         layout: dev.layout,
@@ -229,10 +217,7 @@ pub async fn delete_post(
     Path((project, client)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let (access, c) = match access_client(&state, &form.dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     match admin::client_delete(&*state.store, &c.client_id, state.clock.now()).await {
         Ok(_) => see_other(&format!("/console/projects/{project}?done=client-deleted")),
         Err(e) => refused(&state, form.dev, access, e).await,
@@ -245,10 +230,7 @@ pub async fn restore_post(
     Path((project, client)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let (access, c) = match access_client(&state, &form.dev, &project, &client).await {
-        Ok(found) => found,
-        Err(r) => return r,
-    };
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let lifecycle = state.config.client_lifecycle();
     match admin::client_restore(&*state.store, &c.client_id, lifecycle, state.clock.now()).await {
         Ok(_) => see_other(&format!("/console/projects/{project}?done=client-restored")),
