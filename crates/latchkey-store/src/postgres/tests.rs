@@ -88,3 +88,23 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
     store.delete_user(&user_id).await.expect("delete");
     assert_eq!(counted(&store).await, (0, 0), "a deleted user's counts go with their grants");
 }
+
+#[tokio::test]
+async fn grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id() {
+    use crate::GrantLimits;
+    let Some(db) = TestDatabase::create().await else { return };
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let (client_id, user_id) = crate::conformance::fixture(&store).await;
+    let old = crate::conformance::issue(&store, &client_id, &user_id, GrantLimits::default()).await;
+    let new = crate::conformance::issue(&store, &client_id, &user_id, GrantLimits::default()).await;
+    // Migration 0101 marks the grants that exist when it runs; mark one the same way.
+    sqlx::query("UPDATE grants SET legacy_refresh = TRUE WHERE id = $1")
+        .bind(&old.id.0[..])
+        .execute(&store.pool)
+        .await
+        .expect("mark legacy");
+    let found = store.legacy_grant_by_refresh(&old.refresh_hash).await.expect("get").expect("found by hash");
+    assert_eq!(found.grant, old);
+    assert!(store.legacy_grant_by_refresh(&new.refresh_hash).await.expect("get").is_none());
+    assert_eq!(store.grant(&new.id).await.expect("get").expect("found by id").grant, new);
+}
