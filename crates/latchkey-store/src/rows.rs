@@ -61,25 +61,64 @@ impl StoreRow for sqlx::postgres::PgRow {
     }
 }
 
-/// SQLite rows (rusqlite), which are read with `get` instead of sqlx's `try_get`.
-impl StoreRow for rusqlite::Row<'_> {
+/// A SQLite row (rusqlite), read by column name.
+///
+/// rusqlite finds a column by name by comparing it with every column's name in turn, and the mappers read every
+/// column: a grant read that way compared names ~80 times, 2–3% of a refresh's CPU. The mappers read the columns
+/// in the order the statements select them, so the row first tries the column after the last one read; only a
+/// read out of that order searches all names. Names are still what is matched: a statement and a mapper that
+/// disagree on the order stay correct, only slower.
+pub(crate) struct SqliteRow<'a, 'stmt> {
+    row: &'a rusqlite::Row<'stmt>,
+    next: std::cell::Cell<usize>,
+}
+
+impl<'a, 'stmt> SqliteRow<'a, 'stmt> {
+    /// Wraps a row; reading starts at its first column.
+    pub(crate) fn new(row: &'a rusqlite::Row<'stmt>) -> Self {
+        Self { row, next: std::cell::Cell::new(0) }
+    }
+
+    /// Reads the column `col` as `T`.
+    fn read<T: rusqlite::types::FromSql>(&self, col: &str) -> StoreResult<T> {
+        let stmt: &rusqlite::Statement<'_> = self.row.as_ref();
+        let guess = self.next.get();
+        let index = if stmt.column_name(guess).is_ok_and(|name| name.eq_ignore_ascii_case(col)) {
+            guess
+        } else {
+            stmt.column_index(col).map_err(decode_err)?
+        };
+        self.next.set(index + 1);
+        self.row.get(index).map_err(decode_err)
+    }
+}
+
+/// The row itself, for reads by index.
+impl<'stmt> std::ops::Deref for SqliteRow<'_, 'stmt> {
+    type Target = rusqlite::Row<'stmt>;
+    fn deref(&self) -> &Self::Target {
+        self.row
+    }
+}
+
+impl StoreRow for SqliteRow<'_, '_> {
     fn text(&self, col: &str) -> StoreResult<String> {
-        self.get(col).map_err(decode_err)
+        self.read(col)
     }
     fn opt_text(&self, col: &str) -> StoreResult<Option<String>> {
-        self.get(col).map_err(decode_err)
+        self.read(col)
     }
     fn int(&self, col: &str) -> StoreResult<i64> {
-        self.get(col).map_err(decode_err)
+        self.read(col)
     }
     fn opt_int(&self, col: &str) -> StoreResult<Option<i64>> {
-        self.get(col).map_err(decode_err)
+        self.read(col)
     }
     fn flag(&self, col: &str) -> StoreResult<bool> {
-        self.get(col).map_err(decode_err)
+        self.read(col)
     }
     fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
-        self.get(col).map_err(decode_err)
+        self.read(col)
     }
     fn grant_id(&self, col: &str) -> StoreResult<GrantId> {
         GrantId::decode(&self.text(col)?).ok_or_else(|| StoreError::Other("malformed grant id".into()))
@@ -108,12 +147,14 @@ pub(crate) fn project_from_row<R: StoreRow>(r: &R) -> StoreResult<Project> {
 }
 
 pub(crate) fn client_from_row<R: StoreRow>(r: &R) -> StoreResult<Client> {
+    // Read in the table's column order (see `SqliteRow`).
+    let (client_id, project_id, name) = (r.text("client_id")?, r.text("project_id")?, r.text("name")?);
     let kind = r.text("client_type")?;
     let uris = r.text("redirect_uris")?;
     Ok(Client {
-        client_id: r.text("client_id")?,
-        project_id: r.text("project_id")?,
-        name: r.text("name")?,
+        client_id,
+        project_id,
+        name,
         client_type: ClientType::parse(&kind).ok_or_else(|| StoreError::Other(format!("client type {kind}")))?,
         redirect_uris: serde_json::from_str(&uris).map_err(|e| StoreError::Other(e.to_string()))?,
         secret_hash: r.bytes("secret_hash")?,
@@ -139,11 +180,12 @@ fn app_check_state(s: &str) -> StoreResult<AppCheckState> {
 }
 
 fn app_check_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheck> {
+    let state = app_check_state(&r.text("app_check_state")?)?;
     let pending = match (r.opt_text("app_check_pending")?, opt_time(r, "app_check_pending_at")?) {
         (Some(s), Some(at)) => Some((app_check_state(&s)?, at)),
         _ => None,
     };
-    Ok(AppCheck { state: app_check_state(&r.text("app_check_state")?)?, pending })
+    Ok(AppCheck { state, pending })
 }
 
 pub(crate) fn app_check_count_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheckCount> {
@@ -198,6 +240,9 @@ pub(crate) fn session_from_row<R: StoreRow>(r: &R) -> StoreResult<Session> {
 }
 
 pub(crate) fn code_from_row<R: StoreRow>(r: &R) -> StoreResult<AuthCode> {
+    // Read in the table's column order (see `SqliteRow`).
+    let (code_hash, client_id, user_id) = (r.bytes("code_hash")?, r.text("client_id")?, r.text("user_id")?);
+    let (redirect_uri, scopes) = (r.text("redirect_uri")?, scopes(r)?);
     let challenge = match (r.opt_text("challenge_method")?, r.opt_text("challenge")?) {
         (Some(m), Some(c)) => {
             Some((ChallengeMethod::parse(Some(&m)).map_err(|e| StoreError::Other(e.to_string()))?, c))
@@ -205,11 +250,11 @@ pub(crate) fn code_from_row<R: StoreRow>(r: &R) -> StoreResult<AuthCode> {
         _ => None,
     };
     Ok(AuthCode {
-        code_hash: r.bytes("code_hash")?,
-        client_id: r.text("client_id")?,
-        user_id: r.text("user_id")?,
-        redirect_uri: r.text("redirect_uri")?,
-        scopes: scopes(r)?,
+        code_hash,
+        client_id,
+        user_id,
+        redirect_uri,
+        scopes,
         challenge,
         nonce: r.opt_text("nonce")?,
         auth_time: time(r, "auth_time")?,

@@ -5,7 +5,7 @@
 mod engine;
 
 use crate::records::*;
-use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
+use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row, SqliteRow};
 use crate::{Store, StoreError, StoreResult};
 use async_trait::async_trait;
 use engine::{Durability, Engine, Outcome};
@@ -14,7 +14,7 @@ use latchkey_core::app_check::Category;
 use latchkey_core::client::Client;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
-use rusqlite::{params, Connection, Params, Row};
+use rusqlite::{params, Connection, Params};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -65,19 +65,24 @@ impl SqliteStore {
         &self,
         sql: &str,
         params: impl Params,
-        map: impl Fn(&Row<'_>) -> StoreResult<T>,
+        map: impl Fn(&SqliteRow<'_, '_>) -> StoreResult<T>,
     ) -> StoreResult<Option<T>> {
         self.engine
             .read(|c| {
                 let mut stmt = c.prepare_cached(sql)?;
                 let mut rows = stmt.query(params)?;
-                Ok(rows.next()?.map(&map))
+                Ok(rows.next()?.map(|r| map(&SqliteRow::new(r))))
             })?
             .transpose()
     }
 
     /// Every row, mapped, read on the blocking pool (listings can be long).
-    async fn all<T, P>(&self, sql: &'static str, params: P, map: fn(&Row<'_>) -> StoreResult<T>) -> StoreResult<Vec<T>>
+    async fn all<T, P>(
+        &self,
+        sql: &'static str,
+        params: P,
+        map: fn(&SqliteRow<'_, '_>) -> StoreResult<T>,
+    ) -> StoreResult<Vec<T>>
     where
         T: Send + 'static,
         P: Params + Send + 'static,
@@ -88,7 +93,7 @@ impl SqliteStore {
                 let mut rows = stmt.query(params)?;
                 let mut out = Vec::new();
                 while let Some(r) = rows.next()? {
-                    out.push(map(r));
+                    out.push(map(&SqliteRow::new(r)));
                 }
                 Ok(out)
             })
