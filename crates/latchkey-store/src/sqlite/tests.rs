@@ -203,3 +203,24 @@ async fn under_steady_concurrent_writes_the_wal_starts_again_instead_of_growing(
     assert!(size < db / 2, "the WAL is {size} bytes after writing a database of {db}");
     assert_eq!(store.users().await.expect("users").len(), 16 * 300);
 }
+
+#[test]
+fn a_row_reads_each_column_by_name_in_any_order() {
+    use crate::rows::{SqliteRow, StoreRow};
+    let conn = rusqlite::Connection::open_in_memory().expect("open");
+    let read = |names: &[&str]| -> Vec<String> {
+        conn.query_row("SELECT 'a' AS first, 'b' AS second, 'c' AS third", [], |r| {
+            let row = SqliteRow::new(r);
+            Ok(names.iter().map(|n| row.text(n).expect("column")).collect())
+        })
+        .expect("row")
+    };
+    assert_eq!(read(&["first", "second", "third"]), ["a", "b", "c"], "in order");
+    assert_eq!(read(&["third", "first", "second", "first"]), ["c", "a", "b", "a"], "out of order, and again");
+    assert_eq!(read(&["SECOND", "Third"]), ["b", "c"], "names match without regard to case, as in rusqlite");
+    conn.query_row("SELECT 1 AS only", [], |r| {
+        assert!(SqliteRow::new(r).int("missing").is_err(), "an unknown column is an error");
+        Ok(())
+    })
+    .expect("row");
+}
