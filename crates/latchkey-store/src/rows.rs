@@ -1,6 +1,6 @@
 //! Row mappers shared by both backends: the schemas use the same column names, and each backend's row type
-//! (rusqlite's for SQLite, sqlx's for PostgreSQL) reads the few column types through [`StoreRow`]. Only the grant
-//! id is stored differently (text in SQLite, raw bytes in PostgreSQL).
+//! ([`SqliteRow`] around rusqlite's for SQLite, sqlx's for PostgreSQL) reads the few column types through
+//! [`StoreRow`]. Only the grant id is stored differently (text in SQLite, raw bytes in PostgreSQL).
 
 use crate::records::*;
 use crate::{StoreError, StoreResult};
@@ -64,10 +64,10 @@ impl StoreRow for sqlx::postgres::PgRow {
 /// A SQLite row (rusqlite), read by column name.
 ///
 /// rusqlite finds a column by name by comparing it with every column's name in turn, and the mappers read every
-/// column: a grant read that way compared names ~80 times, 2–3% of a refresh's CPU. The mappers read the columns
-/// in the order the statements select them, so the row first tries the column after the last one read; only a
-/// read out of that order searches all names. Names are still what is matched: a statement and a mapper that
-/// disagree on the order stay correct, only slower.
+/// column: a grant read that way compared names ~80 times (in a refresh's profile, 6.7% of the samples against
+/// 1.8% with this type). The mappers read the columns in the order the statements select them, so the row first
+/// tries the column after the last one read; only a read out of that order searches all names. Names are still
+/// what is matched: a statement and a mapper that disagree on the order stay correct, only slower.
 pub(crate) struct SqliteRow<'a, 'stmt> {
     row: &'a rusqlite::Row<'stmt>,
     next: std::cell::Cell<usize>,

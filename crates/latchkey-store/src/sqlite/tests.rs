@@ -224,3 +224,26 @@ fn a_row_reads_each_column_by_name_in_any_order() {
     })
     .expect("row");
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
+    const SCHED_BATCH: &str = "3";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _store = SqliteStore::open(&format!("sqlite://{}", dir.path().join("t.db").display())).await.expect("open");
+    // Every SQLite thread of this process (other tests may have stores open too), with its scheduling policy: the
+    // 41st field of /proc/self/task/TID/stat, the 39th after the parenthesised thread name.
+    let mut seen = std::collections::BTreeSet::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("tasks") {
+        let stat = std::fs::read_to_string(task.expect("task").path().join("stat")).unwrap_or_default();
+        let Some((head, fields)) = stat.rsplit_once(')') else { continue };
+        let Some((_, name)) = head.split_once('(') else { continue };
+        if let Some(role) = name.strip_prefix("sqlite-") {
+            let policy = fields.split_whitespace().nth(38).expect("policy field");
+            assert_eq!(policy, SCHED_BATCH, "sqlite-{role} runs under SCHED_BATCH");
+            seen.insert(role.to_owned());
+        }
+    }
+    // Thread names are cut to 15 bytes: "sqlite-checkpoint" reads "sqlite-checkpoi".
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["checkpoi", "syncer", "writer"]);
+}

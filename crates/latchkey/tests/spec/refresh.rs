@@ -153,6 +153,14 @@ async fn an_unknown_refresh_token_is_invalid_grant_and_a_missing_one_is_invalid_
 }
 
 #[tokio::test]
+async fn a_refresh_token_naming_a_real_grant_with_another_secret_is_invalid_grant() {
+    let (server, app) = setup().await;
+    let t = server.tokens(&app, ALICE, &[READONLY]).await;
+    assert_eq!(error_of(refresh(&server, &app, &forged_refresh_token(rt(&t))).await).await, invalid_grant());
+    assert_eq!(refresh(&server, &app, rt(&t)).await.status(), 200, "the real token still works");
+}
+
+#[tokio::test]
 async fn a_revoked_refresh_token_is_invalid_grant() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;

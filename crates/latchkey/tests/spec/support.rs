@@ -384,3 +384,11 @@ pub async fn error_of(r: reqwest::Response) -> (u16, String) {
     let body: serde_json::Value = r.json().await.expect("json error");
     (status, body["error"].as_str().unwrap_or_default().to_owned())
 }
+
+/// A refresh token with `real`'s grant id and another secret (its last 43 characters replaced): it names the same
+/// grant, and must not be taken for the real one.
+pub fn forged_refresh_token(real: &str) -> String {
+    let forged = format!("{}{}", &real[..real.len() - 43], "A".repeat(43));
+    assert_ne!(forged, real, "the forged token differs from the real one");
+    forged
+}
