@@ -487,6 +487,7 @@ async fn project_members_keep_an_owner(store: &dyn Store) {
     assert_eq!(store.project_members(&project).await.expect("members").len(), 1);
     assert!(store.delete_project(&project).await.expect("delete project"));
     assert!(store.projects_of(&editor).await.expect("none").is_empty());
+    assert!(store.client(&client_id).await.expect("get").is_none(), "the project's clients go with it");
 }
 
 async fn owners_removing_each_other_at_once_leave_one(store: Arc<dyn Store>) {

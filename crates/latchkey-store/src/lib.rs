@@ -6,6 +6,7 @@
 //!
 //! Backends: [`sqlite`] (one file, the default) and [`postgres`] (many instances on one database).
 
+mod client_cache;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod console_rows;

@@ -11,6 +11,7 @@
 //! Connection failures (refused, reset, pool timeout, server shutting down) become [`StoreError::Unavailable`]; a
 //! transaction that lost a serialization or deadlock race is run again a few times first.
 
+use crate::client_cache::ClientCache;
 use crate::records::*;
 use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
 use crate::{PoolSettings, Store, StoreError, StoreResult};
@@ -23,12 +24,14 @@ use latchkey_core::token::{AuthCode, Grant};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    clients: Arc<ClientCache>,
 }
 
 /// A pooled connection idle for longer is pinged before it is handed out (a broken one is replaced).
@@ -91,7 +94,7 @@ impl PgStore {
             .connect_with(options)
             .await
             .map_err(map_err)?;
-        Ok(Self { pool })
+        Ok(Self { pool, clients: Arc::default() })
     }
 
     /// Runs the migrations not yet applied.
@@ -297,8 +300,8 @@ impl Store for PgStore {
     }
 
     async fn delete_project(&self, id: &str) -> StoreResult<bool> {
-        let r =
-            sqlx::query("DELETE FROM projects WHERE id = $1").bind(id).execute(&self.pool).await.map_err(map_err)?;
+        let r = sqlx::query("DELETE FROM projects WHERE id = $1").bind(id).execute(&self.pool).await;
+        let r = self.clients.after(None, r).map_err(map_err)?;
         Ok(r.rows_affected() == 1)
     }
 
@@ -337,12 +340,15 @@ impl Store for PgStore {
     }
 
     async fn client(&self, client_id: &str) -> StoreResult<Option<Client>> {
-        let row = sqlx::query("SELECT * FROM clients WHERE client_id = $1")
-            .bind(client_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(map_err)?;
-        row.map(|r| client_from_row(&r)).transpose()
+        let load = || async {
+            let row = sqlx::query("SELECT * FROM clients WHERE client_id = $1")
+                .bind(client_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(map_err)?;
+            row.map(|r| client_from_row(&r)).transpose()
+        };
+        self.clients.get_or_load(client_id, load).await
     }
 
     async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>> {
@@ -361,8 +367,8 @@ impl Store for PgStore {
             .bind(at.0)
             .bind(client_id)
             .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+            .await;
+        let r = self.clients.after(Some(client_id), r).map_err(map_err)?;
         Ok(r.rows_affected() == 1)
     }
 
@@ -387,8 +393,8 @@ impl Store for PgStore {
         .bind(c.app_check.pending.map(|(s, _)| s.as_str()))
         .bind(c.app_check.pending.map(|(_, at)| at.0))
         .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        .await;
+        let r = self.clients.after(Some(&c.client_id), r).map_err(map_err)?;
         Ok(r.rows_affected() == 1)
     }
 
@@ -397,8 +403,8 @@ impl Store for PgStore {
             .bind(client_id)
             .bind(deleted_since.0)
             .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+            .await;
+        let r = self.clients.after(Some(client_id), r).map_err(map_err)?;
         Ok(r.rows_affected() == 1)
     }
 
@@ -410,8 +416,8 @@ impl Store for PgStore {
         .bind(now.0)
         .bind(now.0 - latchkey_core::client::LAST_USED_GRANULARITY)
         .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        .await;
+        let r = self.clients.after(Some(client_id), r).map_err(map_err)?;
         Ok(r.rows_affected() == 1)
     }
 
@@ -422,17 +428,15 @@ impl Store for PgStore {
         .bind(active_before.0)
         .bind(now.0)
         .execute(&self.pool)
-        .await
-        .map_err(map_err)?;
+        .await;
+        let r = self.clients.after(None, r).map_err(map_err)?;
         Ok(r.rows_affected())
     }
 
     async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64> {
-        let r = sqlx::query("DELETE FROM clients WHERE deleted_at < $1")
-            .bind(deleted_before.0)
-            .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+        let r =
+            sqlx::query("DELETE FROM clients WHERE deleted_at < $1").bind(deleted_before.0).execute(&self.pool).await;
+        let r = self.clients.after(None, r).map_err(map_err)?;
         Ok(r.rows_affected())
     }
 
@@ -441,8 +445,8 @@ impl Store for PgStore {
             .bind(client_id)
             .bind(at.0)
             .execute(&self.pool)
-            .await
-            .map_err(map_err)?;
+            .await;
+        let r = self.clients.after(Some(client_id), r).map_err(map_err)?;
         Ok(r.rows_affected() == 1)
     }
 

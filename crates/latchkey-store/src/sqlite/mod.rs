@@ -4,6 +4,7 @@
 
 mod engine;
 
+use crate::client_cache::ClientCache;
 use crate::records::*;
 use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row, SqliteRow};
 use crate::{Store, StoreError, StoreResult};
@@ -22,6 +23,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     engine: Arc<Engine>,
+    clients: Arc<ClientCache>,
 }
 
 /// The writer's page cache while seeding, in KiB.
@@ -57,7 +59,7 @@ impl SqliteStore {
         let engine = tokio::task::spawn_blocking(move || Engine::open(&path))
             .await
             .map_err(|e| StoreError::Other(format!("opening SQLite: {e}")))??;
-        Ok(Self { engine })
+        Ok(Self { engine, clients: Arc::default() })
     }
 
     /// One row, mapped, or `None`.
@@ -219,7 +221,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_project(&self, id: &str) -> StoreResult<bool> {
-        Ok(self.exec("DELETE FROM projects WHERE id = ?1", (id.to_owned(),)).await? == 1)
+        Ok(self.clients.after(None, self.exec("DELETE FROM projects WHERE id = ?1", (id.to_owned(),)).await)? == 1)
     }
 
     async fn create_client(&self, c: &Client) -> StoreResult<()> {
@@ -262,7 +264,8 @@ impl Store for SqliteStore {
     }
 
     async fn client(&self, client_id: &str) -> StoreResult<Option<Client>> {
-        self.one("SELECT * FROM clients WHERE client_id = ?1", [client_id], |r| client_from_row(r))
+        let sql = "SELECT * FROM clients WHERE client_id = ?1";
+        self.clients.get_or_load(client_id, || async { self.one(sql, [client_id], |r| client_from_row(r)) }).await
     }
 
     async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>> {
@@ -276,12 +279,12 @@ impl Store for SqliteStore {
 
     async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {
         let sql = "UPDATE clients SET deleted_at = ?1 WHERE client_id = ?2 AND deleted_at IS NULL";
-        Ok(self.exec(sql, (at.0, client_id.to_owned())).await? == 1)
+        Ok(self.clients.after(Some(client_id), self.exec(sql, (at.0, client_id.to_owned())).await)? == 1)
     }
 
-    async fn update_client(&self, c: &Client) -> StoreResult<bool> {
-        let uris = to_json(&c.redirect_uris)?;
-        let c = c.clone();
+    async fn update_client(&self, client: &Client) -> StoreResult<bool> {
+        let uris = to_json(&client.redirect_uris)?;
+        let c = client.clone();
         let n = self
             .engine
             .write_keep(move |conn| {
@@ -306,35 +309,37 @@ impl Store for SqliteStore {
                     c.app_check.pending.map(|(_, at)| at.0),
                 ])
             })
-            .await?;
-        Ok(n == 1)
+            .await;
+        Ok(self.clients.after(Some(&client.client_id), n)? == 1)
     }
 
     async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool> {
         let sql = "UPDATE clients SET deleted_at = NULL WHERE client_id = ?1 AND deleted_at >= ?2";
-        Ok(self.exec(sql, (client_id.to_owned(), deleted_since.0)).await? == 1)
+        Ok(self.clients.after(Some(client_id), self.exec(sql, (client_id.to_owned(), deleted_since.0)).await)? == 1)
     }
 
     async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool> {
         let sql = "UPDATE clients SET last_used_at = ?2 WHERE client_id = ?1 AND \
                    (last_used_at IS NULL OR last_used_at <= ?3)";
         let stale_before = now.0 - latchkey_core::client::LAST_USED_GRANULARITY;
-        Ok(self.exec_ephemeral(sql, (client_id.to_owned(), now.0, stale_before)).await? == 1)
+        let n = self.exec_ephemeral(sql, (client_id.to_owned(), now.0, stale_before)).await;
+        Ok(self.clients.after(Some(client_id), n)? == 1)
     }
 
     async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64> {
         let sql = "UPDATE clients SET deleted_at = ?2 WHERE deleted_at IS NULL AND \
                    COALESCE(last_used_at, created_at) < ?1";
-        Ok(self.exec(sql, (active_before.0, now.0)).await? as u64)
+        Ok(self.clients.after(None, self.exec(sql, (active_before.0, now.0)).await)? as u64)
     }
 
     async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64> {
-        Ok(self.exec("DELETE FROM clients WHERE deleted_at < ?1", (deleted_before.0,)).await? as u64)
+        let n = self.exec("DELETE FROM clients WHERE deleted_at < ?1", (deleted_before.0,)).await;
+        Ok(self.clients.after(None, n)? as u64)
     }
 
     async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {
         let sql = "UPDATE clients SET ownership_verified_at = ?2 WHERE client_id = ?1";
-        Ok(self.exec(sql, (client_id.to_owned(), at.0)).await? == 1)
+        Ok(self.clients.after(Some(client_id), self.exec(sql, (client_id.to_owned(), at.0)).await)? == 1)
     }
 
     async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool> {
