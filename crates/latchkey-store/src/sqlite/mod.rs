@@ -1,6 +1,6 @@
-//! The SQLite backend: one file, WAL mode, `synchronous=FULL` so that a committed grant survives a crash (and
-//! a power cut). Writes are group-committed by one writer thread; reads run on pooled connections (see
-//! [`engine`]).
+//! The SQLite backend: one file in WAL mode. Writes are group-committed by one writer thread, and a durable
+//! write is answered only once the WAL holding it is fdatasynced, so that a committed grant survives a crash
+//! and a power cut; reads run on pooled connections (see [`engine`]).
 
 mod engine;
 
