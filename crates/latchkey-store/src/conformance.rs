@@ -27,6 +27,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     grant_state_follows_user_and_client(&*store).await;
     keys_are_kept_newest_first(&*store).await;
     single_use_values_are_recorded_once(store.clone()).await;
+    expired_single_use_values_are_purged(&*store).await;
     app_check_and_ownership(&*store).await;
     listings_are_kept_by_item_id(&*store).await;
     project_members_keep_an_owner(&*store).await;
@@ -284,25 +285,24 @@ async fn keys_are_kept_newest_first(store: &dyn Store) {
 }
 
 async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
-    let a = random_b64(32).into_bytes();
-    let b = random_b64(32).into_bytes();
-    let c = random_b64(32).into_bytes();
-    assert_eq!(store.record_once(&[(a.clone(), T0.plus(60))], T0).await.expect("a"), None);
-    assert_eq!(store.record_once(&[(a.clone(), T0.plus(60))], T0.plus(1)).await.expect("a again"), Some(0));
+    let exp = T0.plus(60);
+    let (a, b, c) = (single_use_value(exp), single_use_value(exp), single_use_value(exp));
+    assert_eq!(store.record_once(&[(a.clone(), exp)], T0).await.expect("a"), None);
+    assert_eq!(store.record_once(&[(a.clone(), exp)], T0.plus(1)).await.expect("a again"), Some(0));
     // All or none: b is not kept when a (second) is a replay.
-    assert_eq!(
-        store.record_once(&[(b.clone(), T0.plus(60)), (a.clone(), T0.plus(60))], T0).await.expect("b,a"),
-        Some(1)
-    );
-    assert_eq!(store.record_once(&[(b.clone(), T0.plus(60))], T0).await.expect("b"), None, "b was rolled back");
+    assert_eq!(store.record_once(&[(b.clone(), exp), (a.clone(), exp)], T0).await.expect("b,a"), Some(1));
+    assert_eq!(store.record_once(&[(b.clone(), exp)], T0).await.expect("b"), None, "b was rolled back");
     // After its expiry, a value may be used again.
-    assert_eq!(store.record_once(&[(a.clone(), T0.plus(200))], T0.plus(60)).await.expect("a expired"), None);
+    assert_eq!(store.record_once(&[(a.clone(), exp)], T0.plus(60)).await.expect("a expired"), None);
+    // A value that does not start with its expiry is refused.
+    let unordered = random_b64(32).into_bytes();
+    assert!(store.record_once(&[(unordered, exp)], T0).await.is_err());
     // Concurrent recordings of one value: exactly one wins.
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let store = store.clone();
             let c = c.clone();
-            tokio::spawn(async move { store.record_once(&[(c, T0.plus(60))], T0).await })
+            tokio::spawn(async move { store.record_once(&[(c, exp)], T0).await })
         })
         .collect();
     let mut won = 0;
@@ -312,6 +312,21 @@ async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
         }
     }
     assert_eq!(won, 1);
+}
+
+async fn expired_single_use_values_are_purged(store: &dyn Store) {
+    let (early, late) = (T0.plus(10), T0.plus(100));
+    let (gone, kept) = (single_use_value(early), single_use_value(late));
+    assert_eq!(store.record_once(&[(gone.clone(), early), (kept.clone(), late)], T0).await.expect("record"), None);
+    assert!(store.purge_expired(T0.plus(50)).await.expect("purge") >= 1);
+    // Seen from before either expiry: the purged value is new again, the other is still a replay.
+    assert_eq!(store.record_once(&[(gone, early)], T0).await.expect("gone"), None);
+    assert_eq!(store.record_once(&[(kept, late)], T0).await.expect("kept"), Some(0));
+}
+
+/// A random single-use value expiring at `expires_at`, in the form [`Store::record_once`] takes.
+pub fn single_use_value(expires_at: UnixTime) -> Vec<u8> {
+    [&expires_at.0.to_be_bytes()[..], random_b64(32).as_bytes()].concat()
 }
 
 async fn client_lifecycle(store: &dyn Store) {

@@ -48,6 +48,30 @@ pub enum StoreError {
 /// The result of a store call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// How single-use values are laid out (see [`Store::record_once`]).
+mod single_use {
+    use super::{StoreError, StoreResult};
+    use latchkey_core::time::UnixTime;
+
+    /// The smallest value that expires after `now`: every value below it has expired.
+    pub(crate) fn live_from(now: UnixTime) -> Vec<u8> {
+        (now.0 + 1).to_be_bytes().to_vec()
+    }
+
+    /// Values recorded before they started with their expiry (SHA-256 hashes) sort from here on: no expiry
+    /// before 2106 has a non-zero byte among its first four. They are purged by their `expires_at` column, a
+    /// short walk that ends once the last of them has expired (minutes after the upgrade).
+    pub(crate) const EARLIER_FORM_FROM: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 0];
+
+    /// Refuses values that do not start with their expiry.
+    pub(crate) fn check(values: &[(Vec<u8>, UnixTime)]) -> StoreResult<()> {
+        match values.iter().all(|(key, expires_at)| key.starts_with(&expires_at.0.to_be_bytes())) {
+            true => Ok(()),
+            false => Err(StoreError::Other("a single-use value must start with its expiry".into())),
+        }
+    }
+}
+
 /// Connection-pool settings of the PostgreSQL backend (SQLite keeps its own, suited to one local file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolSettings {
@@ -234,13 +258,18 @@ pub trait Store: Send + Sync + 'static {
     /// Records single-use values (DPoP `jti`s, server nonces), each remembered until its expiry, all or none
     /// in one transaction. Returns the index of the first value already recorded and not yet expired (then
     /// nothing is recorded), or `None` when all were new.
+    ///
+    /// Each value must start with its expiry, 8 bytes big-endian (as `latchkey_core::dpop::replay_key` makes
+    /// them; others are refused): the values then sort by expiry, and [`Store::purge_expired`] removes the
+    /// expired ones as one range of the primary key, with no second index to keep up on every recording.
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>>;
 
     /// Bulk loading for load tests (`latchkey admin seed-grants`): stores users with their channels, then grants,
     /// as they are and all or none, without codes and without the refresh-token limits.
     async fn seed(&self, users: &[(NewUser, Channel)], grants: &[Grant]) -> StoreResult<()>;
 
-    /// Removes what has expired (sessions, codes, throttling windows) before `now`; returns rows removed.
+    /// Removes what has expired (sessions, codes, throttling windows, single-use values) before `now`; returns
+    /// rows removed.
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64>;
     /// Whether the database answers.
     async fn ping(&self) -> StoreResult<()>;

@@ -14,7 +14,7 @@
 use crate::client_cache::ClientCache;
 use crate::records::*;
 use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row};
-use crate::{PoolSettings, Store, StoreError, StoreResult};
+use crate::{single_use, PoolSettings, Store, StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::Category;
@@ -811,6 +811,7 @@ impl Store for PgStore {
     }
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
+        crate::single_use::check(values)?;
         retrying!(self.record_once_tx(values, now))
     }
 
@@ -824,10 +825,16 @@ impl Store for PgStore {
             "DELETE FROM sessions WHERE expires_at <= $1",
             "DELETE FROM auth_codes WHERE expires_at <= $1 - 86400",
             "DELETE FROM login_failures WHERE window_start <= $1 - 86400",
-            "DELETE FROM replay WHERE expires_at <= $1",
         ] {
             n += sqlx::query(sql).bind(now.0).execute(&self.pool).await.map_err(map_err)?.rows_affected();
         }
+        // Single-use values sort by expiry (see `Store::record_once`), those of the earlier form after.
+        let live = sqlx::query("DELETE FROM replay WHERE key_hash < $1").bind(single_use::live_from(now));
+        n += live.execute(&self.pool).await.map_err(map_err)?.rows_affected();
+        let earlier = sqlx::query("DELETE FROM replay WHERE key_hash >= $1 AND expires_at <= $2")
+            .bind(&single_use::EARLIER_FORM_FROM[..])
+            .bind(now.0);
+        n += earlier.execute(&self.pool).await.map_err(map_err)?.rows_affected();
         Ok(n)
     }
 

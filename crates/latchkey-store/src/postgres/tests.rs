@@ -108,3 +108,25 @@ async fn grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id() 
     assert!(store.legacy_grant_by_refresh(&new.refresh_hash).await.expect("get").is_none());
     assert_eq!(store.grant(&new.id).await.expect("get").expect("found by id").grant, new);
 }
+
+#[tokio::test]
+async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
+    use latchkey_core::time::UnixTime;
+    let Some(db) = TestDatabase::create_database().await else { return };
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    // Before migration 0103 values were bare SHA-256 hashes, in no order; one expires at 10, one at 100.
+    for (key, expires_at) in [([0xff_u8; 32], 10_i64), ([0x01; 32], 100)] {
+        sqlx::query("INSERT INTO replay (key_hash, expires_at) VALUES ($1, $2)")
+            .bind(&key[..])
+            .bind(expires_at)
+            .execute(&store.pool)
+            .await
+            .expect("row");
+    }
+    let value = crate::conformance::single_use_value(UnixTime(10));
+    assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
+    assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
+    assert_eq!(store.purge_expired(UnixTime(100)).await.expect("purge"), 1);
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM replay").fetch_one(&store.pool).await.expect("count");
+    assert_eq!(left, 0);
+}

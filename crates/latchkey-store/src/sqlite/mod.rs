@@ -7,7 +7,7 @@ mod engine;
 use crate::client_cache::ClientCache;
 use crate::records::*;
 use crate::rows::{self, client_from_row, code_from_row, grant_state_from_row, user_from_row, SqliteRow};
-use crate::{Store, StoreError, StoreResult};
+use crate::{single_use, Store, StoreError, StoreResult};
 use async_trait::async_trait;
 use engine::{Durability, Engine, Outcome};
 use latchkey_core::access_token::GrantId;
@@ -609,6 +609,7 @@ impl Store for SqliteStore {
     }
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
+        crate::single_use::check(values)?;
         let values = values.to_vec();
         self.engine
             .write(Durability::Ephemeral, move |c| {
@@ -654,10 +655,16 @@ impl Store for SqliteStore {
                     "DELETE FROM sessions WHERE expires_at <= ?1",
                     "DELETE FROM auth_codes WHERE expires_at <= ?1 - 86400",
                     "DELETE FROM login_failures WHERE window_start <= ?1 - 86400",
-                    "DELETE FROM replay WHERE expires_at <= ?1",
                 ] {
                     n += c.prepare_cached(sql)?.execute([now.0])? as u64;
                 }
+                // Single-use values sort by expiry (see `Store::record_once`), those of the earlier form after.
+                n += c
+                    .prepare_cached("DELETE FROM replay WHERE key_hash < ?1")?
+                    .execute([single_use::live_from(now)])? as u64;
+                n += c
+                    .prepare_cached("DELETE FROM replay WHERE key_hash >= ?1 AND expires_at <= ?2")?
+                    .execute(params![&single_use::EARLIER_FORM_FROM[..], now.0])? as u64;
                 Ok(Outcome::Keep(n))
             })
             .await

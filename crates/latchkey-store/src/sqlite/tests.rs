@@ -247,3 +247,28 @@ async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
     // Thread names are cut to 15 bytes: "sqlite-checkpoint" reads "sqlite-checkpoi".
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["checkpoi", "syncer", "writer"]);
 }
+
+#[tokio::test]
+async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
+    use crate::Store;
+    use latchkey_core::time::UnixTime;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    // Before migration 0103 values were bare SHA-256 hashes, in no order; one expires at 10, one at 100.
+    {
+        let c = rusqlite::Connection::open(&path).expect("open");
+        super::engine::migrate_up_to(&c, 102).expect("migrate to 0102");
+        let (a, b) = ("ff".repeat(32), format!("01{}", "ab".repeat(31)));
+        c.execute_batch(&format!("INSERT INTO replay (key_hash, expires_at) VALUES (x'{a}', 10), (x'{b}', 100);"))
+            .expect("rows");
+    }
+    let store = SqliteStore::open(&format!("sqlite://{}", path.display())).await.expect("open migrates");
+    let value = crate::conformance::single_use_value(UnixTime(10));
+    assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
+    let count = |sql: &'static str| store.engine.read(|c| c.query_row(sql, [], |r| r.get::<_, i64>(0))).expect("count");
+    assert_eq!(count("SELECT count(*) FROM sqlite_master WHERE name = 'replay_expiry'"), 0, "the index is gone");
+    assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
+    assert_eq!(count("SELECT count(*) FROM replay WHERE expires_at = 100"), 1);
+    assert_eq!(store.purge_expired(UnixTime(100)).await.expect("purge"), 1);
+    assert_eq!(count("SELECT count(*) FROM replay"), 0);
+}
