@@ -811,7 +811,7 @@ impl Store for PgStore {
     }
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
-        crate::single_use::check(values)?;
+        single_use::check(values)?;
         retrying!(self.record_once_tx(values, now))
     }
 

@@ -609,7 +609,7 @@ impl Store for SqliteStore {
     }
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
-        crate::single_use::check(values)?;
+        single_use::check(values)?;
         let values = values.to_vec();
         self.engine
             .write(Durability::Ephemeral, move |c| {
