@@ -39,6 +39,17 @@ macro_rules! grant_state {
     };
 }
 
+/// What [`Store::purge_expired`] deletes by time (`?1` is now); each is a range of an index.
+const PURGE_BY_TIME: [&str; 3] = [
+    "DELETE FROM sessions WHERE expires_at <= ?1",
+    "DELETE FROM auth_codes WHERE expires_at <= ?1 - 86400",
+    "DELETE FROM login_failures WHERE window_start <= ?1 - 86400",
+];
+/// The single-use values it deletes: they sort by expiry (see [`Store::record_once`]), those of the earlier form
+/// after every expiry, purged by their `expires_at`.
+const PURGE_SINGLE_USE: [&str; 2] =
+    ["DELETE FROM replay WHERE key_hash < ?1", "DELETE FROM replay WHERE key_hash >= ?1 AND expires_at <= ?2"];
+
 /// The file a `sqlite://PATH` (or `sqlite:PATH`) URL names; query parameters are ignored.
 fn path_of(url: &str) -> StoreResult<PathBuf> {
     let rest = url
@@ -651,20 +662,12 @@ impl Store for SqliteStore {
         self.engine
             .write(Durability::Ephemeral, move |c| {
                 let mut n = 0;
-                for sql in [
-                    "DELETE FROM sessions WHERE expires_at <= ?1",
-                    "DELETE FROM auth_codes WHERE expires_at <= ?1 - 86400",
-                    "DELETE FROM login_failures WHERE window_start <= ?1 - 86400",
-                ] {
+                for sql in PURGE_BY_TIME {
                     n += c.prepare_cached(sql)?.execute([now.0])? as u64;
                 }
-                // Single-use values sort by expiry (see `Store::record_once`), those of the earlier form after.
-                n += c
-                    .prepare_cached("DELETE FROM replay WHERE key_hash < ?1")?
-                    .execute([single_use::live_from(now)])? as u64;
-                n += c
-                    .prepare_cached("DELETE FROM replay WHERE key_hash >= ?1 AND expires_at <= ?2")?
-                    .execute(params![&single_use::EARLIER_FORM_FROM[..], now.0])? as u64;
+                let [live, earlier] = PURGE_SINGLE_USE;
+                n += c.prepare_cached(live)?.execute([single_use::live_from(now)])? as u64;
+                n += c.prepare_cached(earlier)?.execute(params![&single_use::EARLIER_FORM_FROM[..], now.0])? as u64;
                 Ok(Outcome::Keep(n))
             })
             .await
