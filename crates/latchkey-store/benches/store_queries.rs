@@ -108,7 +108,7 @@ fn bench_store(c: &mut Criterion, rt: &Runtime, name: &str, store: Arc<dyn Store
     });
     c.bench_function(&format!("store/{name}/record_once"), |b| {
         b.to_async(rt).iter(|| async {
-            let key = [&NOW.plus(66).0.to_be_bytes()[..], &random_bytes(32)].concat();
+            let key = latchkey_store::conformance::single_use_value(NOW.plus(66));
             store.record_once(&[(key, NOW.plus(66))], NOW).await.expect("record")
         })
     });

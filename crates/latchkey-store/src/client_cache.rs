@@ -143,6 +143,18 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_row_older_than_the_ttl_is_read_again() {
+        let cache = ClientCache::default();
+        let mut loads = 0;
+        get(&cache, Some(client("a")), &mut loads).await;
+        // Another instance changed the client; this one learns of it once its row is TTL old.
+        let read_at = Instant::now().checked_sub(TTL).expect("a TTL ago");
+        cache.lock().get_mut("lkapp-1").expect("cached").0 = read_at;
+        assert_eq!(get(&cache, Some(client("b")), &mut loads).await.map(|c| c.name), Some("b".into()));
+        assert_eq!(loads, 2);
+    }
+
+    #[tokio::test]
     async fn a_load_that_raced_with_a_change_is_not_kept() {
         let cache = ClientCache::default();
         let stale = cache

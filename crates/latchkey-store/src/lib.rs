@@ -65,9 +65,10 @@ mod single_use {
 
     /// Refuses values that do not start with their expiry.
     pub(crate) fn check(values: &[(Vec<u8>, UnixTime)]) -> StoreResult<()> {
-        match values.iter().all(|(key, expires_at)| key.starts_with(&expires_at.0.to_be_bytes())) {
-            true => Ok(()),
-            false => Err(StoreError::Other("a single-use value must start with its expiry".into())),
+        if values.iter().all(|(key, expires_at)| key.starts_with(&expires_at.0.to_be_bytes())) {
+            Ok(())
+        } else {
+            Err(StoreError::Other("a single-use value must start with its expiry".into()))
         }
     }
 }

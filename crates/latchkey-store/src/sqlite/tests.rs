@@ -1,11 +1,29 @@
 use super::SqliteStore;
 use std::sync::Arc;
+use tempfile::TempDir;
+
+/// A store on a new file; the file lives as long as the directory returned with it.
+async fn fresh() -> (TempDir, SqliteStore) {
+    after_version(i64::MAX, "").await
+}
+
+/// A store on a file that the migrations up to `version` made and `rows` (SQL) filled, then opened, which
+/// applies the migrations after `version`.
+async fn after_version(version: i64, rows: &str) -> (TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    if version < i64::MAX {
+        let c = rusqlite::Connection::open(&path).expect("open");
+        super::engine::migrate_up_to(&c, version).expect("migrate");
+        c.execute_batch(rows).expect("rows");
+    }
+    let store = SqliteStore::open(&format!("sqlite://{}", path.display())).await.expect("open migrates");
+    (dir, store)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_passes_the_store_conformance_suite() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}", dir.path().join("t.db").display());
-    let store = SqliteStore::open(&url).await.expect("open");
+    let (_dir, store) = fresh().await;
     crate::conformance::run_all(Arc::new(store)).await;
 }
 
@@ -79,9 +97,7 @@ async fn a_memory_url_is_refused_with_a_clear_message() {
 #[tokio::test]
 async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() {
     use crate::{GrantLimits, Store};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}", dir.path().join("t.db").display());
-    let store = SqliteStore::open(&url).await.expect("open");
+    let (_dir, store) = fresh().await;
     let (client_id, user_id) = crate::conformance::fixture(&store).await;
     let counted = |store: &SqliteStore| {
         store
@@ -113,23 +129,17 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
 #[tokio::test]
 async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_hash() {
     use crate::Store;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
     // A database as the version before migration 0102 left it, holding one grant.
-    {
-        let c = rusqlite::Connection::open(&path).expect("open");
-        super::engine::migrate_up_to(&c, 101).expect("migrate to 0101");
-        c.execute_batch(
-            "INSERT INTO projects (id, name, api_enabled, created_at) VALUES ('p', 'P', 1, 0);
-             INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, created_at)
-                 VALUES ('c', 'p', 'C', 'desktop', '[]', x'00', 0);
-             INSERT INTO users (id, email, password_hash, created_at) VALUES ('u', 'u@example.com', 'x', 0);
-             INSERT INTO grants (rowid, id, client_id, user_id, scopes, refresh_hash, created_at, code_hash)
-                 VALUES (7, 'AAAAAAAAAAAAAAAAAAAAAA', 'c', 'u', 1, x'01', 0, x'02');",
-        )
-        .expect("rows");
-    }
-    let store = SqliteStore::open(&format!("sqlite://{}", path.display())).await.expect("open migrates");
+    let (_dir, store) = after_version(
+        101,
+        "INSERT INTO projects (id, name, api_enabled, created_at) VALUES ('p', 'P', 1, 0);
+         INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, created_at)
+             VALUES ('c', 'p', 'C', 'desktop', '[]', x'00', 0);
+         INSERT INTO users (id, email, password_hash, created_at) VALUES ('u', 'u@example.com', 'x', 0);
+         INSERT INTO grants (rowid, id, client_id, user_id, scopes, refresh_hash, created_at, code_hash)
+             VALUES (7, 'AAAAAAAAAAAAAAAAAAAAAA', 'c', 'u', 1, x'01', 0, x'02');",
+    )
+    .await;
     let (rowid, counted, triggers) = store
         .engine
         .read(|c| {
@@ -161,9 +171,8 @@ async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_
 async fn under_steady_concurrent_writes_the_wal_starts_again_instead_of_growing() {
     use crate::Store;
     use latchkey_core::time::UnixTime;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
-    let store = Arc::new(SqliteStore::open(&format!("sqlite://{}", path.display())).await.expect("open"));
+    let (dir, store) = fresh().await;
+    let (path, store) = (dir.path().join("t.db"), Arc::new(store));
     // 16 writers at once, never pausing: the checkpointer's passes alone never catch up with the WAL's end.
     let tasks: Vec<_> = (0..16)
         .map(|t| {
@@ -229,8 +238,7 @@ fn a_row_reads_each_column_by_name_in_any_order() {
 #[tokio::test]
 async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
     const SCHED_BATCH: &str = "3";
-    let dir = tempfile::tempdir().expect("tempdir");
-    let _store = SqliteStore::open(&format!("sqlite://{}", dir.path().join("t.db").display())).await.expect("open");
+    let (_dir, _store) = fresh().await;
     // Every SQLite thread of this process (other tests may have stores open too), with its scheduling policy: the
     // 41st field of /proc/self/task/TID/stat, the 39th after the parenthesised thread name. A thread sets its
     // policy as it starts, so one another test has just spawned may not have yet: look again a little later.
@@ -263,17 +271,10 @@ async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
 async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
     use crate::Store;
     use latchkey_core::time::UnixTime;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("t.db");
     // Before migration 0103 values were bare SHA-256 hashes, in no order; one expires at 10, one at 100.
-    {
-        let c = rusqlite::Connection::open(&path).expect("open");
-        super::engine::migrate_up_to(&c, 102).expect("migrate to 0102");
-        let (a, b) = ("ff".repeat(32), format!("01{}", "ab".repeat(31)));
-        c.execute_batch(&format!("INSERT INTO replay (key_hash, expires_at) VALUES (x'{a}', 10), (x'{b}', 100);"))
-            .expect("rows");
-    }
-    let store = SqliteStore::open(&format!("sqlite://{}", path.display())).await.expect("open migrates");
+    let (a, b) = ("ff".repeat(32), format!("01{}", "ab".repeat(31)));
+    let rows = format!("INSERT INTO replay (key_hash, expires_at) VALUES (x'{a}', 10), (x'{b}', 100);");
+    let (_dir, store) = after_version(102, &rows).await;
     let value = crate::conformance::single_use_value(UnixTime(10));
     assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
     let count = |sql: &'static str| store.engine.read(|c| c.query_row(sql, [], |r| r.get::<_, i64>(0))).expect("count");
@@ -286,8 +287,7 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
 
 #[tokio::test]
 async fn every_purge_reads_a_range_of_an_index_not_a_whole_table() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = SqliteStore::open(&format!("sqlite://{}", dir.path().join("t.db").display())).await.expect("open");
+    let (_dir, store) = fresh().await;
     for sql in super::PURGE_BY_TIME.iter().chain(&super::PURGE_SINGLE_USE) {
         let plan = store
             .engine
