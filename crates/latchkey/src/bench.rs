@@ -588,6 +588,8 @@ async fn run_workload(
         works[i] = Some(work.with_context(|| format!("preparing {workload}"))?);
     }
 
+    // Progress on stderr (stdout carries the results): a profiler can start on this line.
+    eprintln!("{workload}: prepared; warming up, then measuring");
     // A pool workload warms up for half a second at most, so that the pool lasts into the window.
     let pooled = matches!(workload, "exchange" | "revoke");
     let warmup = Duration::from_secs_f64(if pooled { args.warmup.min(0.5) } else { args.warmup });
