@@ -80,6 +80,7 @@ async fn concurrent_writes_share_commits_and_a_failing_one_leaves_the_others_int
             result.unwrap_or_else(|e| panic!("user {i}: {e}"));
         }
     }
+    assert_eq!(store.engine.queued(), 0, "the writer counts every job it takes");
     drop(store);
     let again = SqliteStore::open(&url).await.expect("reopen");
     let users = again.users().await.expect("users");
