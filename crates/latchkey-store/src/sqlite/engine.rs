@@ -269,7 +269,7 @@ impl Engine {
         }
         // Every HAND_OVER_AT-th job waiting, the calling thread offers its core to the writer (see the module's
         // doc, "Scheduling"); with a core to spare the writer is already running, and this costs one system call.
-        if waiting % HAND_OVER_AT == 0 {
+        if waiting.is_multiple_of(HAND_OVER_AT) {
             std::thread::yield_now();
         }
         answer.await.map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?
