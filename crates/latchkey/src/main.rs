@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// mimalloc instead of glibc's malloc: 7-16% more requests per second on every hot path (docs/perf-notes.md, fifth
+/// mimalloc instead of glibc's malloc: 6-16% more requests per second on every hot path (docs/perf-notes.md, fifth
 /// session). Built without transparent huge pages, which would otherwise take idle RSS from 19 to 32 MB.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -239,6 +239,8 @@ fn a_row_reads_each_column_by_name_in_any_order() {
 #[tokio::test]
 async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
     const SCHED_BATCH: &str = "3";
+    // The SQLite threads by role: their names after `sqlite-`, as /proc shows them (15 characters at most).
+    const ROLES: [&str; 3] = ["checkpoi", "syncer", "writer"];
     let (_dir, _store) = fresh().await;
     // Every SQLite thread of this process (other tests may have stores open too), with its scheduling policy: the
     // 41st field of /proc/self/task/TID/stat, the 39th after the parenthesised thread name. A thread sets its
@@ -260,13 +262,13 @@ async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
                 seen.insert(role.to_owned());
             }
         }
-        if other.is_empty() && seen.len() == 3 {
+        if other.is_empty() && seen.len() == ROLES.len() {
             break;
         }
         assert!(attempt < 100, "not under SCHED_BATCH: {other:?}; SQLite threads seen: {seen:?}");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["checkpoi", "syncer", "writer"]);
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ROLES);
 }
 
 #[tokio::test]
