@@ -12,7 +12,7 @@ use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::pkce::{self, ChallengeMethod};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
-use latchkey_store::Store;
+use latchkey_store::Replay;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::json;

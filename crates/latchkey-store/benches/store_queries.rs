@@ -14,6 +14,7 @@ use latchkey_core::scope::ScopeSet;
 use latchkey_core::secret::random_bytes;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
+use latchkey_store::seed::SeedStore;
 use latchkey_store::test_database::TestDatabase;
 use latchkey_store::{GrantLimits, Store};
 use std::sync::Arc;
@@ -60,7 +61,7 @@ async fn exchange(store: &dyn Store, client_id: &str, user_id: &str) -> Grant {
     g
 }
 
-fn bench_store(c: &mut Criterion, rt: &Runtime, name: &str, store: Arc<dyn Store>) {
+fn bench_store(c: &mut Criterion, rt: &Runtime, name: &str, store: Arc<dyn SeedStore>) {
     let (client_id, user_id) = rt.block_on(latchkey_store::conformance::fixture(&*store));
     // 10,000 grants to look up, spread over other users so the limits stay out of the way.
     let seeded: Vec<Grant> = rt.block_on(async {
@@ -118,10 +119,10 @@ fn store_benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let sqlite: Arc<dyn Store> = rt.block_on(latchkey_store::open(&url)).expect("sqlite");
+    let sqlite = rt.block_on(latchkey_store::seed::open_with(&url, Default::default())).expect("sqlite");
     bench_store(c, &rt, "sqlite", sqlite);
     if let Some(db) = rt.block_on(TestDatabase::create()) {
-        let pg = rt.block_on(latchkey_store::open(&db.url)).expect("postgres");
+        let pg = rt.block_on(latchkey_store::seed::open_with(&db.url, Default::default())).expect("postgres");
         bench_store(c, &rt, "postgres", pg);
         rt.block_on(async move { drop(db) });
     }

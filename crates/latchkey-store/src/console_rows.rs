@@ -6,13 +6,13 @@ use crate::{StoreError, StoreResult};
 use latchkey_core::time::UnixTime;
 
 /// The role column.
-pub(crate) fn role<R: StoreRow>(r: &R) -> StoreResult<ProjectRole> {
+pub(crate) fn role(r: &dyn StoreRow) -> StoreResult<ProjectRole> {
     let s = r.text("role")?;
     ProjectRole::parse(&s).ok_or_else(|| StoreError::Other(format!("unknown project role {s:?}")))
 }
 
 /// A row of `project_members` joined with `users` (`email`, `name`).
-pub(crate) fn member_from_row<R: StoreRow>(r: &R) -> StoreResult<Member> {
+pub(crate) fn member_from_row(r: &dyn StoreRow) -> StoreResult<Member> {
     Ok(Member {
         user_id: r.text("user_id")?,
         email: r.text("email")?,
@@ -23,12 +23,12 @@ pub(crate) fn member_from_row<R: StoreRow>(r: &R) -> StoreResult<Member> {
 }
 
 /// A row of `projects` with the member's `role`.
-pub(crate) fn project_role_from_row<R: StoreRow>(r: &R) -> StoreResult<(Project, ProjectRole)> {
+pub(crate) fn project_role_from_row(r: &dyn StoreRow) -> StoreResult<(Project, ProjectRole)> {
     Ok((project_from_row(r)?, role(r)?))
 }
 
 /// A row of `api_keys`.
-pub(crate) fn api_key_from_row<R: StoreRow>(r: &R) -> StoreResult<ApiKey> {
+pub(crate) fn api_key_from_row(r: &dyn StoreRow) -> StoreResult<ApiKey> {
     Ok(ApiKey {
         id: r.text("id")?,
         user_id: r.text("user_id")?,

@@ -1,4 +1,4 @@
-//! Row mappers shared by both backends: the schemas use the same column names, and each backend's row type
+//! Row mappers shared by both engines: the schemas use the same column names, and each backend's row type
 //! ([`SqliteRow`] around rusqlite's for SQLite, sqlx's for PostgreSQL) reads the few column types through
 //! [`StoreRow`]. Only the grant id is stored differently (text in SQLite, raw bytes in PostgreSQL).
 
@@ -27,6 +27,8 @@ pub(crate) trait StoreRow {
     fn flag(&self, col: &str) -> StoreResult<bool>;
     /// A binary column.
     fn bytes(&self, col: &str) -> StoreResult<Vec<u8>>;
+    /// A nullable binary column.
+    fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>>;
     /// The grant-id column, in the backend's encoding.
     fn grant_id(&self, col: &str) -> StoreResult<GrantId>;
 }
@@ -54,6 +56,9 @@ impl StoreRow for sqlx::postgres::PgRow {
         self.try_get(col).map_err(decode_err)
     }
     fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
+        self.try_get(col).map_err(decode_err)
+    }
+    fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
         self.try_get(col).map_err(decode_err)
     }
     fn grant_id(&self, col: &str) -> StoreResult<GrantId> {
@@ -120,24 +125,27 @@ impl StoreRow for SqliteRow<'_, '_> {
     fn bytes(&self, col: &str) -> StoreResult<Vec<u8>> {
         self.read(col)
     }
+    fn opt_bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
+        self.read(col)
+    }
     fn grant_id(&self, col: &str) -> StoreResult<GrantId> {
         GrantId::decode(&self.text(col)?).ok_or_else(|| StoreError::Other("malformed grant id".into()))
     }
 }
 
-fn time<R: StoreRow>(r: &R, col: &str) -> StoreResult<UnixTime> {
+fn time(r: &dyn StoreRow, col: &str) -> StoreResult<UnixTime> {
     r.int(col).map(UnixTime)
 }
 
-fn opt_time<R: StoreRow>(r: &R, col: &str) -> StoreResult<Option<UnixTime>> {
+fn opt_time(r: &dyn StoreRow, col: &str) -> StoreResult<Option<UnixTime>> {
     Ok(r.opt_int(col)?.map(UnixTime))
 }
 
-fn scopes<R: StoreRow>(r: &R) -> StoreResult<ScopeSet> {
+fn scopes(r: &dyn StoreRow) -> StoreResult<ScopeSet> {
     u32::try_from(r.int("scopes")?).map(ScopeSet).map_err(|_| StoreError::Other("scopes out of range".into()))
 }
 
-pub(crate) fn project_from_row<R: StoreRow>(r: &R) -> StoreResult<Project> {
+pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
     Ok(Project {
         id: r.text("id")?,
         name: r.text("name")?,
@@ -146,7 +154,7 @@ pub(crate) fn project_from_row<R: StoreRow>(r: &R) -> StoreResult<Project> {
     })
 }
 
-pub(crate) fn client_from_row<R: StoreRow>(r: &R) -> StoreResult<Client> {
+pub(crate) fn client_from_row(r: &dyn StoreRow) -> StoreResult<Client> {
     // Read in the table's column order (see `SqliteRow`).
     let (client_id, project_id, name) = (r.text("client_id")?, r.text("project_id")?, r.text("name")?);
     let kind = r.text("client_type")?;
@@ -179,7 +187,7 @@ fn app_check_state(s: &str) -> StoreResult<AppCheckState> {
     AppCheckState::parse(s).ok_or_else(|| StoreError::Other(format!("App Check state {s}")))
 }
 
-fn app_check_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheck> {
+fn app_check_from_row(r: &dyn StoreRow) -> StoreResult<AppCheck> {
     let state = app_check_state(&r.text("app_check_state")?)?;
     let pending = match (r.opt_text("app_check_pending")?, opt_time(r, "app_check_pending_at")?) {
         (Some(s), Some(at)) => Some((app_check_state(&s)?, at)),
@@ -188,7 +196,7 @@ fn app_check_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheck> {
     Ok(AppCheck { state, pending })
 }
 
-pub(crate) fn app_check_count_from_row<R: StoreRow>(r: &R) -> StoreResult<AppCheckCount> {
+pub(crate) fn app_check_count_from_row(r: &dyn StoreRow) -> StoreResult<AppCheckCount> {
     let category = r.text("category")?;
     Ok(AppCheckCount {
         hour: time(r, "hour")?,
@@ -197,7 +205,7 @@ pub(crate) fn app_check_count_from_row<R: StoreRow>(r: &R) -> StoreResult<AppChe
     })
 }
 
-pub(crate) fn listing_from_row<R: StoreRow>(r: &R) -> StoreResult<Listing> {
+pub(crate) fn listing_from_row(r: &dyn StoreRow) -> StoreResult<Listing> {
     let publisher = match (r.opt_text("publisher_email")?, r.opt_text("group_name")?) {
         (Some(email), _) => Publisher::Individual(email),
         (None, Some(name)) => Publisher::Group {
@@ -209,7 +217,7 @@ pub(crate) fn listing_from_row<R: StoreRow>(r: &R) -> StoreResult<Listing> {
     Ok(Listing { item_id: r.text("item_id")?, publisher, created_at: time(r, "created_at")? })
 }
 
-pub(crate) fn user_from_row<R: StoreRow>(r: &R) -> StoreResult<User> {
+pub(crate) fn user_from_row(r: &dyn StoreRow) -> StoreResult<User> {
     Ok(User {
         id: r.text("id")?,
         email: r.text("email")?,
@@ -220,7 +228,7 @@ pub(crate) fn user_from_row<R: StoreRow>(r: &R) -> StoreResult<User> {
     })
 }
 
-pub(crate) fn channel_from_row<R: StoreRow>(r: &R) -> StoreResult<Channel> {
+pub(crate) fn channel_from_row(r: &dyn StoreRow) -> StoreResult<Channel> {
     Ok(Channel {
         id: r.text("id")?,
         user_id: r.text("user_id")?,
@@ -230,7 +238,7 @@ pub(crate) fn channel_from_row<R: StoreRow>(r: &R) -> StoreResult<Channel> {
     })
 }
 
-pub(crate) fn session_from_row<R: StoreRow>(r: &R) -> StoreResult<Session> {
+pub(crate) fn session_from_row(r: &dyn StoreRow) -> StoreResult<Session> {
     Ok(Session {
         token_hash: r.bytes("token_hash")?,
         user_id: r.text("user_id")?,
@@ -239,7 +247,7 @@ pub(crate) fn session_from_row<R: StoreRow>(r: &R) -> StoreResult<Session> {
     })
 }
 
-pub(crate) fn code_from_row<R: StoreRow>(r: &R) -> StoreResult<AuthCode> {
+pub(crate) fn code_from_row(r: &dyn StoreRow) -> StoreResult<AuthCode> {
     // Read in the table's column order (see `SqliteRow`).
     let (code_hash, client_id, user_id) = (r.bytes("code_hash")?, r.text("client_id")?, r.text("user_id")?);
     let (redirect_uri, scopes) = (r.text("redirect_uri")?, scopes(r)?);
@@ -264,7 +272,7 @@ pub(crate) fn code_from_row<R: StoreRow>(r: &R) -> StoreResult<AuthCode> {
     })
 }
 
-pub(crate) fn grant_state_from_row<R: StoreRow>(r: &R) -> StoreResult<GrantState> {
+pub(crate) fn grant_state_from_row(r: &dyn StoreRow) -> StoreResult<GrantState> {
     Ok(GrantState {
         grant: Grant {
             id: r.grant_id("id")?,
@@ -284,7 +292,7 @@ pub(crate) fn grant_state_from_row<R: StoreRow>(r: &R) -> StoreResult<GrantState
     })
 }
 
-pub(crate) fn key_from_row<R: StoreRow>(r: &R) -> StoreResult<StoredKey> {
+pub(crate) fn key_from_row(r: &dyn StoreRow) -> StoreResult<StoredKey> {
     Ok(StoredKey {
         id: u32::try_from(r.int("id")?).map_err(|_| StoreError::Other("key id out of range".into()))?,
         secret: r.bytes("secret")?,

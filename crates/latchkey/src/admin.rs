@@ -418,7 +418,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     if latchkey_store::backend_of(&url) == Some("sqlite") {
         std::fs::create_dir_all(&config.data_dir)?;
     }
-    let store = latchkey_store::open_with(&url, config.pool_settings()).await?;
+    // Opened for bulk loading too, which `seed-grants` needs; every other command sees it as a `Store`.
+    let store = latchkey_store::seed::open_with(&url, config.pool_settings()).await?;
     let store = &*store;
     let now = SystemClock.now();
     let result = match args.noun {

@@ -1,6 +1,6 @@
 //! `latchkey admin seed-grants`: bulk loading for load tests (issue 7: the figures with 10 million grants).
 //!
-//! The grants go through the store trait ([`Store::seed`]) in batches, with users made for them (`per_user`
+//! The grants go through the store's bulk loading ([`Seed::seed`](latchkey_store::seed::Seed::seed)) in batches, with users made for them (`per_user`
 //! grants each), under a project and desktop client of their own. Their refresh tokens are random hashes that no
 //! one holds: the grants only make the tables and their indexes the size of a large deployment.
 
@@ -11,7 +11,8 @@ use latchkey_core::scope::ScopeSet;
 use latchkey_core::secret::{random_b64, random_bytes};
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::Grant;
-use latchkey_store::{Channel, NewUser, Project, Store};
+use latchkey_store::seed::SeedStore;
+use latchkey_store::{Channel, NewUser, Project};
 use serde_json::json;
 use std::time::Instant;
 
@@ -21,7 +22,7 @@ const BATCH: u64 = 100_000;
 const RANDOM_PER_GRANT: usize = 80;
 
 /// Stores `count` grants for `count / per_user` new users, `BATCH` at a time; prints progress to stderr.
-pub async fn seed_grants(store: &dyn Store, count: u64, per_user: u64, now: UnixTime) -> AdminResult {
+pub async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: UnixTime) -> AdminResult {
     let per_user = per_user.max(1);
     let started = Instant::now();
     let project = Project {

@@ -1,6 +1,7 @@
 use super::PgStore;
+use crate::prelude::*;
 use crate::test_database::TestDatabase;
-use crate::{PoolSettings, Store, StoreError};
+use crate::{PoolSettings, StoreError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -64,7 +65,7 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
     let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
     let (client_id, user_id) = crate::conformance::fixture(&store).await;
     let counted = |store: &PgStore| {
-        let pool = store.pool.clone();
+        let pool = store.engine.pool.clone();
         async move {
             sqlx::query_as::<_, (i64, i64)>(
                 "SELECT (SELECT COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts), \
@@ -100,7 +101,7 @@ async fn grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id() 
     // Migration 0101 marks the grants that exist when it runs; mark one the same way.
     sqlx::query("UPDATE grants SET legacy_refresh = TRUE WHERE id = $1")
         .bind(&old.id.0[..])
-        .execute(&store.pool)
+        .execute(&store.engine.pool)
         .await
         .expect("mark legacy");
     let found = store.legacy_grant_by_refresh(&old.refresh_hash).await.expect("get").expect("found by hash");
@@ -119,7 +120,7 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
         sqlx::query("INSERT INTO replay (key_hash, expires_at) VALUES ($1, $2)")
             .bind(&key[..])
             .bind(expires_at)
-            .execute(&store.pool)
+            .execute(&store.engine.pool)
             .await
             .expect("row");
     }
@@ -127,6 +128,25 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
     assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
     assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
     assert_eq!(store.purge_expired(UnixTime(100)).await.expect("purge"), 1);
-    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM replay").fetch_one(&store.pool).await.expect("count");
+    let (left,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM replay").fetch_one(&store.engine.pool).await.expect("count");
     assert_eq!(left, 0);
+}
+
+#[tokio::test]
+async fn a_revocation_and_its_audit_record_commit_together_or_not_at_all() {
+    let Some(db) = TestDatabase::create().await else { return };
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let pool = store.engine.pool.clone();
+    let break_audit = async move {
+        sqlx::raw_sql(
+            "CREATE FUNCTION audit_fails() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'injected failure'; END $$; \
+             CREATE TRIGGER audit_fails BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_fails();",
+        )
+        .execute(&pool)
+        .await
+        .expect("trigger");
+    };
+    crate::conformance::a_revocation_and_its_audit_record_commit_together(&store, break_audit).await;
 }

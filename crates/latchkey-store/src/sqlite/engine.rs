@@ -37,6 +37,7 @@
 //! sending them to another thread would cost two thread switches, more than the query itself. WAL readers never
 //! wait for the writer, and each statement sees every commit that was acknowledged before it started.
 
+use crate::db::{Durability, Outcome};
 use crate::{StoreError, StoreResult};
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};
@@ -98,34 +99,14 @@ pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
     }
 }
 
-/// How much a write must survive before its caller is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Durability {
-    /// Survives a power cut: the caller is answered once the WAL holding the commit is fdatasynced. Grants,
-    /// revocations, codes, accounts, clients, keys: everything a response promises.
-    Durable,
-    /// Survives a crash of the process, not of the machine (written to the OS, not yet synced): DPoP replay
-    /// records, throttling counters, App Check counts, last-use times. A power cut can lose the last of these,
-    /// never a durable write committed after them (the WAL is synced in order).
-    Ephemeral,
-}
-
 /// One write job: runs inside the batch's transaction, is answered after the commit.
 trait WriteJob: Send {
     /// Whether the batch's commit must be fsynced for this job.
     fn durability(&self) -> Durability;
     /// Runs the job; false when its savepoint must be rolled back.
-    fn run(&mut self, conn: &Connection) -> bool;
+    fn run(&mut self, conn: &mut Connection) -> bool;
     /// Answers the caller with the job's result, or with the commit's failure.
     fn finish(self: Box<Self>, committed: Result<(), &StoreError>);
-}
-
-/// Whether a job's changes stay (`Keep`) or are rolled back (`Discard`) while its result is still returned.
-pub(crate) enum Outcome<R> {
-    /// Keep the changes.
-    Keep(R),
-    /// Roll the job's changes back.
-    Discard(R),
 }
 
 struct Job<F, R> {
@@ -137,19 +118,19 @@ struct Job<F, R> {
 
 impl<F, R> WriteJob for Job<F, R>
 where
-    F: FnOnce(&Connection) -> rusqlite::Result<Outcome<R>> + Send,
+    F: FnOnce(&mut Connection) -> StoreResult<Outcome<R>> + Send,
     R: Send,
 {
     fn durability(&self) -> Durability {
         self.durability
     }
 
-    fn run(&mut self, conn: &Connection) -> bool {
+    fn run(&mut self, conn: &mut Connection) -> bool {
         let Some(work) = self.work.take() else { return false };
         let (result, keep) = match work(conn) {
             Ok(Outcome::Keep(r)) => (Ok(r), true),
             Ok(Outcome::Discard(r)) => (Ok(r), false),
-            Err(e) => (Err(map_err(e)), false),
+            Err(e) => (Err(e), false),
         };
         self.result = Some(result);
         keep
@@ -204,7 +185,7 @@ impl Engine {
     /// Opens (creating if needed) the database file, migrates it and starts the writer thread.
     pub(crate) fn open(path: &Path) -> StoreResult<Arc<Self>> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
-        let writer = connect(path, flags).map_err(map_err)?;
+        let mut writer = connect(path, flags).map_err(map_err)?;
         // The writer touches every index a write changes: a larger page cache keeps their inner pages (and a
         // large batch's pages) in memory. Readers keep SQLite's default (2 MiB each).
         writer.execute_batch(&format!("PRAGMA cache_size = -{WRITER_CACHE_KIB};")).map_err(map_err)?;
@@ -247,7 +228,7 @@ impl Engine {
             .name("sqlite-writer".into())
             .spawn(move || {
                 batch_scheduling();
-                write_loop(&writer, &rx, &taken, &to_sync, &committed_tx, &wal_frames)
+                write_loop(&mut writer, &rx, &taken, &to_sync, &committed_tx, &wal_frames)
             })
             .map_err(|e| StoreError::Other(format!("starting the SQLite writer: {e}")))?;
         Ok(Arc::new(Self { path: path.to_owned(), jobs: tx, queued, readers: Mutex::new(Vec::new()) }))
@@ -257,7 +238,7 @@ impl Engine {
     /// durable write, fsynced).
     pub(crate) async fn write<R, F>(&self, durability: Durability, f: F) -> StoreResult<R>
     where
-        F: FnOnce(&Connection) -> rusqlite::Result<Outcome<R>> + Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<Outcome<R>> + Send + 'static,
         R: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
@@ -273,15 +254,6 @@ impl Engine {
             std::thread::yield_now();
         }
         answer.await.map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?
-    }
-
-    /// Like [`write`](Self::write) for a durable job whose changes always stay.
-    pub(crate) async fn write_keep<R, F>(&self, f: F) -> StoreResult<R>
-    where
-        F: FnOnce(&Connection) -> rusqlite::Result<R> + Send + 'static,
-        R: Send + 'static,
-    {
-        self.write(Durability::Durable, move |c| f(c).map(Outcome::Keep)).await
     }
 
     /// Jobs sent and not yet taken into a batch by the writer.
@@ -352,7 +324,7 @@ fn batch_scheduling() {
 /// during it, the checkpointer has already copied most of the WAL, and the next transaction starts the WAL
 /// again (cut back to [`WAL_SIZE_LIMIT`]).
 fn write_loop(
-    conn: &Connection,
+    conn: &mut Connection,
     jobs: &mpsc::Receiver<Box<dyn WriteJob>>,
     queued: &AtomicUsize,
     to_sync: &mpsc::Sender<Vec<Box<dyn WriteJob>>>,
@@ -480,19 +452,22 @@ fn checkpoint_loop(conn: &Connection, committed: &mpsc::Receiver<()>, wal_frames
 }
 
 /// Runs a batch in one transaction, each job in a savepoint; the result is the commit's.
-fn run_batch(conn: &Connection, batch: &mut [Box<dyn WriteJob>]) -> StoreResult<()> {
-    let exec = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ()).map_err(map_err);
-    exec("BEGIN IMMEDIATE")?;
+/// The connection is taken by `&mut` so that a job can hand it to a unit of work whose statements must be `Send`.
+fn run_batch(conn: &mut Connection, batch: &mut [Box<dyn WriteJob>]) -> StoreResult<()> {
+    let exec = |conn: &Connection, sql: &str| {
+        conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(|_| ()).map_err(map_err)
+    };
+    exec(conn, "BEGIN IMMEDIATE")?;
     let body = (|| {
         for job in batch.iter_mut() {
-            exec("SAVEPOINT job")?;
+            exec(conn, "SAVEPOINT job")?;
             if !job.run(conn) {
-                exec("ROLLBACK TO job")?;
+                exec(conn, "ROLLBACK TO job")?;
             }
-            exec("RELEASE job")?;
+            exec(conn, "RELEASE job")?;
         }
         let started = Instant::now();
-        let committed = exec("COMMIT");
+        let committed = exec(conn, "COMMIT");
         tracing::trace!(micros = started.elapsed().as_micros() as u64, "commit");
         committed
     })();

@@ -33,12 +33,13 @@ async fn reopening_a_database_keeps_its_data() {
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let (client_id, _) = crate::conformance::fixture(&SqliteStore::open(&url).await.expect("open")).await;
     let again = SqliteStore::open(&url).await.expect("reopen");
-    assert!(crate::Store::client(&again, &client_id).await.expect("get").is_some());
+    assert!(crate::Clients::client(&again, &client_id).await.expect("get").is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writes_share_commits_and_a_failing_one_leaves_the_others_intact() {
-    use crate::{NewUser, Store, StoreError};
+    use crate::prelude::*;
+    use crate::{NewUser, StoreError};
     use latchkey_core::time::UnixTime;
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
@@ -80,7 +81,7 @@ async fn concurrent_writes_share_commits_and_a_failing_one_leaves_the_others_int
             result.unwrap_or_else(|e| panic!("user {i}: {e}"));
         }
     }
-    assert_eq!(store.engine.queued(), 0, "the writer counts every job it takes");
+    assert_eq!(store.engine.inner.queued(), 0, "the writer counts every job it takes");
     drop(store);
     let again = SqliteStore::open(&url).await.expect("reopen");
     let users = again.users().await.expect("users");
@@ -97,12 +98,14 @@ async fn a_memory_url_is_refused_with_a_clear_message() {
 
 #[tokio::test]
 async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() {
-    use crate::{GrantLimits, Store};
+    use crate::prelude::*;
+    use crate::GrantLimits;
     let (_dir, store) = fresh().await;
     let (client_id, user_id) = crate::conformance::fixture(&store).await;
     let counted = |store: &SqliteStore| {
         store
             .engine
+            .inner
             .read(|c| {
                 c.query_row(
                     "SELECT (SELECT COALESCE(SUM(unrevoked), 0) FROM grant_counts), \
@@ -129,7 +132,7 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
 
 #[tokio::test]
 async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_hash() {
-    use crate::Store;
+    use crate::prelude::*;
     // A database as the version before migration 0102 left it, holding one grant.
     let (_dir, store) = after_version(
         101,
@@ -143,6 +146,7 @@ async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_
     .await;
     let (rowid, counted, triggers) = store
         .engine
+        .inner
         .read(|c| {
             c.query_row(
                 "SELECT rowid, (SELECT unrevoked FROM grant_counts WHERE user_id = 'u'), \
@@ -163,6 +167,7 @@ async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_
     store.revoke_grant(&old.grant.id, latchkey_core::time::UnixTime(1)).await.expect("revoke");
     let left: i64 = store
         .engine
+        .inner
         .read(|c| c.query_row("SELECT unrevoked FROM grant_counts WHERE user_id = 'u'", [], |r| r.get(0)))
         .expect("count");
     assert_eq!(left, 1, "the counts still follow revocations");
@@ -170,7 +175,7 @@ async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_steady_concurrent_writes_the_wal_starts_again_instead_of_growing() {
-    use crate::Store;
+    use crate::prelude::*;
     use latchkey_core::time::UnixTime;
     let (dir, store) = fresh().await;
     let (path, store) = (dir.path().join("t.db"), Arc::new(store));
@@ -273,7 +278,7 @@ async fn the_writer_syncer_and_checkpointer_run_under_sched_batch() {
 
 #[tokio::test]
 async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
-    use crate::Store;
+    use crate::prelude::*;
     use latchkey_core::time::UnixTime;
     // Before migration 0103 values were bare SHA-256 hashes, in no order; one expires at 10, one at 100.
     let (a, b) = ("ff".repeat(32), format!("01{}", "ab".repeat(31)));
@@ -281,7 +286,8 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
     let (_dir, store) = after_version(102, &rows).await;
     let value = crate::conformance::single_use_value(UnixTime(10));
     assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
-    let count = |sql: &'static str| store.engine.read(|c| c.query_row(sql, [], |r| r.get::<_, i64>(0))).expect("count");
+    let count =
+        |sql: &'static str| store.engine.inner.read(|c| c.query_row(sql, [], |r| r.get::<_, i64>(0))).expect("count");
     assert_eq!(count("SELECT count(*) FROM sqlite_master WHERE name = 'replay_expiry'"), 0, "the index is gone");
     assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
     assert_eq!(count("SELECT count(*) FROM replay WHERE expires_at = 100"), 1);
@@ -292,11 +298,12 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
 #[tokio::test]
 async fn every_purge_reads_a_range_of_an_index_not_a_whole_table() {
     let (_dir, store) = fresh().await;
-    for sql in super::PURGE_BY_TIME.iter().chain(&super::PURGE_SINGLE_USE) {
+    for sql in crate::maintenance::PURGE_BY_TIME.iter().chain(&crate::maintenance::PURGE_SINGLE_USE) {
         let plan = store
             .engine
+            .inner
             .read(|c| {
-                let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {}", sql.sqlite()))?;
                 let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
                 let steps = stmt
                     .query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?
@@ -304,6 +311,20 @@ async fn every_purge_reads_a_range_of_an_index_not_a_whole_table() {
                 Ok(steps.join("; "))
             })
             .expect("plan");
-        assert!(plan.starts_with("SEARCH") && !plan.contains("SCAN"), "{sql}: {plan}");
+        assert!(plan.starts_with("SEARCH") && !plan.contains("SCAN"), "{}: {plan}", sql.sqlite());
     }
+}
+
+#[tokio::test]
+async fn a_revocation_and_its_audit_record_commit_together_or_not_at_all() {
+    let (dir, store) = fresh().await;
+    let path = dir.path().join("t.db");
+    let break_audit = async move {
+        let c = rusqlite::Connection::open(&path).expect("open");
+        c.execute_batch(
+            "CREATE TRIGGER audit_fails BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+        )
+        .expect("trigger");
+    };
+    crate::conformance::a_revocation_and_its_audit_record_commit_together(&store, break_audit).await;
 }

@@ -1,0 +1,55 @@
+//! Upkeep: removing what has expired, and the health check.
+
+use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
+use crate::replay::{live_from, EARLIER_FORM_FROM};
+use crate::sql::{args, Sql};
+use crate::StoreResult;
+use async_trait::async_trait;
+use latchkey_core::time::UnixTime;
+
+/// Upkeep.
+#[async_trait]
+pub trait Maintenance: Send + Sync {
+    /// Removes what has expired (sessions, codes, throttling windows, single-use values) before `now`; returns
+    /// rows removed.
+    async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64>;
+    /// Whether the database answers.
+    async fn ping(&self) -> StoreResult<()>;
+}
+
+/// What [`Maintenance::purge_expired`] deletes by time (`$1` is now); each is a range of an index.
+pub(crate) static PURGE_BY_TIME: [Sql; 3] = [
+    Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
+    Sql::new("DELETE FROM auth_codes WHERE expires_at <= $1 - 86400"),
+    Sql::new("DELETE FROM login_failures WHERE window_start <= $1 - 86400"),
+];
+/// The single-use values it deletes: they sort by expiry, those of the earlier form after every expiry, purged
+/// by their `expires_at`.
+pub(crate) static PURGE_SINGLE_USE: [Sql; 2] = [
+    Sql::new("DELETE FROM replay WHERE key_hash < $1"),
+    Sql::new("DELETE FROM replay WHERE key_hash >= $1 AND expires_at <= $2"),
+];
+
+fn purge<'t>(tx: &'t mut dyn Tx, now: &'t UnixTime) -> BoxFuture<'t, StoreResult<Outcome<u64>>> {
+    Box::pin(async move {
+        let mut n = 0;
+        for sql in &PURGE_BY_TIME {
+            n += tx.exec(sql, args![*now]).await?;
+        }
+        let [live, earlier] = &PURGE_SINGLE_USE;
+        n += tx.exec(live, args![live_from(*now)]).await?;
+        n += tx.exec(earlier, args![&EARLIER_FORM_FROM[..], *now]).await?;
+        Ok(Outcome::Keep(n))
+    })
+}
+
+#[async_trait]
+impl<E: Engine> Maintenance for Db<E> {
+    async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {
+        self.engine.unit(Durability::Ephemeral, purge, now).await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        self.engine.ping().await
+    }
+}

@@ -1,0 +1,150 @@
+//! People: user accounts with the channel each has, their browser sessions, and the throttling of failed
+//! sign-ins.
+
+use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
+use crate::records::{Channel, NewUser, Session, User};
+use crate::rows::{self, StoreRow};
+use crate::sql::{args, Sql};
+use crate::StoreResult;
+use async_trait::async_trait;
+use latchkey_core::time::UnixTime;
+
+/// Users, their sessions and sign-in throttling.
+#[async_trait]
+pub trait Users: Send + Sync {
+    /// Creates a user with the channel every account has.
+    async fn create_user(&self, user: &NewUser, channel: &Channel) -> StoreResult<()>;
+    /// A user by id.
+    async fn user(&self, id: &str) -> StoreResult<Option<User>>;
+    /// A user by e-mail address (case-insensitive).
+    async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>>;
+    /// Every user.
+    async fn users(&self) -> StoreResult<Vec<User>>;
+    /// Deletes a user, their channel, sessions and grants; false when there is no such user.
+    async fn delete_user(&self, id: &str) -> StoreResult<bool>;
+    /// Disables (`Some(at)`) or re-enables (`None`) a user; false when there is no such user.
+    async fn set_user_disabled(&self, id: &str, at: Option<UnixTime>) -> StoreResult<bool>;
+    /// The user's channel.
+    async fn channel_of(&self, user_id: &str) -> StoreResult<Option<Channel>>;
+
+    /// Stores a browser session.
+    async fn create_session(&self, session: &Session) -> StoreResult<()>;
+    /// A live session by the hash of its token.
+    async fn session(&self, token_hash: &[u8], now: UnixTime) -> StoreResult<Option<Session>>;
+    /// Ends a session.
+    async fn delete_session(&self, token_hash: &[u8]) -> StoreResult<()>;
+
+    /// Counts a failed sign-in under `key` within a window of `window` seconds; returns the count so far.
+    async fn record_login_failure(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32>;
+    /// Failed sign-ins under `key` in the current window.
+    async fn login_failures(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32>;
+    /// Forgets the failures under `key` (after a successful sign-in).
+    async fn clear_login_failures(&self, key: &str) -> StoreResult<()>;
+}
+
+/// Inserts a user.
+pub(crate) static INSERT_USER: Sql =
+    Sql::new("INSERT INTO users (id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)");
+/// Inserts a channel.
+pub(crate) static INSERT_CHANNEL: Sql =
+    Sql::new("INSERT INTO channels (id, user_id, title, description, created_at) VALUES ($1, $2, $3, $4, $5)");
+static USER: Sql = Sql::new("SELECT * FROM users WHERE id = $1");
+/// Both engines index `lower(email)`.
+static USER_BY_EMAIL: Sql = Sql::new("SELECT * FROM users WHERE lower(email) = lower($1)");
+static USERS: Sql = Sql::new("SELECT * FROM users ORDER BY created_at, id");
+static DELETE_USER: Sql = Sql::new("DELETE FROM users WHERE id = $1");
+static SET_USER_DISABLED: Sql = Sql::new("UPDATE users SET disabled_at = $1 WHERE id = $2");
+static CHANNEL_OF: Sql =
+    Sql::new("SELECT id, user_id, title, description, created_at FROM channels WHERE user_id = $1");
+
+static CREATE_SESSION: Sql =
+    Sql::new("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)");
+static SESSION: Sql = Sql::new(
+    "SELECT s.token_hash, s.user_id, s.created_at, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id \
+     WHERE s.token_hash = $1 AND s.expires_at > $2 AND u.disabled_at IS NULL",
+);
+static DELETE_SESSION: Sql = Sql::new("DELETE FROM sessions WHERE token_hash = $1");
+
+static RECORD_LOGIN_FAILURE: Sql = Sql::new(
+    "INSERT INTO login_failures AS f (key, count, window_start) VALUES ($1, 1, $2) ON CONFLICT (key) DO UPDATE SET \
+     count = CASE WHEN f.window_start <= $2 - $3 THEN 1 ELSE f.count + 1 END, \
+     window_start = CASE WHEN f.window_start <= $2 - $3 THEN $2 ELSE f.window_start END RETURNING count",
+);
+static LOGIN_FAILURES: Sql = Sql::new("SELECT count FROM login_failures WHERE key = $1 AND window_start > $2");
+static CLEAR_LOGIN_FAILURES: Sql = Sql::new("DELETE FROM login_failures WHERE key = $1");
+
+/// Inserts a user and their channel.
+pub(crate) async fn insert_user(tx: &mut dyn Tx, u: &NewUser, ch: &Channel) -> StoreResult<()> {
+    tx.exec(&INSERT_USER, args![&u.id, &u.email, &u.name, &u.password_hash, u.created_at]).await?;
+    tx.exec(&INSERT_CHANNEL, args![&ch.id, &ch.user_id, &ch.title, &ch.description, ch.created_at]).await?;
+    Ok(())
+}
+
+fn create<'t>(tx: &'t mut dyn Tx, (u, ch): &'t (NewUser, Channel)) -> BoxFuture<'t, StoreResult<Outcome<()>>> {
+    Box::pin(async move { insert_user(tx, u, ch).await.map(Outcome::Keep) })
+}
+
+/// A count, saturated into a `u32`.
+fn count(n: i64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[async_trait]
+impl<E: Engine> Users for Db<E> {
+    async fn create_user(&self, u: &NewUser, ch: &Channel) -> StoreResult<()> {
+        self.engine.unit(Durability::Durable, create, (u.clone(), ch.clone())).await
+    }
+
+    async fn user(&self, id: &str) -> StoreResult<Option<User>> {
+        self.engine.one(&USER, args![id], rows::user_from_row).await
+    }
+
+    async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>> {
+        self.engine.one(&USER_BY_EMAIL, args![email], rows::user_from_row).await
+    }
+
+    async fn users(&self) -> StoreResult<Vec<User>> {
+        self.engine.all(&USERS, args![], rows::user_from_row).await
+    }
+
+    async fn delete_user(&self, id: &str) -> StoreResult<bool> {
+        self.exec_one(&DELETE_USER, args![id]).await
+    }
+
+    async fn set_user_disabled(&self, id: &str, at: Option<UnixTime>) -> StoreResult<bool> {
+        self.exec_one(&SET_USER_DISABLED, args![at, id]).await
+    }
+
+    async fn channel_of(&self, user_id: &str) -> StoreResult<Option<Channel>> {
+        self.engine.one(&CHANNEL_OF, args![user_id], rows::channel_from_row).await
+    }
+
+    async fn create_session(&self, s: &Session) -> StoreResult<()> {
+        self.exec(&CREATE_SESSION, args![&s.token_hash, &s.user_id, s.created_at, s.expires_at]).await?;
+        Ok(())
+    }
+
+    async fn session(&self, token_hash: &[u8], now: UnixTime) -> StoreResult<Option<Session>> {
+        self.engine.one(&SESSION, args![token_hash, now], rows::session_from_row).await
+    }
+
+    async fn delete_session(&self, token_hash: &[u8]) -> StoreResult<()> {
+        self.exec(&DELETE_SESSION, args![token_hash]).await?;
+        Ok(())
+    }
+
+    async fn record_login_failure(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32> {
+        let n = self.engine.scalar(Durability::Ephemeral, &RECORD_LOGIN_FAILURE, args![key, now, window]).await?;
+        Ok(count(n.unwrap_or(0)))
+    }
+
+    async fn login_failures(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32> {
+        let n = self.engine.one(&LOGIN_FAILURES, args![key, now.0 - window], |r: &dyn StoreRow| r.int("count"));
+        Ok(n.await?.map_or(0, count))
+    }
+
+    async fn clear_login_failures(&self, key: &str) -> StoreResult<()> {
+        self.exec_ephemeral(&CLEAR_LOGIN_FAILURES, args![key]).await?;
+        Ok(())
+    }
+}
