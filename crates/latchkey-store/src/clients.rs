@@ -7,7 +7,7 @@
 use crate::db::{Db, Durability, Engine};
 use crate::records::{AppCheckCount, Listing, Project, Publisher};
 use crate::rows::{self, StoreRow};
-use crate::sql::{args, Sql};
+use crate::sql::{args, Args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::app_check::Category;
@@ -119,6 +119,459 @@ static PUT_LISTING: Sql = Sql::new(
 );
 static LISTING: Sql = Sql::new("SELECT * FROM listings WHERE item_id = $1");
 static DELETE_LISTING: Sql = Sql::new("DELETE FROM listings WHERE item_id = $1");
+
+/// A client's type-specific fields, in the order of the `clients` table.
+fn details(c: &Client) -> Args<'_> {
+    let d = &c.details;
+    args![&d.bundle_id, &d.store_id, &d.team_id, d.app_check, &d.uwp_store_id, &d.package_sid, &d.extension_item_id]
+}
+
+/// A client's App Check state, and the change on its way with when it takes effect.
+fn app_check(c: &Client) -> Args<'_> {
+    args![c.app_check.state.as_str(), c.app_check.pending.map(|(s, _)| s.as_str()), c.app_check.pending.map(|(_, at)| at)]
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+#[async_trait]
+impl<E: Engine> Clients for Db<E> {
+    async fn create_project(&self, p: &Project) -> StoreResult<()> {
+        self.exec(&CREATE_PROJECT, args![&p.id, &p.name, p.api_enabled, p.created_at]).await?;
+        Ok(())
+    }
+
+    async fn project(&self, id: &str) -> StoreResult<Option<Project>> {
+        self.engine.one(&PROJECT, args![id], rows::project_from_row).await
+    }
+
+    async fn projects(&self) -> StoreResult<Vec<Project>> {
+        self.engine.all(&PROJECTS, args![], rows::project_from_row).await
+    }
+
+    async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool> {
+        self.exec_one(&SET_API_ENABLED, args![enabled, id]).await
+    }
+
+    async fn delete_project(&self, id: &str) -> StoreResult<bool> {
+        self.clients.after(None, self.exec_one(&DELETE_PROJECT, args![id]).await)
+    }
+
+    async fn create_client(&self, c: &Client) -> StoreResult<()> {
+        let mut args = args![&c.client_id, &c.project_id, &c.name, c.client_type.as_str()];
+        args.extend(args![to_json(&c.redirect_uris)?, &c.secret_hash]);
+        args.extend(details(c));
+        args.extend(args![c.created_at, c.deleted_at, c.last_used_at]);
+        args.extend(app_check(c));
+        args.extend(args![c.ownership_verified_at]);
+        self.clients.after(Some(&c.client_id), self.exec(&CREATE_CLIENT, args).await)?;
+        Ok(())
+    }
+
+    async fn client(&self, client_id: &str) -> StoreResult<Option<Client>>;
+    /// The clients of a project, or every client.
+    async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>>;
+    /// Marks a client deleted (restorable); false when there is no such live client.
+    async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+    /// Saves an edited client's name, redirect URIs and type-specific fields (its type, secret and times
+    /// stay); false when there is no such client.
+    async fn update_client(&self, client: &Client) -> StoreResult<bool>;
+    /// Restores a client deleted at or after `deleted_since`; false when there is no such deleted client.
+    async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool>;
+    /// Records that the client got tokens at `now`: writes `last_used_at` only when it is unset or at least
+    /// [`LAST_USED_GRANULARITY`] old; true when it wrote.
+    async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// Marks deleted (at `now`, so restorable) every live client last used, or created when never used,
+    /// before `active_before`; returns how many.
+    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64>;
+    /// Removes for good the clients deleted before `deleted_before`, with their codes and grants; returns how
+    /// many clients.
+    async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64>;
+    /// Records a successful owner verification; false when there is no such client.
+    async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+
+    /// Sets (or, with `None`, removes) the hash of a client's App Check debug secret; false when there is no
+    /// such client.
+    async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool>;
+    /// The hash of a client's App Check debug secret.
+    async fn app_check_debug_secret(&self, client_id: &str) -> StoreResult<Option<Vec<u8>>>;
+    /// Counts one token request of a client in the hour starting at `hour`.
+    async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()>;
+    /// A client's App Check counts from the hour `since` on, oldest first.
+    async fn app_check_metrics(&self, client_id: &str, since: UnixTime) -> StoreResult<Vec<AppCheckCount>>;
+
+    /// Registers (or replaces) a listing of the built-in listing directory.
+    async fn put_listing(&self, listing: &Listing) -> StoreResult<()>;
+    /// A listing by item ID.
+    async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>>;
+    /// Removes a listing; false when there is none.
+    async fn delete_listing(&self, item_id: &str) -> StoreResult<bool>;
+}
+
+static CREATE_PROJECT: Sql =
+    Sql::new("INSERT INTO projects (id, name, api_enabled, created_at) VALUES ($1, $2, $3, $4)");
+static PROJECT: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects WHERE id = $1");
+static PROJECTS: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects ORDER BY created_at, id");
+static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
+static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
+
+static CREATE_CLIENT: Sql = Sql::new(
+    "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
+     store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
+     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+);
+static CLIENT: Sql = Sql::new("SELECT * FROM clients WHERE client_id = $1");
+static CLIENTS: Sql =
+    Sql::new("SELECT * FROM clients WHERE CAST($1 AS TEXT) IS NULL OR project_id = $1 ORDER BY created_at, client_id");
+static DELETE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = $1 WHERE client_id = $2 AND deleted_at IS NULL");
+static UPDATE_CLIENT: Sql = Sql::new(
+    "UPDATE clients SET name = $2, redirect_uris = $3, bundle_id = $4, store_id = $5, team_id = $6, \
+     app_check = $7, uwp_store_id = $8, package_sid = $9, extension_item_id = $10, app_check_state = $11, \
+     app_check_pending = $12, app_check_pending_at = $13 WHERE client_id = $1",
+);
+static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHERE client_id = $1 AND deleted_at >= $2");
+static TOUCH_CLIENT: Sql = Sql::new(
+    "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
+);
+static DELETE_UNUSED_CLIENTS: Sql =
+    Sql::new("UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND COALESCE(last_used_at, created_at) < $1");
+static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
+static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");
+
+static SET_DEBUG_SECRET: Sql = Sql::new("UPDATE clients SET app_check_debug_hash = $2 WHERE client_id = $1");
+static DEBUG_SECRET: Sql = Sql::new("SELECT app_check_debug_hash FROM clients WHERE client_id = $1");
+static COUNT_APP_CHECK: Sql = Sql::new(
+    "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES ($1, $2, $3, 1) \
+     ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1",
+);
+static APP_CHECK_METRICS: Sql = Sql::new(
+    "SELECT hour, category, count FROM app_check_metrics WHERE client_id = $1 AND hour >= $2 ORDER BY hour, category",
+);
+
+static PUT_LISTING: Sql = Sql::new(
+    "INSERT INTO listings (item_id, publisher_email, group_name, members, created_at) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (item_id) DO UPDATE SET publisher_email = excluded.publisher_email, \
+     group_name = excluded.group_name, members = excluded.members",
+);
+static LISTING: Sql = Sql::new("SELECT * FROM listings WHERE item_id = $1");
+static DELETE_LISTING: Sql = Sql::new("DELETE FROM listings WHERE item_id = $1");
+
+/// A client's type-specific fields, in the order of the `clients` table.
+fn details(c: &Client) -> Args<'_> {
+    let d = &c.details;
+    args![&d.bundle_id, &d.store_id, &d.team_id, d.app_check, &d.uwp_store_id, &d.package_sid, &d.extension_item_id]
+}
+
+/// A client's App Check state, and the change on its way with when it takes effect.
+fn app_check(c: &Client) -> Args<'_> {
+    args![c.app_check.state.as_str(), c.app_check.pending.map(|(s, _)| s.as_str()), c.app_check.pending.map(|(_, at)| at)]
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+#[async_trait]
+impl<E: Engine> Clients for Db<E> {
+    async fn create_project(&self, p: &Project) -> StoreResult<()> {
+        self.exec(&CREATE_PROJECT, args![&p.id, &p.name, p.api_enabled, p.created_at]).await?;
+        Ok(())
+    }
+
+    async fn project(&self, id: &str) -> StoreResult<Option<Project>> {
+        self.engine.one(&PROJECT, args![id], rows::project_from_row).await
+    }
+
+    async fn projects(&self) -> StoreResult<Vec<Project>> {
+        self.engine.all(&PROJECTS, args![], rows::project_from_row).await
+    }
+
+    async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool> {
+        self.exec_one(&SET_API_ENABLED, args![enabled, id]).await
+    }
+
+    async fn delete_project(&self, id: &str) -> StoreResult<bool> {
+        self.clients.after(None, self.exec_one(&DELETE_PROJECT, args![id]).await)
+    }
+
+    async fn create_client(&self, c: &Client) -> StoreResult<()> {
+        let d = &c.details;
+        let args = args![
+            &c.client_id,
+            &c.project_id,
+            &c.name,
+            c.client_type.as_str(),
+            to_json(&c.redirect_uris)?,
+            &c.secret_hash,
+            &d.bundle_id,
+            &d.store_id,
+            &d.team_id,
+            d.app_check,
+            &d.uwp_store_id,
+            &d.package_sid,
+            &d.extension_item_id,
+            c.created_at,
+            c.deleted_at,
+            c.last_used_at,
+            c.app_check.state.as_str(),
+            c.app_check.pending.map(|(s, _)| s.as_str()),
+            c.app_check.pending.map(|(_, at)| at),
+            c.ownership_verified_at,
+        ];
+        self.clients.after(Some(&c.client_id), self.exec(&CREATE_CLIENT, args).await)?;
+        Ok(())
+    }
+
+    async fn client(&self, client_id: &str) -> StoreResult<Option<Client>> {
+        let load = || self.engine.one(&CLIENT, args![client_id], rows::client_from_row);
+        self.clients.get_or_load(client_id, load).await
+    }
+
+    async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>> {
+        self.engine.all(&CLIENTS, args![project_id], rows::client_from_row).await
+    }
+
+    async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {
+        self.clients.after(Some(client_id), self.exec_one(&DELETE_CLIENT, args![at, client_id]).await)
+    }
+
+    async fn update_client(&self, c: &Client) -> StoreResult<bool> {
+        let mut args = args![&c.client_id, &c.name, to_json(&c.redirect_uris)?];
+        args.extend(details(c));
+        args.extend(app_check(c));
+        self.clients.after(Some(&c.client_id), self.exec_one(&UPDATE_CLIENT, args).await)
+    }
+
+    async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool>;
+    /// Records that the client got tokens at `now`: writes `last_used_at` only when it is unset or at least
+    /// [`LAST_USED_GRANULARITY`] old; true when it wrote.
+    async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// Marks deleted (at `now`, so restorable) every live client last used, or created when never used,
+    /// before `active_before`; returns how many.
+    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64>;
+    /// Removes for good the clients deleted before `deleted_before`, with their codes and grants; returns how
+    /// many clients.
+    async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64>;
+    /// Records a successful owner verification; false when there is no such client.
+    async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+
+    /// Sets (or, with `None`, removes) the hash of a client's App Check debug secret; false when there is no
+    /// such client.
+    async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool>;
+    /// The hash of a client's App Check debug secret.
+    async fn app_check_debug_secret(&self, client_id: &str) -> StoreResult<Option<Vec<u8>>>;
+    /// Counts one token request of a client in the hour starting at `hour`.
+    async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()>;
+    /// A client's App Check counts from the hour `since` on, oldest first.
+    async fn app_check_metrics(&self, client_id: &str, since: UnixTime) -> StoreResult<Vec<AppCheckCount>>;
+
+    /// Registers (or replaces) a listing of the built-in listing directory.
+    async fn put_listing(&self, listing: &Listing) -> StoreResult<()>;
+    /// A listing by item ID.
+    async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>>;
+    /// Removes a listing; false when there is none.
+    async fn delete_listing(&self, item_id: &str) -> StoreResult<bool>;
+}
+
+static CREATE_PROJECT: Sql =
+    Sql::new("INSERT INTO projects (id, name, api_enabled, created_at) VALUES ($1, $2, $3, $4)");
+static PROJECT: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects WHERE id = $1");
+static PROJECTS: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects ORDER BY created_at, id");
+static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
+static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
+
+static CREATE_CLIENT: Sql = Sql::new(
+    "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
+     store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
+     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+);
+static CLIENT: Sql = Sql::new("SELECT * FROM clients WHERE client_id = $1");
+static CLIENTS: Sql =
+    Sql::new("SELECT * FROM clients WHERE CAST($1 AS TEXT) IS NULL OR project_id = $1 ORDER BY created_at, client_id");
+static DELETE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = $1 WHERE client_id = $2 AND deleted_at IS NULL");
+static UPDATE_CLIENT: Sql = Sql::new(
+    "UPDATE clients SET name = $2, redirect_uris = $3, bundle_id = $4, store_id = $5, team_id = $6, \
+     app_check = $7, uwp_store_id = $8, package_sid = $9, extension_item_id = $10, app_check_state = $11, \
+     app_check_pending = $12, app_check_pending_at = $13 WHERE client_id = $1",
+);
+static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHERE client_id = $1 AND deleted_at >= $2");
+static TOUCH_CLIENT: Sql = Sql::new(
+    "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
+);
+static DELETE_UNUSED_CLIENTS: Sql =
+    Sql::new("UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND COALESCE(last_used_at, created_at) < $1");
+static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
+static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");
+
+static SET_DEBUG_SECRET: Sql = Sql::new("UPDATE clients SET app_check_debug_hash = $2 WHERE client_id = $1");
+static DEBUG_SECRET: Sql = Sql::new("SELECT app_check_debug_hash FROM clients WHERE client_id = $1");
+static COUNT_APP_CHECK: Sql = Sql::new(
+    "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES ($1, $2, $3, 1) \
+     ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1",
+);
+static APP_CHECK_METRICS: Sql = Sql::new(
+    "SELECT hour, category, count FROM app_check_metrics WHERE client_id = $1 AND hour >= $2 ORDER BY hour, category",
+);
+
+static PUT_LISTING: Sql = Sql::new(
+    "INSERT INTO listings (item_id, publisher_email, group_name, members, created_at) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (item_id) DO UPDATE SET publisher_email = excluded.publisher_email, \
+     group_name = excluded.group_name, members = excluded.members",
+);
+static LISTING: Sql = Sql::new("SELECT * FROM listings WHERE item_id = $1");
+static DELETE_LISTING: Sql = Sql::new("DELETE FROM listings WHERE item_id = $1");
+
+/// A client's type-specific fields, in the order of the `clients` table.
+fn details(c: &Client) -> Args<'_> {
+    let d = &c.details;
+    args![&d.bundle_id, &d.store_id, &d.team_id, d.app_check, &d.uwp_store_id, &d.package_sid, &d.extension_item_id]
+}
+
+/// A client's App Check state, and the change on its way with when it takes effect.
+fn app_check(c: &Client) -> Args<'_> {
+    args![c.app_check.state.as_str(), c.app_check.pending.map(|(s, _)| s.as_str()), c.app_check.pending.map(|(_, at)| at)]
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+#[async_trait]
+impl<E: Engine> Clients for Db<E> {
+    async fn create_project(&self, p: &Project) -> StoreResult<()> {
+        self.exec(&CREATE_PROJECT, args![&p.id, &p.name, p.api_enabled, p.created_at]).await?;
+        Ok(())
+    }
+
+    async fn project(&self, id: &str) -> StoreResult<Option<Project>> {
+        self.engine.one(&PROJECT, args![id], rows::project_from_row).await
+    }
+
+    async fn projects(&self) -> StoreResult<Vec<Project>> {
+        self.engine.all(&PROJECTS, args![], rows::project_from_row).await
+    }
+
+    async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool> {
+        self.exec_one(&SET_API_ENABLED, args![enabled, id]).await
+    }
+
+    async fn delete_project(&self, id: &str) -> StoreResult<bool> {
+        self.clients.after(None, self.exec_one(&DELETE_PROJECT, args![id]).await)
+    }
+
+    async fn create_client(&self, c: &Client) -> StoreResult<()> {
+        let mut args = args![&c.client_id, &c.project_id, &c.name, c.client_type.as_str()];
+        args.extend(args![to_json(&c.redirect_uris)?, &c.secret_hash]);
+        args.extend(details(c));
+        args.extend(args![c.created_at, c.deleted_at, c.last_used_at]);
+        args.extend(app_check(c));
+        args.extend(args![c.ownership_verified_at]);
+        self.clients.after(Some(&c.client_id), self.exec(&CREATE_CLIENT, args).await)?;
+        Ok(())
+    }
+
+    async fn client(&self, client_id: &str) -> StoreResult<Option<Client>>;
+    /// The clients of a project, or every client.
+    async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>>;
+    /// Marks a client deleted (restorable); false when there is no such live client.
+    async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+    /// Saves an edited client's name, redirect URIs and type-specific fields (its type, secret and times
+    /// stay); false when there is no such client.
+    async fn update_client(&self, client: &Client) -> StoreResult<bool>;
+    /// Restores a client deleted at or after `deleted_since`; false when there is no such deleted client.
+    async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool>;
+    /// Records that the client got tokens at `now`: writes `last_used_at` only when it is unset or at least
+    /// [`LAST_USED_GRANULARITY`] old; true when it wrote.
+    async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// Marks deleted (at `now`, so restorable) every live client last used, or created when never used,
+    /// before `active_before`; returns how many.
+    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64>;
+    /// Removes for good the clients deleted before `deleted_before`, with their codes and grants; returns how
+    /// many clients.
+    async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64>;
+    /// Records a successful owner verification; false when there is no such client.
+    async fn set_ownership_verified(&self, client_id: &str, at: UnixTime) -> StoreResult<bool>;
+
+    /// Sets (or, with `None`, removes) the hash of a client's App Check debug secret; false when there is no
+    /// such client.
+    async fn set_app_check_debug_secret(&self, client_id: &str, hash: Option<&[u8]>) -> StoreResult<bool>;
+    /// The hash of a client's App Check debug secret.
+    async fn app_check_debug_secret(&self, client_id: &str) -> StoreResult<Option<Vec<u8>>>;
+    /// Counts one token request of a client in the hour starting at `hour`.
+    async fn count_app_check(&self, client_id: &str, hour: UnixTime, category: Category) -> StoreResult<()>;
+    /// A client's App Check counts from the hour `since` on, oldest first.
+    async fn app_check_metrics(&self, client_id: &str, since: UnixTime) -> StoreResult<Vec<AppCheckCount>>;
+
+    /// Registers (or replaces) a listing of the built-in listing directory.
+    async fn put_listing(&self, listing: &Listing) -> StoreResult<()>;
+    /// A listing by item ID.
+    async fn listing(&self, item_id: &str) -> StoreResult<Option<Listing>>;
+    /// Removes a listing; false when there is none.
+    async fn delete_listing(&self, item_id: &str) -> StoreResult<bool>;
+}
+
+static CREATE_PROJECT: Sql =
+    Sql::new("INSERT INTO projects (id, name, api_enabled, created_at) VALUES ($1, $2, $3, $4)");
+static PROJECT: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects WHERE id = $1");
+static PROJECTS: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects ORDER BY created_at, id");
+static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
+static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
+
+static CREATE_CLIENT: Sql = Sql::new(
+    "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
+     store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
+     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+);
+static CLIENT: Sql = Sql::new("SELECT * FROM clients WHERE client_id = $1");
+static CLIENTS: Sql =
+    Sql::new("SELECT * FROM clients WHERE CAST($1 AS TEXT) IS NULL OR project_id = $1 ORDER BY created_at, client_id");
+static DELETE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = $1 WHERE client_id = $2 AND deleted_at IS NULL");
+static UPDATE_CLIENT: Sql = Sql::new(
+    "UPDATE clients SET name = $2, redirect_uris = $3, bundle_id = $4, store_id = $5, team_id = $6, \
+     app_check = $7, uwp_store_id = $8, package_sid = $9, extension_item_id = $10, app_check_state = $11, \
+     app_check_pending = $12, app_check_pending_at = $13 WHERE client_id = $1",
+);
+static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHERE client_id = $1 AND deleted_at >= $2");
+static TOUCH_CLIENT: Sql = Sql::new(
+    "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
+);
+static DELETE_UNUSED_CLIENTS: Sql =
+    Sql::new("UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND COALESCE(last_used_at, created_at) < $1");
+static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
+static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");
+
+static SET_DEBUG_SECRET: Sql = Sql::new("UPDATE clients SET app_check_debug_hash = $2 WHERE client_id = $1");
+static DEBUG_SECRET: Sql = Sql::new("SELECT app_check_debug_hash FROM clients WHERE client_id = $1");
+static COUNT_APP_CHECK: Sql = Sql::new(
+    "INSERT INTO app_check_metrics (client_id, hour, category, count) VALUES ($1, $2, $3, 1) \
+     ON CONFLICT (client_id, hour, category) DO UPDATE SET count = app_check_metrics.count + 1",
+);
+static APP_CHECK_METRICS: Sql = Sql::new(
+    "SELECT hour, category, count FROM app_check_metrics WHERE client_id = $1 AND hour >= $2 ORDER BY hour, category",
+);
+
+static PUT_LISTING: Sql = Sql::new(
+    "INSERT INTO listings (item_id, publisher_email, group_name, members, created_at) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (item_id) DO UPDATE SET publisher_email = excluded.publisher_email, \
+     group_name = excluded.group_name, members = excluded.members",
+);
+static LISTING: Sql = Sql::new("SELECT * FROM listings WHERE item_id = $1");
+static DELETE_LISTING: Sql = Sql::new("DELETE FROM listings WHERE item_id = $1");
+
+/// A client's type-specific fields, in the order of the `clients` table.
+fn details(c: &Client) -> Args<'_> {
+    let d = &c.details;
+    args![&d.bundle_id, &d.store_id, &d.team_id, d.app_check, &d.uwp_store_id, &d.package_sid, &d.extension_item_id]
+}
+
+/// A client's App Check state, and the change on its way with when it takes effect.
+fn app_check(c: &Client) -> Args<'_> {
+    args![c.app_check.state.as_str(), c.app_check.pending.map(|(s, _)| s.as_str()), c.app_check.pending.map(|(_, at)| at)]
+}
 
 fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
     serde_json::to_string(v).map_err(|e| StoreError::Other(e.to_string()))

@@ -11,7 +11,7 @@
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::records::{GrantLimits, GrantState, Redeemed};
 use crate::rows;
-use crate::sql::{args, Sql};
+use crate::sql::{args, Args, Sql};
 use crate::StoreResult;
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
@@ -116,29 +116,24 @@ static AUDIT_GRANT: Sql = Sql::new(
      client_id, id FROM grants WHERE id = $2",
 );
 
+/// A grant's columns, in the order of [`INSERT_GRANT`].
+pub(crate) fn grant_args(g: &Grant) -> Args<'_> {
+    let mut args = args![&g.id, &g.client_id, &g.user_id, i64::from(g.scopes.0), &g.refresh_hash, &g.dpop_jkt];
+    args.extend(args![g.created_at, g.expires_at, g.revoked_at, &g.code_hash]);
+    args
+}
+
 /// Inserts a grant as it is.
 pub(crate) async fn insert_grant(tx: &mut dyn Tx, g: &Grant) -> StoreResult<u64> {
-    let args = args![
-        &g.id,
-        &g.client_id,
-        &g.user_id,
-        i64::from(g.scopes.0),
-        &g.refresh_hash,
-        &g.dpop_jkt,
-        g.created_at,
-        g.expires_at,
-        g.revoked_at,
-        &g.code_hash
-    ];
-    tx.exec(&INSERT_GRANT, args).await
+    tx.exec(&INSERT_GRANT, grant_args(g)).await
 }
 
 /// Keeps the newest `limit` live grants of a set, invalidating the rest, when its count of unrevoked grants
 /// (`count`, with its arguments) is over the limit.
 async fn enforce_limit(
     tx: &mut dyn Tx,
-    count: (&'static Sql, crate::sql::Args<'_>),
-    over: (&'static Sql, crate::sql::Args<'_>),
+    count: (&'static Sql, Args<'_>),
+    over: (&'static Sql, Args<'_>),
     limit: u32,
 ) -> StoreResult<()> {
     if tx.scalar(count.0, count.1).await?.unwrap_or(0) > i64::from(limit) {

@@ -26,10 +26,11 @@ DROP INDEX grants_code;
 -- lock see every grant committed before it.
 DROP FUNCTION latchkey_redeem_code(BYTEA, BIGINT, BYTEA, TEXT, TEXT, BIGINT, BYTEA, TEXT, BIGINT, BIGINT, BIGINT,
                                    BIGINT);
+-- The grant's columns come in the order of the grants table, as the store binds them for its INSERT.
 CREATE FUNCTION latchkey_redeem_code_fast(
-    p_code_hash BYTEA, p_now BIGINT, p_id BYTEA, p_client_id TEXT, p_user_id TEXT, p_scopes BIGINT,
-    p_refresh_hash BYTEA, p_dpop_jkt TEXT, p_created_at BIGINT, p_expires_at BIGINT,
-    p_per_client_user BIGINT, p_per_user BIGINT
+    p_id BYTEA, p_client_id TEXT, p_user_id TEXT, p_scopes BIGINT, p_refresh_hash BYTEA, p_dpop_jkt TEXT,
+    p_created_at BIGINT, p_expires_at BIGINT, p_revoked_at BIGINT, p_code_hash BYTEA,
+    p_now BIGINT, p_per_client_user BIGINT, p_per_user BIGINT
 ) RETURNS INTEGER LANGUAGE plpgsql AS $$
 DECLARE
     v_client_user BIGINT;
@@ -47,8 +48,8 @@ BEGIN
     END IF;
     INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, revoked_at,
                         code_hash)
-        VALUES (p_id, p_client_id, p_user_id, p_scopes, p_refresh_hash, p_dpop_jkt, p_created_at, p_expires_at, NULL,
-                p_code_hash);
+        VALUES (p_id, p_client_id, p_user_id, p_scopes, p_refresh_hash, p_dpop_jkt, p_created_at, p_expires_at,
+                p_revoked_at, p_code_hash);
     RETURN 1;
 END
 $$;

@@ -224,22 +224,9 @@ impl Engine for PgEngine {
     /// oldest grants, runs instead.
     async fn redeem_fast<'a>(&'a self, r: &'a Redemption) -> StoreResult<Option<Redeemed>> {
         static FAST: Sql =
-            Sql::new("SELECT latchkey_redeem_code_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)::BIGINT");
-        let g = &r.grant;
-        let args = crate::sql::args![
-            &g.code_hash,
-            r.now,
-            &g.id,
-            &g.client_id,
-            &g.user_id,
-            i64::from(g.scopes.0),
-            &g.refresh_hash,
-            &g.dpop_jkt,
-            g.created_at,
-            g.expires_at,
-            i64::from(r.limits.per_client_user),
-            i64::from(r.limits.per_user),
-        ];
+            Sql::new("SELECT latchkey_redeem_code_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::BIGINT");
+        let mut args = crate::grants::grant_args(&r.grant);
+        args.extend(crate::sql::args![r.now, i64::from(r.limits.per_client_user), i64::from(r.limits.per_user)]);
         let mut attempt = 0;
         loop {
             match bind(&FAST, &args).fetch_one(&self.pool).await {
