@@ -10,6 +10,7 @@ mod client_cache;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod console_rows;
+mod migrations;
 pub mod postgres;
 mod records;
 mod rows;

@@ -97,12 +97,29 @@ impl PgStore {
         Ok(Self { pool, clients: Arc::default() })
     }
 
-    /// Runs the migrations not yet applied.
+    /// Runs the migrations not yet applied, after carrying over the ledger of a database numbered as before the
+    /// folders were in step (`crate::migrations`). Both run under the advisory lock of sqlx's migrator, which the
+    /// store takes itself so that instances starting together carry over and migrate once.
     pub async fn migrate(&self) -> StoreResult<()> {
-        sqlx::migrate!("migrations/postgres")
-            .run(&self.pool)
-            .await
-            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+        use sqlx::migrate::Migrate;
+        let failed = |e: sqlx::migrate::MigrateError| StoreError::Other(format!("migration failed: {e}"));
+        let mut migrator = sqlx::migrate!("migrations/postgres");
+        migrator.set_locking(false);
+        let mut conn = self.pool.acquire().await.map_err(map_err)?;
+        conn.lock().await.map_err(failed)?;
+        let migrated = async {
+            conn.ensure_migrations_table().await.map_err(failed)?;
+            crate::migrations::carry_over_postgres(&mut conn, &migrator).await?;
+            // `run_direct` is `run` on a connection: `run(&mut PgConnection)` trips sqlx's "implementation of
+            // `Acquire` is not general enough" in a spawned task, as sqlx's own comment on `run_direct` says.
+            migrator.run_direct(&mut *conn).await.map_err(failed)
+        }
+        .await;
+        // A connection that may still hold the lock goes, instead of back to the pool.
+        if conn.unlock().await.is_err() {
+            conn.close_on_drop();
+        }
+        migrated
     }
 
     /// Redeems the code and issues the grant in one call of `latchkey_redeem_code` (migration 0102), which runs
