@@ -22,6 +22,7 @@ mod db;
 mod grants;
 mod keys;
 mod maintenance;
+mod migrations;
 pub mod postgres;
 mod records;
 mod replay;

@@ -12,7 +12,7 @@
 //! Connection failures (refused, reset, pool timeout, server shutting down) become [`StoreError::Unavailable`]; a
 //! unit of work that lost a serialization or deadlock race is run again a few times first.
 
-mod errors;
+pub(crate) mod errors;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
 use crate::grants::Redemption;
@@ -75,12 +75,28 @@ impl Db<PgEngine> {
         Ok(Db::new(PgEngine { pool }))
     }
 
-    /// Runs the migrations not yet applied.
+    /// Runs the migrations not yet applied, carrying a database numbered the earlier way over first, under
+    /// sqlx's advisory lock (instances starting together migrate once).
     pub async fn migrate(&self) -> StoreResult<()> {
-        sqlx::migrate!("migrations/postgres")
-            .run(&self.engine.pool)
-            .await
-            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+        use sqlx::migrate::Migrate;
+        let failed = |e: sqlx::migrate::MigrateError| StoreError::Other(format!("migration failed: {e}"));
+        let mut migrator = sqlx::migrate!("migrations/postgres");
+        migrator.set_locking(false);
+        let mut conn = self.engine.pool.acquire().await.map_err(map_err)?;
+        conn.lock().await.map_err(failed)?;
+        let migrated = async {
+            conn.ensure_migrations_table().await.map_err(failed)?;
+            crate::migrations::carry_over_postgres(&mut conn, &migrator).await?;
+            // `run_direct` is `run` on a connection: `run(&mut PgConnection)` trips sqlx's "implementation of
+            // `Acquire` is not general enough" in a spawned task, as sqlx's own comment on `run_direct` says.
+            migrator.run_direct(&mut *conn).await.map_err(failed)
+        }
+        .await;
+        // A connection that may still hold the lock goes, instead of back to the pool.
+        if conn.unlock().await.is_err() {
+            conn.close_on_drop();
+        }
+        migrated
     }
 }
 
@@ -218,13 +234,14 @@ impl Engine for PgEngine {
         Ok(())
     }
 
-    /// Redeems the code and issues the grant in one call of `latchkey_redeem_code_fast` (a migration makes it),
+    /// Redeems the code and issues the grant in one call of `latchkey_redeem_code_fast` (migration 0106 makes it),
     /// one round trip instead of the shared unit's six, when the user is under both refresh-token limits, as
     /// they nearly always are. At a limit it writes nothing, and the shared unit of work, which invalidates the
     /// oldest grants, runs instead.
     async fn redeem_fast<'a>(&'a self, r: &'a Redemption) -> StoreResult<Option<Redeemed>> {
-        static FAST: Sql =
-            Sql::new("SELECT latchkey_redeem_code_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::BIGINT");
+        static FAST: Sql = Sql::new(
+            "SELECT latchkey_redeem_code_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)::BIGINT",
+        );
         let mut args = crate::grants::grant_args(&r.grant);
         args.extend(crate::sql::args![r.now, i64::from(r.limits.per_client_user), i64::from(r.limits.per_user)]);
         let mut attempt = 0;

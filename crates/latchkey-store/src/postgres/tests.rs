@@ -98,7 +98,7 @@ async fn grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id() 
     let (client_id, user_id) = crate::conformance::fixture(&store).await;
     let old = crate::conformance::issue(&store, &client_id, &user_id, GrantLimits::default()).await;
     let new = crate::conformance::issue(&store, &client_id, &user_id, GrantLimits::default()).await;
-    // Migration 0101 marks the grants that exist when it runs; mark one the same way.
+    // Migration 0102 marks the grants that exist when it runs; mark one the same way.
     sqlx::query("UPDATE grants SET legacy_refresh = TRUE WHERE id = $1")
         .bind(&old.id.0[..])
         .execute(&store.engine.pool)

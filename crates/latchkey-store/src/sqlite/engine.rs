@@ -496,6 +496,8 @@ pub(super) fn migrate_up_to(conn: &Connection, version: i64) -> StoreResult<()> 
         );",
     )
     .map_err(fail)?;
+    // A database numbered as before the folders were in step has its ledger rewritten first.
+    crate::migrations::carry_over_sqlite(conn, &MIGRATIONS)?;
     for m in MIGRATIONS.iter().filter(|m| !m.migration_type.is_down_migration() && m.version <= version) {
         let applied: Option<(bool, Vec<u8>)> = conn
             .query_row("SELECT success, checksum FROM _sqlx_migrations WHERE version = ?1", [m.version], |r| {

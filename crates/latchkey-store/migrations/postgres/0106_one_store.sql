@@ -1,4 +1,4 @@
--- One store (issue 18): both engines run the same statements.
+-- One store (issue 18): both engines run the same statements (the SQLite twin of this step is its 0106 too).
 
 -- What a change caused, written in the same transaction as the change (a revoked grant, a reused code).
 -- No foreign keys: a record outlives the user, client and grant it names.

@@ -1,0 +1,2 @@
+-- Nothing to do on PostgreSQL: its 0001_init already makes the `replay` table (used DPoP proof jtis and server
+-- nonces) that SQLite's 0002 adds. The file keeps the two folders in step.

@@ -1,0 +1,3 @@
+-- Nothing to do on PostgreSQL. SQLite's 0101 makes a redeemed code name its grant (auth_codes.grant_id), so that
+-- its grants table can drop the index on code_hash; PostgreSQL keeps that index (`grants_code`) and finds the
+-- grants of a reused code by their code_hash. The file keeps the two folders in step.

@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite. PostgreSQL's 0105 makes `latchkey_redeem_code`, which redeems a code in one round trip
+-- instead of six; SQLite redeems in the writer thread's transaction, in process, with no round trip to save. The
+-- file keeps the two folders in step.
