@@ -845,6 +845,3 @@ impl Store for PgStore {
 }
 
 mod console;
-
-#[cfg(test)]
-mod tests;

@@ -14,7 +14,7 @@ const ACQUIRE_TIMEOUT: &str = "1";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart() {
-    let Some(db) = TestDatabase::create_database().await else { return };
+    let Ok(db) = TestDatabase::create_database().await else { return };
     let mut url = url::Url::parse(&db.url).expect("database URL");
     let upstream = tokio::net::lookup_host((url.host_str().unwrap_or("127.0.0.1"), url.port().unwrap_or(5432)))
         .await
