@@ -21,7 +21,8 @@ macro_rules! checks {
     ($($check:ident: $takes:ident),* $(,)?) => {
         /// Every check of the suite. Each is to run on a fresh store of its own, so that they may run at once and in
         /// any order (`client_lifecycle`, for one, deletes and purges every unused client of its database).
-        pub const CHECKS: &[Check] = &[$(Check { name: stringify!($check), run: |store| checks!(@$takes $check store) }),*];
+        pub const CHECKS: &[Check] =
+            &[$(Check { name: stringify!($check), run: |store| checks!(@$takes $check store) }),*];
     };
     (@by_ref $check:ident $store:ident) => { Box::pin(async move { $check(&*$store).await }) };
     (@shared $check:ident $store:ident) => { Box::pin($check($store)) };
