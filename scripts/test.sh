@@ -3,9 +3,11 @@
 # Debian's packages, the Python packages of the interop test in a venv under target/).
 #
 # Suites:
-#   - unit tests of every crate, and the store conformance suite on SQLite and on PostgreSQL;
+#   - unit tests of every crate, and the store conformance suite on SQLite and on PostgreSQL (one test per check per
+#     backend, crates/latchkey-store/tests/backends);
 #   - the integration suite (crates/latchkey/tests/spec): the real server over HTTPS, including headless Chromium,
-#     on SQLite, then again on PostgreSQL; its multi_instance tests run `latchkey serve` processes on PostgreSQL;
+#     on SQLite, then again on PostgreSQL;
+#   - the multi_instance tests (crates/latchkey/tests/multi_instance): `latchkey serve` processes on PostgreSQL;
 #   - the interop suite (tests/interop): authlib + Selenium + Chromium against the real binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # PostgreSQL: LATCHKEY_TEST_DATABASE_URL, else the local server when it is reachable. Tests make their own
-# databases (or schemas) there and drop them. Under CI=true a missing PostgreSQL fails the run.
+# databases (or schemas) there and drop them. Without it, the tests that need it show as ignored in cargo test's
+# summaries; under CI=true a missing PostgreSQL fails the run.
 export LATCHKEY_TEST_DATABASE_URL="${LATCHKEY_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 pg_hostport=$(printf '%s' "$LATCHKEY_TEST_DATABASE_URL" | sed -E 's|^[a-z]+://([^@/]*@)?([^/?]*).*|\2|')
 pg_host=${pg_hostport%:*}
@@ -42,7 +45,7 @@ elif [ "${CI:-}" = true ]; then
   echo "PostgreSQL is required under CI=true and is not reachable at $LATCHKEY_TEST_DATABASE_URL" >&2
   exit 1
 else
-  echo "== PostgreSQL is not reachable at $LATCHKEY_TEST_DATABASE_URL: its tests are skipped"
+  echo "== PostgreSQL is not reachable at $LATCHKEY_TEST_DATABASE_URL: its tests are reported as ignored"
 fi
 
 echo "== unit, store conformance and integration tests (backends: $backends)"
@@ -50,8 +53,8 @@ cargo test --workspace --locked
 
 if [ "$backends" != sqlite ]; then
   echo "== the integration suite again, on PostgreSQL"
-  # multi_instance ran above: it is on PostgreSQL whatever the backend.
-  LATCHKEY_TEST_BACKEND=postgres cargo test --locked -p latchkey --test spec -- --skip multi_instance
+  # The multi_instance tests (their own binary) ran above: they are on PostgreSQL whatever the backend.
+  LATCHKEY_TEST_BACKEND=postgres cargo test --locked -p latchkey --test spec
 fi
 echo "backends: $backends"
 

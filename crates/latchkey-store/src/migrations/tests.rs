@@ -248,7 +248,9 @@ async fn postgres_ledger(url: &str) -> Vec<Row> {
 
 #[tokio::test]
 async fn a_postgres_database_made_by_53f1487_opens_with_its_data_and_its_ledger_carried_over_once() {
-    let Some(db) = TestDatabase::create_database().await else { return };
+    // A lib test (it reads the crate's own tables of steps): with no server it returns early, as before; under
+    // CI=true `create_database` fails it.
+    let Ok(db) = TestDatabase::create_database().await else { return };
     // pg_dump's output, less its psql-only lines (`\restrict`, `\unrestrict`).
     let dump: String = include_str!("../../tests/fixtures/53f1487.postgres.sql")
         .lines()

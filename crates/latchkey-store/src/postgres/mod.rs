@@ -263,6 +263,3 @@ impl Engine for PgEngine {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

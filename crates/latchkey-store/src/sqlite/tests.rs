@@ -21,12 +21,6 @@ async fn after_version(version: i64, rows: &str) -> (TempDir, SqliteStore) {
     (dir, store)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_passes_the_store_conformance_suite() {
-    let (_dir, store) = fresh().await;
-    crate::conformance::run_all(Arc::new(store)).await;
-}
-
 #[tokio::test]
 async fn reopening_a_database_keeps_its_data() {
     let dir = tempfile::tempdir().expect("tempdir");

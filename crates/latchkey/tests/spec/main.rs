@@ -19,7 +19,6 @@ mod console_api;
 mod data_api;
 mod login_consent;
 mod metadata;
-mod multi_instance;
 mod refresh;
 mod rfc7009_revoke;
 mod rfc7636_pkce;

@@ -5,16 +5,16 @@
 use super::instance::*;
 use super::proxy::Forwarder;
 use crate::support::Pkce;
-use latchkey_store::test_database::TestDatabase;
+use latchkey_store::test_database::{TestDatabase, Unreachable};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// The acquire timeout the instance runs with, in seconds: how long a request may wait for the database.
 const ACQUIRE_TIMEOUT: &str = "1";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart() {
-    let Some(db) = TestDatabase::create_database().await else { return };
+pub async fn while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart(
+) -> Result<(), Unreachable> {
+    let db = TestDatabase::create_database().await?;
     let mut url = url::Url::parse(&db.url).expect("database URL");
     let upstream = tokio::net::lookup_host((url.host_str().unwrap_or("127.0.0.1"), url.port().unwrap_or(5432)))
         .await
@@ -93,4 +93,5 @@ async fn while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service
     assert_eq!(browser.consent_page(&again, EMAIL).await.status, 200, "the authorization endpoint serves again");
     instance.assert_healthy();
     assert!(instance.logs().contains("store unavailable"), "the outage was logged");
+    Ok(())
 }

@@ -9,8 +9,12 @@
 //! - the refresh-token limits hold under concurrent issuance on both instances;
 //! - database faults ([`faults`]) and SIGKILL under load ([`crash`], PostgreSQL and SQLite).
 //!
-//! Without a reachable PostgreSQL (`LATCHKEY_TEST_DATABASE_URL`, default the local server) the PostgreSQL tests
-//! are skipped with a notice, except under `CI=true`, where that fails them.
+//! A test binary of its own, out of `spec`, under the harness of `latchkey_store::test_database` (libtest-mimic):
+//! without a reachable PostgreSQL (`LATCHKEY_TEST_DATABASE_URL`, default the local server) the PostgreSQL tests are
+//! reported as ignored, not passed, except under `CI=true`, where that fails them (docs/design.md, "Tests").
+
+#[path = "../spec/support.rs"]
+mod support;
 
 mod crash;
 mod faults;
@@ -24,13 +28,34 @@ use latchkey_core::dpop::code_jti;
 use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::time::{Clock, SystemClock};
 use latchkey_proto::TokenResponse;
-use latchkey_store::test_database::TestDatabase;
+use latchkey_store::test_database::{run, TestDatabase, Unreachable};
 use proxy::Forwarder;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
+
+fn main() -> ExitCode {
+    let mut tests = latchkey_store::trials!("";
+        two_instances_on_an_empty_database_behind_a_round_robin_balancer_serve_one_consistent_service,
+        a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_both_redeem_it_at_once,
+        a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second,
+        a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_by_every_instance,
+        dpop_jtis_and_nonces_are_single_use_across_instances,
+        the_refresh_token_limits_hold_under_concurrent_issuance_on_two_instances,
+        crash::on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
+        crash::on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
+        faults::while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart,
+    );
+    // A measurement, not a check: run it by name with --ignored (measure.rs).
+    let measurements =
+        latchkey_store::trials!(""; measure::measure_token_and_data_api_throughput_for_the_capacity_plan);
+    tests.extend(measurements.into_iter().map(|t| t.with_ignored_flag(true)));
+    // Each test runs processes of its own (two or three servers, the admin CLI): one at a time per core.
+    run(tests, 1)
+}
 
 /// Two instances on one fresh PostgreSQL database, behind a round-robin balancer whose address is their public
 /// URL, with a desktop client and a user made by the admin CLI.
@@ -47,8 +72,8 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// `None` when PostgreSQL is not reachable (outside CI).
-    async fn start(env: &[(&str, &str)]) -> Option<Self> {
+    /// [`Unreachable`] when PostgreSQL is not reachable (outside CI).
+    async fn start(env: &[(&str, &str)]) -> Result<Self, Unreachable> {
         let db = TestDatabase::create_database().await?;
         let dir = tempfile::tempdir().expect("tempdir");
         let tls = Tls::generate(&dir.path().join("tls"));
@@ -62,7 +87,7 @@ impl Cluster {
         let (a, b) = (starting_a.ready().await, starting_b.ready().await);
         lb.set_upstreams(vec![a.addr, b.addr]);
         let client_id = provision(&db.url).await;
-        Some(Self { a, b, lb, tls, client_id, public, dir, db })
+        Ok(Self { a, b, lb, tls, client_id, public, dir, db })
     }
 
     /// A third instance on the same database and certificate.
@@ -80,9 +105,9 @@ impl Cluster {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_instances_on_an_empty_database_behind_a_round_robin_balancer_serve_one_consistent_service() {
-    let Some(mut c) = Cluster::start(&[]).await else { return };
+async fn two_instances_on_an_empty_database_behind_a_round_robin_balancer_serve_one_consistent_service(
+) -> Result<(), Unreachable> {
+    let mut c = Cluster::start(&[]).await?;
     // The operator's explicit migration step finds nothing left to do, and says which backend it ran on.
     let migrated = admin_ok(&c.db.url, &["migrate"], "").await;
     assert_eq!(migrated, json!({ "migrated": true, "backend": "postgres" }));
@@ -119,11 +144,12 @@ async fn two_instances_on_an_empty_database_behind_a_round_robin_balancer_serve_
     assert!(served.iter().all(|n| *n >= 4), "both instances served the flow: {served:?}");
     c.a.assert_healthy();
     c.b.assert_healthy();
+    Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_both_redeem_it_at_once() {
-    let Some(c) = Cluster::start(&[]).await else { return };
+async fn a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_both_redeem_it_at_once(
+) -> Result<(), Unreachable> {
+    let c = Cluster::start(&[]).await?;
     let codes = codes(&browser(&c.a.base, &c.tls, false), &c.a.base, &c.client_id, 8).await;
     let (to_a, to_b) = (http(&c.tls, false), http(&c.tls, false));
     // Open both connections first, so that the two requests leave together.
@@ -139,11 +165,12 @@ async fn a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_b
         let lost = answers.iter().find(|(s, _)| *s != 200).expect("a refusal");
         assert_eq!((lost.0, lost.1["error"].as_str()), (400, Some("invalid_grant")), "{answers:?}");
     }
+    Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second() {
-    let Some(c) = Cluster::start(&[]).await else { return };
+async fn a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second(
+) -> Result<(), Unreachable> {
+    let c = Cluster::start(&[]).await?;
     let http = http(&c.tls, false);
     let t = c.tokens_via(&c.a.base).await;
     let rt = t.refresh_token.clone().expect("refresh token");
@@ -167,11 +194,12 @@ async fn a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_
         }
     }
     assert!(acknowledged.elapsed() < Duration::from_secs(1));
+    Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_by_every_instance() {
-    let Some(c) = Cluster::start(&[]).await else { return };
+async fn a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_by_every_instance(
+) -> Result<(), Unreachable> {
+    let c = Cluster::start(&[]).await?;
     let http = http(&c.tls, false);
     // A new access-token key; a fresh instance signs with it, while A and B have not reloaded yet.
     admin_ok(&c.db.url, &["keys", "rotate", "--kind", "access-token"], "").await;
@@ -183,6 +211,7 @@ async fn a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_
     assert_eq!(revoke(&http, &c.b.base, &c.client_id, &t.access_token).await.expect("revoke"), 200);
     let (status, body) = refresh(&http, &c.a.base, &c.client_id, &rt).await.expect("refresh");
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "the revocation at B held");
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -224,9 +253,8 @@ async fn dpop_post(http: &reqwest::Client, base: &str, form: &[(&str, &str)], pr
     (status, body["error"].as_str().unwrap_or_default().to_owned(), nonce)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dpop_jtis_and_nonces_are_single_use_across_instances() {
-    let Some(c) = Cluster::start(&[]).await else { return };
+async fn dpop_jtis_and_nonces_are_single_use_across_instances() -> Result<(), Unreachable> {
+    let c = Cluster::start(&[]).await?;
     let (to_a, to_b) = (http(&c.tls, false), http(&c.tls, false));
     let key = DpopKey::new();
     let (code, pkce) = codes(&browser(&c.a.base, &c.tls, false), &c.a.base, &c.client_id, 1).await.remove(0);
@@ -264,12 +292,12 @@ async fn dpop_jtis_and_nonces_are_single_use_across_instances() {
         assert!(lost.1 == "invalid_dpop_proof" || lost.1 == "use_dpop_nonce", "a replay: {answers:?}");
         nonce = won[0].2.clone();
     }
+    Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_refresh_token_limits_hold_under_concurrent_issuance_on_two_instances() {
+async fn the_refresh_token_limits_hold_under_concurrent_issuance_on_two_instances() -> Result<(), Unreachable> {
     let env = [("LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER", "3"), ("LATCHKEY_REFRESH_TOKENS_PER_USER", "5")];
-    let Some(c) = Cluster::start(&env).await else { return };
+    let c = Cluster::start(&env).await?;
     let codes = codes(&browser(&c.a.base, &c.tls, false), &c.a.base, &c.client_id, 12).await;
     let tasks: Vec<_> = codes
         .into_iter()
@@ -295,4 +323,5 @@ async fn the_refresh_token_limits_hold_under_concurrent_issuance_on_two_instance
         }
     }
     assert_eq!(live, 3, "twelve issued at once on two instances, three survive (the per-client-user limit)");
+    Ok(())
 }

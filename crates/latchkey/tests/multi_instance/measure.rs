@@ -3,12 +3,13 @@
 //! Not a check, so ignored by default:
 //!
 //! ```sh
-//! cargo test --release -p latchkey --test spec -- --ignored --nocapture measure
+//! cargo test --release -p latchkey --test multi_instance -- --ignored measure
 //! ```
 
 use super::instance::*;
 use super::Cluster;
 use crate::support::{Pkce, PASSWORD};
+use latchkey_store::test_database::Unreachable;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -157,12 +158,10 @@ async fn measure(label: &str, bases: Vec<String>, codes_at: &str, tls: &Tls, cli
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement, not a check: run it by name with --ignored --nocapture"]
-async fn measure_token_and_data_api_throughput_for_the_capacity_plan() {
+pub async fn measure_token_and_data_api_throughput_for_the_capacity_plan() -> Result<(), Unreachable> {
     // Refresh-token limits out of the way: one user holds every grant here.
     let env = [("LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER", "100000"), ("LATCHKEY_REFRESH_TOKENS_PER_USER", "100000")];
-    let Some(c) = Cluster::start(&env).await else { return };
+    let c = Cluster::start(&env).await?;
     let emails = users(&c.db.url).await;
     let (a, b) = (c.a.base.clone(), c.b.base.clone());
     measure("PostgreSQL, one instance", vec![a.clone()], &a, &c.tls, &c.client_id, &emails).await;
@@ -178,4 +177,5 @@ async fn measure_token_and_data_api_throughput_for_the_capacity_plan() {
     let spec = Spec { database_url: &url, dir: &data, tls: &c.tls, public_url: None, env: &env };
     let one = Instance::start(&spec).await;
     measure("SQLite, one instance", vec![one.base.clone()], &one.base, &c.tls, &client_id, &emails).await;
+    Ok(())
 }

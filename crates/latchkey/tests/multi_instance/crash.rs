@@ -6,6 +6,7 @@
 use super::instance::*;
 use super::Cluster;
 use crate::support::Pkce;
+use latchkey_store::test_database::Unreachable;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -142,20 +143,20 @@ async fn verify(base: &str, tls: &Tls, client_id: &str, ledger: &Ledger) {
     assert!(working >= KILL_AFTER / 2 && revoked > 0, "{working} grants checked working, {revoked} revoked");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged() {
-    let Some(mut c) = Cluster::start(&[]).await else { return };
+pub async fn on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged(
+) -> Result<(), Unreachable> {
+    let mut c = Cluster::start(&[]).await?;
     let codes = codes(&browser(&c.a.base, &c.tls, false), &c.a.base, &c.client_id, CODES).await;
     let (base, tls, client_id) = (c.a.base.clone(), c.tls.clone(), c.client_id.clone());
     let a = &mut c.a;
     let ledger = load_and_kill(&base, &tls, &client_id, codes, || a.kill()).await;
     verify(&c.b.base, &c.tls, &c.client_id, &ledger).await;
     c.b.assert_healthy();
+    Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged()
-{
+pub async fn on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged(
+) -> Result<(), Unreachable> {
     let dir = tempfile::tempdir().expect("tempdir");
     let tls = Tls::generate(&dir.path().join("tls"));
     let data = dir.path().join("data");
@@ -170,4 +171,5 @@ async fn on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it
     let mut again = Instance::start(&spec).await;
     verify(&again.base, &tls, &client_id, &ledger).await;
     again.assert_healthy();
+    Ok(())
 }

@@ -1,0 +1,50 @@
+//! The list of checks, each registered once, for a harness to run on every backend.
+
+use super::*;
+use std::future::Future;
+use std::pin::Pin;
+
+/// One check of the suite, as a test harness registers it: one test per check per backend.
+#[derive(Debug)]
+pub struct Check {
+    /// The check's name: its function's.
+    pub name: &'static str,
+    /// Runs the check against a store.
+    pub run: Run,
+}
+
+/// How a check runs: against a store, to its end; a failed expectation panics.
+pub type Run = fn(Arc<dyn crate::seed::SeedStore>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Lists each check once: `by_ref` checks take `&dyn Store`, `shared` ones an `Arc` to spawn tasks on.
+macro_rules! checks {
+    ($($check:ident: $takes:ident),* $(,)?) => {
+        /// Every check of the suite. Each is to run on a fresh store of its own, so that they may run at once and in
+        /// any order (`client_lifecycle`, for one, deletes and purges every unused client of its database).
+        pub const CHECKS: &[Check] =
+            &[$(Check { name: stringify!($check), run: |store| checks!(@$takes $check store) }),*];
+    };
+    (@by_ref $check:ident $store:ident) => { Box::pin(async move { $check(&*$store).await }) };
+    (@shared $check:ident $store:ident) => { Box::pin($check($store)) };
+}
+
+checks! {
+    projects_and_clients: by_ref,
+    users_channels_and_sessions: by_ref,
+    login_failures_count_in_a_window: by_ref,
+    a_code_redeems_once: by_ref,
+    concurrent_redemption_issues_one_grant: shared,
+    refresh_token_limits_invalidate_the_oldest: by_ref,
+    refresh_token_limits_hold_under_concurrent_issuance: shared,
+    grant_state_follows_user_and_client: by_ref,
+    keys_are_kept_newest_first: by_ref,
+    single_use_values_are_recorded_once: shared,
+    expired_single_use_values_are_purged: by_ref,
+    app_check_and_ownership: by_ref,
+    listings_are_kept_by_item_id: by_ref,
+    project_members_keep_an_owner: by_ref,
+    owners_removing_each_other_at_once_leave_one: shared,
+    api_keys_are_kept_per_user: by_ref,
+    seeded_users_and_grants_are_stored_as_they_are: by_ref,
+    client_lifecycle: by_ref,
+}

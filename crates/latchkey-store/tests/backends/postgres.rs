@@ -1,0 +1,168 @@
+//! The PostgreSQL backend's own tests (beside the conformance suite). Where a test reads or writes the database
+//! behind the store's back, it does so on a connection of its own to the same database.
+
+use latchkey_core::time::UnixTime;
+use latchkey_store::conformance::{fixture, issue, single_use_value};
+use latchkey_store::postgres::PgStore;
+use latchkey_store::prelude::*;
+use latchkey_store::test_database::{TestDatabase, Trial, Unreachable};
+use latchkey_store::{GrantLimits, PoolSettings, StoreError};
+use sqlx::PgPool;
+use std::time::{Duration, Instant};
+
+/// Every test here, named `postgres::<test>`.
+pub fn tests() -> Vec<Trial> {
+    latchkey_store::trials!("postgres::";
+        reopening_a_database_keeps_its_data_and_migrates_once,
+        instances_starting_together_on_an_empty_database_migrate_it_once,
+        an_unreachable_server_is_reported_unavailable_quickly,
+        a_database_url_names_its_backend,
+        a_postgres_url_opens_the_postgres_backend,
+        the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion,
+        grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id,
+        single_use_values_of_the_earlier_form_are_purged_when_they_expire,
+        a_revocation_and_its_audit_record_commit_together_or_not_at_all,
+    )
+}
+
+/// A connection pool of the test's own on `db`.
+async fn pool(db: &TestDatabase) -> PgPool {
+    PgPool::connect(&db.url).await.expect("connect")
+}
+
+async fn reopening_a_database_keeps_its_data_and_migrates_once() -> Result<(), Unreachable> {
+    let db = TestDatabase::create().await?;
+    let first = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let (client_id, _) = fixture(&first).await;
+    let again = PgStore::open(&db.url, PoolSettings::default()).await.expect("reopen runs no migration twice");
+    assert!(again.client(&client_id).await.expect("get").is_some());
+    Ok(())
+}
+
+async fn instances_starting_together_on_an_empty_database_migrate_it_once() -> Result<(), Unreachable> {
+    let db = TestDatabase::create_database().await?;
+    let opens: Vec<_> = (0..4)
+        .map(|_| {
+            let url = db.url.clone();
+            tokio::spawn(async move { PgStore::open(&url, PoolSettings::default()).await })
+        })
+        .collect();
+    for o in opens {
+        o.await.expect("join").expect("every instance opens the store");
+    }
+    Ok(())
+}
+
+async fn an_unreachable_server_is_reported_unavailable_quickly() -> Result<(), Unreachable> {
+    // Nothing listens on port 1.
+    let settings = PoolSettings { max_connections: 2, acquire_timeout: Duration::from_secs(2) };
+    let started = Instant::now();
+    let e = PgStore::connect("postgres://postgres@127.0.0.1:1/none", settings).await.expect_err("no server");
+    assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    Ok(())
+}
+
+async fn a_database_url_names_its_backend() -> Result<(), Unreachable> {
+    assert_eq!(latchkey_store::backend_of("postgres://u@h/db"), Some("postgres"));
+    assert_eq!(latchkey_store::backend_of("postgresql://u@h/db"), Some("postgres"));
+    assert_eq!(latchkey_store::backend_of("sqlite://x.db"), Some("sqlite"));
+    assert_eq!(latchkey_store::backend_of("mysql://x"), None);
+    assert!(matches!(latchkey_store::open("mysql://x").await, Err(StoreError::Other(_))));
+    Ok(())
+}
+
+async fn a_postgres_url_opens_the_postgres_backend() -> Result<(), Unreachable> {
+    let db = TestDatabase::create().await?;
+    let store = latchkey_store::open(&db.url).await.expect("open");
+    store.ping().await.expect("ping");
+    Ok(())
+}
+
+async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() -> Result<(), Unreachable> {
+    let db = TestDatabase::create().await?;
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let (client_id, user_id) = fixture(&store).await;
+    let pool = pool(&db).await;
+    let counted = || async {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT (SELECT COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts), \
+             (SELECT count(*) FROM grants WHERE revoked_at IS NULL)",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("count")
+    };
+    let limits = GrantLimits { per_client_user: 3, per_user: 100 };
+    let mut grants = Vec::new();
+    for _ in 0..5 {
+        grants.push(issue(&store, &client_id, &user_id, limits).await);
+    }
+    assert_eq!(counted().await, (3, 3), "the limit revoked the two oldest, and the count follows");
+    store.revoke_grant(&grants[4].id, UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted().await, (2, 2));
+    store.revoke_grants_of_code(&grants[3].code_hash, UnixTime(1)).await.expect("revoke");
+    assert_eq!(counted().await, (1, 1));
+    store.delete_user(&user_id).await.expect("delete");
+    assert_eq!(counted().await, (0, 0), "a deleted user's counts go with their grants");
+    Ok(())
+}
+
+async fn grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id() -> Result<(), Unreachable> {
+    let db = TestDatabase::create().await?;
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let (client_id, user_id) = fixture(&store).await;
+    let old = issue(&store, &client_id, &user_id, GrantLimits::default()).await;
+    let new = issue(&store, &client_id, &user_id, GrantLimits::default()).await;
+    // Migration 0101 marks the grants that exist when it runs; mark one the same way.
+    sqlx::query("UPDATE grants SET legacy_refresh = TRUE WHERE id = $1")
+        .bind(&old.id.0[..])
+        .execute(&pool(&db).await)
+        .await
+        .expect("mark legacy");
+    let found = store.legacy_grant_by_refresh(&old.refresh_hash).await.expect("get").expect("found by hash");
+    assert_eq!(found.grant, old);
+    assert!(store.legacy_grant_by_refresh(&new.refresh_hash).await.expect("get").is_none());
+    assert_eq!(store.grant(&new.id).await.expect("get").expect("found by id").grant, new);
+    Ok(())
+}
+
+async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() -> Result<(), Unreachable> {
+    let db = TestDatabase::create_database().await?;
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let pool = pool(&db).await;
+    // Before migration 0103 values were bare SHA-256 hashes, in no order; one expires at 10, one at 100.
+    for (key, expires_at) in [([0xff_u8; 32], 10_i64), ([0x01; 32], 100)] {
+        sqlx::query("INSERT INTO replay (key_hash, expires_at) VALUES ($1, $2)")
+            .bind(&key[..])
+            .bind(expires_at)
+            .execute(&pool)
+            .await
+            .expect("row");
+    }
+    let value = single_use_value(UnixTime(10));
+    assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
+    assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
+    assert_eq!(store.purge_expired(UnixTime(100)).await.expect("purge"), 1);
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM replay").fetch_one(&pool).await.expect("count");
+    assert_eq!(left, 0);
+    Ok(())
+}
+
+async fn a_revocation_and_its_audit_record_commit_together_or_not_at_all() -> Result<(), Unreachable> {
+    let db = TestDatabase::create().await?;
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let own = pool(&db).await;
+    let break_audit = async move {
+        sqlx::raw_sql(
+            "CREATE FUNCTION audit_fails() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             RAISE EXCEPTION 'injected failure'; END $$; \
+             CREATE TRIGGER audit_fails BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_fails();",
+        )
+        .execute(&own)
+        .await
+        .expect("trigger");
+    };
+    latchkey_store::conformance::a_revocation_and_its_audit_record_commit_together(&store, break_audit).await;
+    Ok(())
+}
