@@ -26,6 +26,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     refresh_token_limits_hold_under_concurrent_issuance(store.clone()).await;
     grant_state_follows_user_and_client(&*store).await;
     keys_are_kept_newest_first(&*store).await;
+    a_key_secret_is_replaced_only_while_it_is_unchanged(&*store).await;
     single_use_values_are_recorded_once(store.clone()).await;
     expired_single_use_values_are_purged(&*store).await;
     app_check_and_ownership(&*store).await;
@@ -282,6 +283,17 @@ async fn keys_are_kept_newest_first(store: &dyn Store) {
     assert!(store.retire_key(a, T0).await.expect("retire"));
     assert!(store.keys(KeyKind::Mac).await.expect("keys").iter().any(|k| k.id == a && k.retired_at == Some(T0)));
     assert!(store.keys(KeyKind::IdToken).await.expect("keys").iter().all(|k| k.id != a));
+}
+
+async fn a_key_secret_is_replaced_only_while_it_is_unchanged(store: &dyn Store) {
+    let id = store.add_key(KeyKind::IdToken, b"plain", T0).await.expect("add");
+    let secret_of = |keys: Vec<StoredKey>| keys.into_iter().find(|k| k.id == id).map(|k| k.secret);
+    assert!(!store.replace_key_secret(id, b"other", b"sealed").await.expect("stale"), "refused: not the current");
+    assert!(store.replace_key_secret(id, b"plain", b"sealed").await.expect("replace"));
+    assert_eq!(secret_of(store.keys(KeyKind::IdToken).await.expect("keys")).as_deref(), Some(&b"sealed"[..]));
+    assert!(!store.replace_key_secret(id, b"plain", b"again").await.expect("raced"), "a second writer loses");
+    assert!(!store.replace_key_secret(u32::MAX, b"plain", b"x").await.expect("unknown"), "no such key");
+    assert!(store.retire_key(id, T0).await.expect("retire"));
 }
 
 async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {

@@ -255,6 +255,9 @@ pub trait Store: Send + Sync + 'static {
     async fn add_key(&self, kind: KeyKind, secret: &[u8], now: UnixTime) -> StoreResult<u32>;
     /// Retires a key: it no longer signs, and verifies only until it is dropped.
     async fn retire_key(&self, id: u32, now: UnixTime) -> StoreResult<bool>;
+    /// Replaces a key's stored secret (the server re-encrypts keys under a new system secret), as long as it still
+    /// is `current`; false when there is no such key or its secret changed meanwhile.
+    async fn replace_key_secret(&self, id: u32, current: &[u8], secret: &[u8]) -> StoreResult<bool>;
 
     /// Records single-use values (DPoP `jti`s, server nonces), each remembered until its expiry, all or none
     /// in one transaction. Returns the index of the first value already recorded and not yet expired (then

@@ -810,6 +810,17 @@ impl Store for PgStore {
         Ok(r.rows_affected() == 1)
     }
 
+    async fn replace_key_secret(&self, id: u32, current: &[u8], secret: &[u8]) -> StoreResult<bool> {
+        let r = sqlx::query("UPDATE keys SET secret = $1 WHERE id = $2 AND secret = $3")
+            .bind(secret)
+            .bind(i64::from(id))
+            .bind(current)
+            .execute(&self.pool)
+            .await
+            .map_err(map_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
         single_use::check(values)?;
         retrying!(self.record_once_tx(values, now))

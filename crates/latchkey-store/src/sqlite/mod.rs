@@ -619,6 +619,11 @@ impl Store for SqliteStore {
         Ok(self.exec(sql, (now.0, i64::from(id))).await? == 1)
     }
 
+    async fn replace_key_secret(&self, id: u32, current: &[u8], secret: &[u8]) -> StoreResult<bool> {
+        let sql = "UPDATE keys SET secret = ?1 WHERE id = ?2 AND secret = ?3";
+        Ok(self.exec(sql, (secret.to_vec(), i64::from(id), current.to_vec())).await? == 1)
+    }
+
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
         single_use::check(values)?;
         let values = values.to_vec();
