@@ -200,6 +200,13 @@ impl Config {
         self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
     }
 
+    /// The SQLite database file, when the store is SQLite (`sqlite://PATH`, query parameters aside).
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        let url = self.database_url();
+        let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+        rest.split('?').next().filter(|p| !p.is_empty()).map(PathBuf::from)
+    }
+
     /// The client-lifecycle settings.
     pub fn client_lifecycle(&self) -> crate::admin::Lifecycle {
         crate::admin::Lifecycle { unused_days: self.client_unused_days, restore_days: self.client_restore_days }
@@ -394,6 +401,14 @@ mod tests {
         assert!(Config { database_max_connections: 0, ..Config::default() }.validate().is_err());
         assert!(Config { database_acquire_timeout: 0, ..Config::default() }.validate().is_err());
         assert!(Config { database_url: Some("mysql://x".into()), ..Config::default() }.validate().is_err());
+    }
+
+    #[test]
+    fn the_sqlite_file_is_found_in_the_database_url() {
+        assert_eq!(Config::default().sqlite_path(), Some(PathBuf::from("latchkey-data/latchkey.db")));
+        let at = |url: &str| Config { database_url: Some(url.into()), ..Config::default() }.sqlite_path();
+        assert_eq!(at("sqlite:/srv/lk.db?mode=rwc"), Some(PathBuf::from("/srv/lk.db")));
+        assert_eq!(at("postgres://u@db/latchkey"), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app_check;
 pub mod config;
+pub mod data_dir;
 pub mod dpop;
 pub mod error;
 pub mod extract;
@@ -23,6 +24,7 @@ use config::{Config, Urls};
 use keys::KeyRing;
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
+use latchkey_store::Store;
 use state::AppState;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -75,10 +77,9 @@ impl Running {
 /// Starts the server described by `config`.
 pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Running> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir)
+    data_dir::ensure_private_dir(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let store =
-        latchkey_store::open_with(&config.database_url(), config.pool_settings()).await.context("opening the store")?;
+    let store = open_store(&config).await?;
     let keys = KeyRing::load(&*store, clock.now()).await.context("loading keys")?;
     let (cert_path, key_path, generated_cert) = match (&config.tls_cert, &config.tls_key) {
         (Some(c), Some(k)) => (c.clone(), k.clone(), None),
@@ -118,6 +119,18 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         }
     });
     Ok(Running { addr, urls, generated_cert, cert_path, state, shutdown: Some(tx), task })
+}
+
+/// Opens the store the configuration names. On SQLite the data directory (0700) and the database file (0600)
+/// are made first, or tightened when looser, so that SQLite's `-wal` and `-shm` files, which take the database
+/// file's mode, are private too.
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    if let Some(path) = config.sqlite_path() {
+        data_dir::ensure_private_dir(&config.data_dir)
+            .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+        data_dir::prepare_database(&path).with_context(|| format!("preparing {}", path.display()))?;
+    }
+    latchkey_store::open_with(&config.database_url(), config.pool_settings()).await.context("opening the store")
 }
 
 /// Background upkeep: key reloads, purging of expired rows, deleting unused clients and purging deleted ones.

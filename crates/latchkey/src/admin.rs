@@ -414,11 +414,10 @@ enum KeysCmd {
 /// Runs one admin command.
 pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
+    warnings_to_stderr();
     let url = config.database_url();
-    if latchkey_store::backend_of(&url) == Some("sqlite") {
-        std::fs::create_dir_all(&config.data_dir)?;
-    }
-    let store = latchkey_store::open_with(&url, config.pool_settings()).await?;
+    // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
+    let store = latchkey_server::open_store(&config).await?;
     let store = &*store;
     let now = SystemClock.now();
     let result = match args.noun {
@@ -562,6 +561,16 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             })
         }
     }
+}
+
+/// Shows the server library's warnings (a data directory or file tightened, for example) on stderr; stdout keeps
+/// the one JSON object.
+fn warnings_to_stderr() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("off,latchkey_server=warn"))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
 }
 
 /// Reads a password from standard input: the first line, without its line ending.
