@@ -2,6 +2,9 @@
 //!
 //! [`start`] opens the store, loads the keys, binds the listener and serves until [`Running::shutdown`] (or
 //! the process's signal handler) stops it. Integration tests start the same server on an ephemeral port.
+//!
+//! The data directory is the server's alone (0700), and so are the SQLite database files and the system secret
+//! file (0600): see [`data_dir`] and [`secrets`].
 
 pub mod admin;
 pub mod app_check;
@@ -14,6 +17,7 @@ pub mod keys;
 pub mod listener;
 pub mod password;
 pub mod routes;
+pub mod secrets;
 pub mod session;
 pub mod state;
 pub mod tls;
@@ -25,6 +29,7 @@ use keys::KeyRing;
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
 use latchkey_store::Store;
+use secrets::SecretSource;
 use state::AppState;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -80,7 +85,15 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     data_dir::ensure_private_dir(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let store = open_store(&config).await?;
-    let keys = KeyRing::load(&*store, clock.now()).await.context("loading keys")?;
+    let secrets = SecretSource::from_config(&config).context("system secrets")?;
+    if let (Some(file), None) = (secrets.default_file(), config.sqlite_path()) {
+        tracing::info!(
+            path = %file.path().display(),
+            "the keys are encrypted under the secret in this file: instances sharing the database need the same \
+             secret (secrets_system or secrets_system_file)"
+        );
+    }
+    let keys = KeyRing::load(&*store, secrets, clock.now()).await.context("loading keys")?;
     let (cert_path, key_path, generated_cert) = match (&config.tls_cert, &config.tls_key) {
         (Some(c), Some(k)) => (c.clone(), k.clone(), None),
         _ => {
