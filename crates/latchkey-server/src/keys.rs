@@ -58,8 +58,8 @@ impl KeyRing {
         if sealed.reencrypted > 0 {
             tracing::warn!(
                 keys = sealed.reencrypted,
-                "encrypted the keys an earlier version stored in the clear; copies in older backups stay readable, \
-                 so rotate both kinds (latchkey admin keys rotate) and retire the old ones"
+                "encrypted the keys an earlier version stored in the clear; earlier backups still hold them in the \
+                 clear, so keep those secret and rotate both kinds (latchkey admin keys rotate)"
             );
         }
         let set = load_set(store, &system, now).await?;
