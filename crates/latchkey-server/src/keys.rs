@@ -129,9 +129,13 @@ pub async fn check_readable(store: &dyn Store, secrets: &SystemSecrets) -> Store
     Ok(n)
 }
 
-/// The system secrets of `source`; the default secret file is made on first use, while no stored key is
-/// encrypted (when one is, a missing file is an error: a new secret could not read it).
+/// The system secrets of `source`, at start-up and for the admin commands: a secret file other accounts may read
+/// is tightened, and the default one is made on first use, while no stored key is encrypted (when one is, a
+/// missing file is an error: a new secret could not read it).
 pub async fn secrets_for(store: &dyn Store, source: &SecretSource) -> StoreResult<Arc<SystemSecrets>> {
+    if let SecretSource::File(file) = source {
+        file.tighten();
+    }
     match (source.load(), source.default_file()) {
         (Err(SecretsError::MissingFile(path)), Some(file)) => {
             for kind in [KeyKind::Mac, KeyKind::IdToken] {

@@ -64,8 +64,7 @@ impl SecretFile {
         &self.path
     }
 
-    /// The secrets written in the file, first the one that encrypts. A file other accounts may read is tightened
-    /// to 0600 first, with a warning.
+    /// The secrets written in the file, first the one that encrypts.
     pub fn read_secrets(&self) -> Result<Vec<Secret>, SecretsError> {
         let io = |source| SecretsError::Io { path: self.path.clone(), source };
         let text = match std::fs::read_to_string(&self.path) {
@@ -75,9 +74,16 @@ impl SecretFile {
             }
             Err(e) => return Err(io(e)),
         };
-        data_dir::tighten(&self.path).map_err(io)?;
         let lines = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
         Ok(lines.map(|l| Secret::new(l.to_owned())).collect())
+    }
+
+    /// Tightens the file to 0600 when other accounts may read it (with a warning). A file that cannot be changed
+    /// (a read-only mount) is left as it is, with a warning: it is still read.
+    pub fn tighten(&self) {
+        if let Err(e) = data_dir::tighten(&self.path) {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot tighten the system secret file");
+        }
     }
 
     /// The secrets in the file, ready to use.
