@@ -1,17 +1,20 @@
 //! Administrative operations on the store, shared by the `latchkey admin` CLI, the console's pages and its JSON
 //! API: each returns the JSON object the CLI prints and the API sends. Who may act on a project (its members)
-//! is checked in [`members`]; the console's API keys live in [`api_keys`].
+//! is checked in [`members`]; the console's API keys live in [`api_keys`], the signing keys and the system
+//! secrets that encrypt them in [`signing_keys`].
 
 pub mod api_keys;
 pub mod members;
+pub mod signing_keys;
 
-use crate::keys;
+pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
+
 use crate::password;
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckState, Category};
 use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError};
 use latchkey_core::secret::{random_bytes, Secret};
 use latchkey_core::time::UnixTime;
-use latchkey_store::{Channel, KeyKind, Listing, NewUser, Project, Publisher, Store, StoreError, User};
+use latchkey_store::{Channel, Listing, NewUser, Project, Publisher, Store, StoreError, User};
 use serde_json::{json, Value};
 
 mod seed;
@@ -601,39 +604,4 @@ pub async fn user_set_disabled(store: &dyn Store, id_or_email: &str, disabled: b
     let u = find_user(store, id_or_email).await?;
     store.set_user_disabled(&u.id, disabled.then_some(now)).await?;
     Ok(json!({ "user_id": u.id, "disabled": disabled }))
-}
-
-/// Parses a key kind's CLI name.
-pub fn key_kind(name: &str) -> Result<KeyKind, AdminError> {
-    match name {
-        "id-token" => Ok(KeyKind::IdToken),
-        "access-token" | "mac" => Ok(KeyKind::Mac),
-        other => Err(AdminError::Invalid(format!("key kind is id-token or access-token, not {other}"))),
-    }
-}
-
-/// Adds a new signing key of a kind; running servers sign with it within a minute.
-pub async fn key_rotate(store: &dyn Store, kind: KeyKind, now: UnixTime) -> AdminResult {
-    let id = keys::rotate(store, kind, now).await?;
-    Ok(json!({ "key_id": id, "kind": kind.as_str() }))
-}
-
-/// Retires a key: it stops signing; it verifies (and id_token keys stay published) for a grace period.
-pub async fn key_retire(store: &dyn Store, id: u32, now: UnixTime) -> AdminResult {
-    if !store.retire_key(id, now).await? {
-        return Err(AdminError::NotFound(format!("live key {id}")));
-    }
-    Ok(json!({ "key_id": id, "retired": true }))
-}
-
-/// Lists keys (never their material).
-pub async fn key_list(store: &dyn Store) -> AdminResult {
-    let mut out = Vec::new();
-    for kind in [KeyKind::Mac, KeyKind::IdToken] {
-        for k in store.keys(kind).await? {
-            out.push(json!({ "key_id": k.id, "kind": kind.as_str(), "created_at": k.created_at.0,
-                             "retired_at": k.retired_at.map(|t| t.0) }));
-        }
-    }
-    Ok(json!({ "keys": out }))
 }

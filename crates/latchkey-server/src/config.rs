@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Where the SQLite database and the generated TLS certificate live. Default `./latchkey-data`.
+    /// Where the SQLite database, the system secret and the generated TLS certificate live, readable by the
+    /// server's account only (0700). Default `./latchkey-data`.
     pub data_dir: PathBuf,
     /// The HTTPS listener. Default `127.0.0.1:8443`.
     pub listen: SocketAddr,
@@ -77,6 +78,56 @@ pub struct Config {
     pub app_check_jwks_refresh_secs: u64,
     /// The external App Check provider's `iss`; required with `app_check_jwks_file` or `app_check_jwks_url`.
     pub app_check_issuer: Option<String>,
+    /// The system secrets that encrypt the stored signing and MAC keys, first the one that encrypts (a TOML array,
+    /// or comma-separated in `LATCHKEY_SECRETS_SYSTEM`). Default: the file `secrets_system_file`.
+    pub secrets_system: Option<SecretList>,
+    /// A file of system secrets, one a line. Default `<data_dir>/system-secret`, made (0600) on first start.
+    pub secrets_system_file: Option<PathBuf>,
+}
+
+/// System secrets given in the configuration: never printed (`Debug` shows only how many).
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct SecretList(Vec<String>);
+
+impl SecretList {
+    /// A list of secrets, first the one that encrypts.
+    pub fn new(secrets: Vec<String>) -> Self {
+        Self(secrets)
+    }
+
+    /// The secrets themselves, to derive keys from.
+    pub fn expose(&self) -> &[String] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretList({} redacted)", self.0.len())
+    }
+}
+
+impl Serialize for SecretList {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SecretList {
+    /// A list of strings, or one string of comma-separated secrets (what an environment variable holds).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            List(Vec<String>),
+            Joined(String),
+        }
+        let list = match Form::deserialize(deserializer)? {
+            Form::List(list) => list,
+            Form::Joined(joined) => joined.split(',').map(str::to_owned).collect(),
+        };
+        Ok(Self(list.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()))
+    }
 }
 
 impl Default for Config {
@@ -115,6 +166,8 @@ impl Default for Config {
             app_check_jwks_ca_file: None,
             app_check_jwks_refresh_secs: 3600,
             app_check_issuer: None,
+            secrets_system: None,
+            secrets_system_file: None,
         }
     }
 }
@@ -125,7 +178,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 33] = [
+pub const FIELDS: [&str; 35] = [
     "data_dir",
     "listen",
     "database_url",
@@ -159,6 +212,8 @@ pub const FIELDS: [&str; 33] = [
     "app_check_jwks_ca_file",
     "app_check_jwks_refresh_secs",
     "app_check_issuer",
+    "secrets_system",
+    "secrets_system_file",
 ];
 
 impl Config {
@@ -198,6 +253,13 @@ impl Config {
     /// The database URL in force.
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("latchkey.db").display()))
+    }
+
+    /// The SQLite database file, when the store is SQLite (`sqlite://PATH`, query parameters aside).
+    pub fn sqlite_path(&self) -> Option<PathBuf> {
+        let url = self.database_url();
+        let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+        rest.split('?').next().filter(|p| !p.is_empty()).map(PathBuf::from)
     }
 
     /// The client-lifecycle settings.
@@ -271,6 +333,15 @@ impl Config {
         }
         if self.app_check_jwks_refresh_secs < 60 {
             return Err(ConfigError("app_check_jwks_refresh_secs must be at least 60".into()));
+        }
+        if self.secrets_system.is_some() && self.secrets_system_file.is_some() {
+            return Err(ConfigError("set secrets_system or secrets_system_file, not both".into()));
+        }
+        if let Some(list) = &self.secrets_system {
+            let min = crate::secrets::MIN_SECRET_LEN;
+            if list.expose().is_empty() || list.expose().iter().any(|s| s.chars().count() < min) {
+                return Err(ConfigError(format!("secrets_system: each secret has at least {min} characters")));
+            }
         }
         if !matches!(self.log_format.as_str(), "text" | "json") {
             return Err(ConfigError("log_format is text or json".into()));
@@ -370,6 +441,8 @@ mod tests {
             app_check_jwks_url: Some("https://x/jwks".into()),
             app_check_jwks_ca_file: Some("ca.pem".into()),
             app_check_issuer: Some("https://x".into()),
+            secrets_system: Some(SecretList::new(vec!["s".repeat(32)])),
+            secrets_system_file: Some("secret".into()),
             ..Config::default()
         };
         let table = toml::Table::try_from(&full).unwrap();
@@ -394,6 +467,30 @@ mod tests {
         assert!(Config { database_max_connections: 0, ..Config::default() }.validate().is_err());
         assert!(Config { database_acquire_timeout: 0, ..Config::default() }.validate().is_err());
         assert!(Config { database_url: Some("mysql://x".into()), ..Config::default() }.validate().is_err());
+    }
+
+    #[test]
+    fn system_secrets_come_comma_separated_from_the_environment_or_as_a_toml_array_and_are_never_printed() {
+        let (a, b) = ("a".repeat(32), "b".repeat(40));
+        let env = [("LATCHKEY_SECRETS_SYSTEM".to_string(), format!("{a}, {b}"))];
+        let c = Config::load(None, env, toml::Table::new()).unwrap();
+        let list = c.secrets_system.clone().unwrap();
+        assert_eq!(list.expose(), [a.clone(), b.clone()]);
+        assert!(!format!("{c:?}").contains(&a), "Debug redacts the secrets");
+        let t: Config = toml::from_str(&format!("secrets_system = [\"{b}\", \"{a}\"]")).unwrap();
+        assert_eq!(t.secrets_system.unwrap().expose(), [b, a]);
+        let short = Config { secrets_system: Some(SecretList::new(vec!["short".into()])), ..Config::default() };
+        assert!(short.validate().unwrap_err().0.contains("at least 32"));
+        let both = Config { secrets_system_file: Some("f".into()), ..c };
+        assert!(both.validate().unwrap_err().0.contains("not both"));
+    }
+
+    #[test]
+    fn the_sqlite_file_is_found_in_the_database_url() {
+        assert_eq!(Config::default().sqlite_path(), Some(PathBuf::from("latchkey-data/latchkey.db")));
+        let at = |url: &str| Config { database_url: Some(url.into()), ..Config::default() }.sqlite_path();
+        assert_eq!(at("sqlite:/srv/lk.db?mode=rwc"), Some(PathBuf::from("/srv/lk.db")));
+        assert_eq!(at("postgres://u@db/latchkey"), None);
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! The server's keys, shared by every instance through the store: HMAC keys for access and CSRF tokens, ES256
 //! keys for id_tokens. The newest live key signs; every key not long retired verifies. Instances reload the
 //! set periodically, so a rotation made with `latchkey admin keys rotate` reaches them without a restart.
+//!
+//! The store holds each key encrypted under the system secrets ([`crate::secrets`]). Keys an earlier version
+//! stored in the clear are encrypted when an instance starts; [`reencrypt`] moves every key under the first
+//! system secret (`latchkey admin secrets reencrypt` and `rotate`).
 
+use crate::secrets::{Protection, SecretSource, SecretsError, SystemSecrets};
 use latchkey_core::access_token::MacKey;
 use latchkey_core::jws::SigningKey;
 use latchkey_core::secret::random_bytes;
@@ -40,13 +45,36 @@ pub struct KeyRing {
     /// When an on-demand reload last ran (Unix seconds), so that unknown key ids cannot make every request
     /// read the store.
     last_demand: Arc<std::sync::atomic::AtomicI64>,
+    /// Where the system secrets come from (a file is read again at every reload).
+    secrets: Arc<SecretSource>,
 }
 
 impl KeyRing {
-    /// Loads the keys, creating the first of each kind when the store has none.
-    pub async fn load(store: &dyn Store, now: UnixTime) -> StoreResult<Self> {
-        let set = load_set(store, now).await?;
-        Ok(Self { current: Arc::new(RwLock::new(Arc::new(set))), last_demand: Arc::default() })
+    /// Loads the keys at start-up: makes the default secret file when no key is encrypted yet, encrypts the keys
+    /// stored in the clear by an earlier version, and creates the first key of each kind when the store has none.
+    pub async fn load(store: &dyn Store, secrets: SecretSource, now: UnixTime) -> StoreResult<Self> {
+        let system = secrets_for(store, &secrets).await?;
+        let sealed = reencrypt(store, &system, Scope::Plaintext).await?;
+        if sealed.reencrypted > 0 {
+            tracing::warn!(
+                keys = sealed.reencrypted,
+                "encrypted the keys an earlier version stored in the clear; earlier backups still hold them in the \
+                 clear, so keep those secret and rotate both kinds (latchkey admin keys rotate)"
+            );
+        }
+        let set = load_set(store, &system, now).await?;
+        let secrets = Arc::new(secrets);
+        Ok(Self { current: Arc::new(RwLock::new(Arc::new(set))), last_demand: Arc::default(), secrets })
+    }
+
+    /// The system secrets in force now.
+    pub fn secrets(&self) -> Result<Arc<SystemSecrets>, SecretsError> {
+        self.secrets.load()
+    }
+
+    /// Where the system secrets come from.
+    pub fn secret_source(&self) -> &SecretSource {
+        &self.secrets
     }
 
     /// Reloads because a request named a key this instance does not hold; at most once per second, so that
@@ -70,9 +98,9 @@ impl KeyRing {
         }
     }
 
-    /// Reads the keys again from the store.
+    /// Reads the keys again from the store (and the system secrets again from their file).
     pub async fn reload(&self, store: &dyn Store, now: UnixTime) -> StoreResult<()> {
-        let set = Arc::new(load_set(store, now).await?);
+        let set = Arc::new(load_set(store, &*self.secrets()?, now).await?);
         match self.current.write() {
             Ok(mut g) => *g = set,
             Err(poisoned) => *poisoned.into_inner() = set,
@@ -81,9 +109,106 @@ impl KeyRing {
     }
 }
 
-/// Adds a new key of `kind`, which signs from the next reload on; returns its id.
-pub async fn rotate(store: &dyn Store, kind: KeyKind, now: UnixTime) -> StoreResult<u32> {
-    store.add_key(kind, &new_secret(kind)?, now).await
+/// Adds a new key of `kind`, encrypted under the first system secret, which signs from the next reload on;
+/// returns its id. Refused when a stored key is encrypted under a secret not in `secrets`: the instances using
+/// that one could not read the new key.
+pub async fn rotate(store: &dyn Store, secrets: &SystemSecrets, kind: KeyKind, now: UnixTime) -> StoreResult<u32> {
+    check_readable(store, secrets).await?;
+    store.add_key(kind, &secrets.seal(kind, &new_secret(kind)?)?, now).await
+}
+
+/// Checks that `secrets` open every stored key; returns how many there are.
+pub async fn check_readable(store: &dyn Store, secrets: &SystemSecrets) -> StoreResult<usize> {
+    let mut n = 0;
+    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+        for k in store.keys(kind).await? {
+            secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// The system secrets of `source`, at start-up and for the admin commands: a secret file other accounts may read
+/// is tightened, and the default one is made on first use, while no stored key is encrypted (when one is, a
+/// missing file is an error: a new secret could not read it).
+pub async fn secrets_for(store: &dyn Store, source: &SecretSource) -> StoreResult<Arc<SystemSecrets>> {
+    if let SecretSource::File(file) = source {
+        file.tighten();
+    }
+    match (source.load(), source.default_file()) {
+        (Err(SecretsError::MissingFile(path)), Some(file)) => {
+            for kind in [KeyKind::Mac, KeyKind::IdToken] {
+                for k in store.keys(kind).await? {
+                    if !matches!(crate::secrets::sealed_by(&k.secret), Ok(None)) {
+                        return Err(SecretsError::MissingFile(path).into());
+                    }
+                }
+            }
+            file.create()?;
+            Ok(source.load()?)
+        }
+        (loaded, _) => Ok(loaded?),
+    }
+}
+
+/// Which stored keys [`reencrypt`] encrypts anew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Only those stored in the clear (the upgrade at start).
+    Plaintext,
+    /// Every key not encrypted under the first system secret.
+    NotCurrent,
+}
+
+/// What [`reencrypt`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Reencryption {
+    /// The keys stored, of both kinds.
+    pub keys: usize,
+    /// The keys this call encrypted anew.
+    pub reencrypted: usize,
+}
+
+/// How often [`reencrypt`] looks again when another process changed a key under it.
+const REENCRYPT_PASSES: usize = 5;
+
+/// Encrypts the keys of `scope` under the first system secret. A key changed meanwhile by another process (which
+/// is re-encrypting too) is read again, so that no key is left behind.
+pub async fn reencrypt(store: &dyn Store, secrets: &SystemSecrets, scope: Scope) -> StoreResult<Reencryption> {
+    let mut done = Reencryption::default();
+    for _ in 0..REENCRYPT_PASSES {
+        let mut raced = false;
+        done.keys = 0;
+        for kind in [KeyKind::Mac, KeyKind::IdToken] {
+            for k in store.keys(kind).await? {
+                done.keys += 1;
+                let opened = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?;
+                let wanted = match scope {
+                    Scope::Plaintext => opened.protection == Protection::Plaintext,
+                    Scope::NotCurrent => opened.protection != Protection::Current,
+                };
+                if !wanted {
+                    continue;
+                }
+                let sealed = secrets.seal(kind, opened.material.expose())?;
+                if store.replace_key_secret(k.id, &k.secret, &sealed).await? {
+                    done.reencrypted += 1;
+                } else {
+                    raced = true;
+                }
+            }
+        }
+        if !raced {
+            return Ok(done);
+        }
+    }
+    Err(StoreError::Other("the keys kept changing while they were re-encrypted; run the command again".into()))
+}
+
+/// The error for a stored key that cannot be opened.
+fn unreadable(kind: KeyKind, id: u32, e: SecretsError) -> StoreError {
+    StoreError::Other(format!("{} key {id}: {e}", kind.as_str()))
 }
 
 fn new_secret(kind: KeyKind) -> StoreResult<Vec<u8>> {
@@ -93,13 +218,13 @@ fn new_secret(kind: KeyKind) -> StoreResult<Vec<u8>> {
     }
 }
 
-async fn load_set(store: &dyn Store, now: UnixTime) -> StoreResult<KeySet> {
+async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> StoreResult<KeySet> {
     let mut mac = Vec::new();
     let mut id_token = Vec::new();
     for kind in [KeyKind::Mac, KeyKind::IdToken] {
         let mut stored = store.keys(kind).await?;
         if !stored.iter().any(|k| k.retired_at.is_none()) {
-            rotate(store, kind, now).await?;
+            rotate(store, secrets, kind, now).await?;
             stored = store.keys(kind).await?;
             // Instances starting together on an empty store may each have made one: all keep the first, so that
             // they sign with the same key (the others, retired, still verify).
@@ -113,12 +238,16 @@ async fn load_set(store: &dyn Store, now: UnixTime) -> StoreResult<KeySet> {
         stored.sort_by_key(|k| (k.retired_at.is_some(), std::cmp::Reverse(k.id)));
         for k in stored {
             let published = k.retired_at.is_none_or(|r| now.0 - r.0 < RETIRED_PUBLISHED_FOR);
+            if kind == KeyKind::IdToken && !published {
+                continue;
+            }
+            let material = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?.material;
             match kind {
-                KeyKind::Mac => mac.push(MacKey::new(k.id, &k.secret)),
-                KeyKind::IdToken if published => id_token.push(
-                    SigningKey::from_pkcs8(&k.secret).map_err(|e| StoreError::Other(format!("key {}: {e}", k.id)))?,
+                KeyKind::Mac => mac.push(MacKey::new(k.id, material.expose())),
+                KeyKind::IdToken => id_token.push(
+                    SigningKey::from_pkcs8(material.expose())
+                        .map_err(|e| StoreError::Other(format!("key {}: {e}", k.id)))?,
                 ),
-                KeyKind::IdToken => {}
             }
         }
     }

@@ -2,10 +2,14 @@
 //!
 //! [`start`] opens the store, loads the keys, binds the listener and serves until [`Running::shutdown`] (or
 //! the process's signal handler) stops it. Integration tests start the same server on an ephemeral port.
+//!
+//! The data directory is the server's alone (0700), and so are the SQLite database files and the system secret
+//! file (0600): see [`data_dir`] and [`secrets`].
 
 pub mod admin;
 pub mod app_check;
 pub mod config;
+pub mod data_dir;
 pub mod dpop;
 pub mod error;
 pub mod extract;
@@ -13,6 +17,7 @@ pub mod keys;
 pub mod listener;
 pub mod password;
 pub mod routes;
+pub mod secrets;
 pub mod session;
 pub mod state;
 pub mod tls;
@@ -23,6 +28,8 @@ use config::{Config, Urls};
 use keys::KeyRing;
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
+use latchkey_store::Store;
+use secrets::SecretSource;
 use state::AppState;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -75,11 +82,18 @@ impl Running {
 /// Starts the server described by `config`.
 pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Running> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir)
+    data_dir::ensure_private_dir(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let store =
-        latchkey_store::open_with(&config.database_url(), config.pool_settings()).await.context("opening the store")?;
-    let keys = KeyRing::load(&*store, clock.now()).await.context("loading keys")?;
+    let store = open_store(&config).await?;
+    let secrets = SecretSource::from_config(&config).context("system secrets")?;
+    if let (Some(file), None) = (secrets.default_file(), config.sqlite_path()) {
+        tracing::info!(
+            path = %file.path().display(),
+            "the keys are encrypted under the secret in this file: instances sharing the database need the same \
+             secret (secrets_system or secrets_system_file)"
+        );
+    }
+    let keys = KeyRing::load(&*store, secrets, clock.now()).await.context("loading keys")?;
     let (cert_path, key_path, generated_cert) = match (&config.tls_cert, &config.tls_key) {
         (Some(c), Some(k)) => (c.clone(), k.clone(), None),
         _ => {
@@ -118,6 +132,25 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         }
     });
     Ok(Running { addr, urls, generated_cert, cert_path, state, shutdown: Some(tx), task })
+}
+
+/// Opens the store the configuration names. On SQLite the data directory (0700) and the database file (0600)
+/// are made first, or tightened when looser, so that SQLite's `-wal` and `-shm` files, which take the database
+/// file's mode, are private too.
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    prepare_data_dir(config)?;
+    latchkey_store::open_with(&config.database_url(), config.pool_settings()).await.context("opening the store")
+}
+
+/// On SQLite, makes the data directory (0700) and the database files (0600), or tightens looser ones, before the
+/// store is opened.
+pub fn prepare_data_dir(config: &Config) -> anyhow::Result<()> {
+    if let Some(path) = config.sqlite_path() {
+        data_dir::ensure_private_dir(&config.data_dir)
+            .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+        data_dir::prepare_database(&path).with_context(|| format!("preparing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Background upkeep: key reloads, purging of expired rows, deleting unused clients and purging deleted ones.

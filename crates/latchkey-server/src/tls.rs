@@ -30,7 +30,7 @@ pub fn ensure_local_certificate(dir: &Path) -> anyhow::Result<CertFiles> {
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let (cert_pem, key_pem) = generate_local_certificate()?;
-    write_private(&key, key_pem.as_bytes())?;
+    crate::data_dir::replace_private(&key, key_pem.as_bytes()).with_context(|| format!("writing {}", key.display()))?;
     std::fs::write(&cert, cert_pem).with_context(|| format!("writing {}", cert.display()))?;
     Ok(CertFiles { cert, key, generated: true })
 }
@@ -50,20 +50,6 @@ pub fn generate_local_certificate() -> anyhow::Result<(String, String)> {
     let key = KeyPair::generate()?;
     let cert = params.self_signed(&key)?;
     Ok((cert.pem(), key.serialize_pem()))
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut f = options.open(path).with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(bytes)?;
-    Ok(())
 }
 
 /// The rustls configuration for a certificate chain and key in PEM files, offering HTTP/2 and HTTP/1.1.

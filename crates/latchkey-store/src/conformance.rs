@@ -266,6 +266,17 @@ async fn keys_are_kept_newest_first(store: &dyn Store) {
     assert!(store.keys(KeyKind::IdToken).await.expect("keys").iter().all(|k| k.id != a));
 }
 
+async fn a_key_secret_is_replaced_only_while_it_is_unchanged(store: &dyn Store) {
+    let id = store.add_key(KeyKind::IdToken, b"plain", T0).await.expect("add");
+    let secret_of = |keys: Vec<StoredKey>| keys.into_iter().find(|k| k.id == id).map(|k| k.secret);
+    assert!(!store.replace_key_secret(id, b"other", b"sealed").await.expect("stale"), "refused: not the current");
+    assert!(store.replace_key_secret(id, b"plain", b"sealed").await.expect("replace"));
+    assert_eq!(secret_of(store.keys(KeyKind::IdToken).await.expect("keys")).as_deref(), Some(&b"sealed"[..]));
+    assert!(!store.replace_key_secret(id, b"plain", b"again").await.expect("raced"), "a second writer loses");
+    assert!(!store.replace_key_secret(u32::MAX, b"plain", b"x").await.expect("unknown"), "no such key");
+    assert!(store.retire_key(id, T0).await.expect("retire"));
+}
+
 async fn single_use_values_are_recorded_once(store: Arc<dyn Store>) {
     let exp = T0.plus(60);
     let (a, b, c) = (single_use_value(exp), single_use_value(exp), single_use_value(exp));

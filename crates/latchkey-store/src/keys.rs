@@ -17,10 +17,14 @@ pub trait Keys: Send + Sync {
     async fn add_key(&self, kind: KeyKind, secret: &[u8], now: UnixTime) -> StoreResult<u32>;
     /// Retires a key: it no longer signs, and verifies only until it is dropped.
     async fn retire_key(&self, id: u32, now: UnixTime) -> StoreResult<bool>;
+    /// Replaces a key's stored secret (the server re-encrypts keys under a new system secret), as long as it still
+    /// is `current`; false when there is no such key or its secret changed meanwhile.
+    async fn replace_key_secret(&self, id: u32, current: &[u8], secret: &[u8]) -> StoreResult<bool>;
 }
 
 static KEYS: Sql = Sql::new("SELECT id, secret, created_at, retired_at FROM keys WHERE kind = $1 ORDER BY id DESC");
 static ADD_KEY: Sql = Sql::new("INSERT INTO keys (kind, secret, created_at) VALUES ($1, $2, $3) RETURNING id");
+static REPLACE_KEY_SECRET: Sql = Sql::new("UPDATE keys SET secret = $1 WHERE id = $2 AND secret = $3");
 static RETIRE_KEY: Sql = Sql::new("UPDATE keys SET retired_at = $1 WHERE id = $2 AND retired_at IS NULL");
 
 #[async_trait]
@@ -36,5 +40,9 @@ impl<E: Engine> Keys for Db<E> {
 
     async fn retire_key(&self, id: u32, now: UnixTime) -> StoreResult<bool> {
         self.exec_one(&RETIRE_KEY, args![now, i64::from(id)]).await
+    }
+
+    async fn replace_key_secret(&self, id: u32, current: &[u8], secret: &[u8]) -> StoreResult<bool> {
+        self.exec_one(&REPLACE_KEY_SECRET, args![secret, i64::from(id), current]).await
     }
 }

@@ -3,12 +3,15 @@
 
 use crate::ConfigArgs;
 use clap::{Args, Subcommand};
+use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
 use latchkey_server::admin::{self as ops, api_keys, members, AdminError, ClientEdit, NewClient, StoreDirectory};
 use std::io::Read;
 use std::process::ExitCode;
+
+mod keys;
 
 /// `latchkey admin` and its global options.
 #[derive(Args)]
@@ -39,6 +42,9 @@ enum Noun {
     /// Signing keys (access tokens, id_tokens).
     #[command(subcommand)]
     Keys(KeysCmd),
+    /// The system secrets that encrypt the signing keys in the store.
+    #[command(subcommand)]
+    Secrets(SecretsCmd),
     /// Runs the store's migrations and exits (`serve` also runs them at start-up).
     Migrate,
     /// Load tests: stores COUNT grants (and a user for every PER_USER of them) under a client of their own,
@@ -394,30 +400,13 @@ enum UserCmd {
     },
 }
 
-#[derive(Subcommand)]
-enum KeysCmd {
-    /// Lists keys (never their material).
-    List,
-    /// Adds a new signing key of a kind (id-token or access-token); servers pick it up within a minute.
-    Rotate {
-        /// id-token or access-token.
-        #[arg(long)]
-        kind: String,
-    },
-    /// Retires a key.
-    Retire {
-        /// The key id.
-        id: u32,
-    },
-}
-
 /// Runs one admin command.
 pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
+    warnings_to_stderr();
     let url = config.database_url();
-    if latchkey_store::backend_of(&url) == Some("sqlite") {
-        std::fs::create_dir_all(&config.data_dir)?;
-    }
+    // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
+    latchkey_server::prepare_data_dir(&config)?;
     // Opened for bulk loading too, which `seed-grants` needs; every other command sees it as a `Store`.
     let store = latchkey_store::seed::open_with(&url, config.pool_settings()).await?;
     let store = &*store;
@@ -538,14 +527,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             ListingCmd::Show { item_id } => ops::listing_show(&StoreDirectory(store), &item_id).await,
             ListingCmd::Remove { item_id } => ops::listing_remove(store, &item_id).await,
         },
-        Noun::Keys(cmd) => match cmd {
-            KeysCmd::List => ops::key_list(store).await,
-            KeysCmd::Rotate { kind } => match ops::key_kind(&kind) {
-                Ok(k) => ops::key_rotate(store, k, now).await,
-                Err(e) => Err(e),
-            },
-            KeysCmd::Retire { id } => ops::key_retire(store, id, now).await,
-        },
+        Noun::Keys(cmd) => keys::keys(store, &config, cmd, now).await?,
+        Noun::Secrets(cmd) => keys::secrets(store, &config, cmd).await?,
         // Opening the store ran the migrations.
         Noun::Migrate => Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url) })),
         Noun::SeedGrants { count, per_user } => ops::seed_grants(store, count, per_user, now).await,
@@ -563,6 +546,16 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             })
         }
     }
+}
+
+/// Shows the server library's warnings (a data directory or file tightened, for example) on stderr; stdout keeps
+/// the one JSON object.
+fn warnings_to_stderr() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("off,latchkey_server=warn"))
+        .with_writer(std::io::stderr)
+        .without_time()
+        .try_init();
 }
 
 /// Reads a password from standard input: the first line, without its line ending.

@@ -1,6 +1,10 @@
 use super::KeyRing;
+use crate::secrets::{SecretSource, SystemSecrets};
 use latchkey_core::time::UnixTime;
 use latchkey_store::sqlite::SqliteStore;
+use std::sync::Arc;
+
+const SECRET: &str = "a test system secret of at least 32 characters";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instances_starting_together_on_an_empty_store_sign_with_the_same_keys() {
@@ -8,9 +12,81 @@ async fn instances_starting_together_on_an_empty_store_sign_with_the_same_keys()
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(&format!("sqlite://{}", dir.path().join("k.db").display())).await.expect("open");
         let now = UnixTime(1_700_000_000);
-        let (a, b) = tokio::join!(KeyRing::load(&store, now), KeyRing::load(&store, now));
+        let source = || SecretSource::Listed(Arc::new(SystemSecrets::parse([SECRET], "test").expect("secret")));
+        let (a, b) = tokio::join!(KeyRing::load(&store, source(), now), KeyRing::load(&store, source(), now));
         let (a, b) = (a.expect("load").get(), b.expect("load").get());
         assert_eq!(a.mac_signer().id, b.mac_signer().id, "one access-token key signs");
         assert_eq!(a.id_token_signer().kid(), b.id_token_signer().kid(), "one id_token key signs");
     }
+}
+
+fn listed(secrets: &[&str]) -> SecretSource {
+    SecretSource::Listed(Arc::new(SystemSecrets::parse(secrets.iter().copied(), "test").expect("secrets")))
+}
+
+async fn sqlite(dir: &tempfile::TempDir) -> SqliteStore {
+    SqliteStore::open(&format!("sqlite://{}", dir.path().join("k.db").display())).await.expect("open")
+}
+
+#[tokio::test]
+async fn keys_an_earlier_version_stored_in_the_clear_are_encrypted_at_start_and_keep_verifying() {
+    use latchkey_core::access_token::MacKey;
+    use latchkey_core::jws::SigningKey;
+    use latchkey_store::{KeyKind, Keys};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite(&dir).await;
+    let now = UnixTime(1_700_000_000);
+    let mac = latchkey_core::secret::random_bytes(32);
+    let pkcs8 = SigningKey::generate_pkcs8().expect("key");
+    let mac_id = store.add_key(KeyKind::Mac, &mac, now).await.expect("add");
+    store.add_key(KeyKind::IdToken, &pkcs8, now).await.expect("add");
+    let ring = KeyRing::load(&store, listed(&[SECRET]), now).await.expect("load");
+    let set = ring.get();
+    let tag = MacKey::new(mac_id, &mac).tag(b"signed before the upgrade");
+    assert!(set.mac_signer().verify_tag(b"signed before the upgrade", &tag), "the same MAC key signs");
+    assert_eq!(set.id_token_signer().kid(), SigningKey::from_pkcs8(&pkcs8).expect("key").kid());
+    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+        for k in store.keys(kind).await.expect("keys") {
+            assert!(crate::secrets::sealed_by(&k.secret).expect("header").is_some(), "key {} is encrypted", k.id);
+            assert!(k.secret != mac && k.secret != pkcs8);
+        }
+    }
+}
+
+#[tokio::test]
+async fn reencryption_moves_every_key_under_the_first_secret() {
+    use super::{reencrypt, Scope};
+    use latchkey_store::{KeyKind, Keys};
+    const NEW: &str = "the new system secret, also long enough for a key";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite(&dir).await;
+    let now = UnixTime(1_700_000_000);
+    KeyRing::load(&store, listed(&[SECRET]), now).await.expect("load");
+    assert!(KeyRing::load(&store, listed(&[NEW]), now).await.is_err(), "the new secret alone cannot read the keys");
+    let both = listed(&[NEW, SECRET]).load().expect("secrets");
+    let done = reencrypt(&store, &both, Scope::NotCurrent).await.expect("reencrypt");
+    assert_eq!((done.keys, done.reencrypted), (2, 2));
+    let again = reencrypt(&store, &both, Scope::NotCurrent).await.expect("reencrypt");
+    assert_eq!(again.reencrypted, 0, "nothing left to do");
+    let ring = KeyRing::load(&store, listed(&[NEW]), now).await.expect("the new secret alone reads them now");
+    ring.reload(&store, now).await.expect("reload");
+    let stored = store.keys(KeyKind::Mac).await.expect("keys");
+    assert!(stored.iter().all(|k| crate::secrets::sealed_by(&k.secret).expect("header") == Some(both.current())));
+}
+
+#[tokio::test]
+async fn the_default_secret_file_is_made_only_while_no_key_is_encrypted() {
+    use super::secrets_for;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite(&dir).await;
+    let config = crate::config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
+    let source = SecretSource::from_config(&config).expect("source");
+    let made = secrets_for(&store, &source).await.expect("made on first use").current();
+    KeyRing::load(&store, SecretSource::from_config(&config).expect("source"), UnixTime(1)).await.expect("load");
+    assert_eq!(secrets_for(&store, &source).await.expect("read").current(), made);
+    let file = source.default_file().expect("default file").path().to_path_buf();
+    std::fs::remove_file(&file).expect("lose the file");
+    let e = secrets_for(&store, &source).await.expect_err("a new secret could not read the keys");
+    assert!(e.to_string().contains("restore it from a backup"), "{e}");
+    assert!(!file.exists(), "no new secret was made");
 }

@@ -38,6 +38,7 @@ checks! {
     refresh_token_limits_hold_under_concurrent_issuance: shared,
     grant_state_follows_user_and_client: by_ref,
     keys_are_kept_newest_first: by_ref,
+    a_key_secret_is_replaced_only_while_it_is_unchanged: by_ref,
     single_use_values_are_recorded_once: shared,
     expired_single_use_values_are_purged: by_ref,
     app_check_and_ownership: by_ref,

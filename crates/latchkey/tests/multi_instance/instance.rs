@@ -12,6 +12,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_latchkey");
 pub const REDIRECT: &str = "http://127.0.0.1:4545/cb";
 /// The test user.
 pub const EMAIL: &str = "many@example.com";
+/// The system secret every instance of a test and the admin CLI share (as an operator sets
+/// `LATCHKEY_SECRETS_SYSTEM` on every instance on one database).
+pub const SYSTEM_SECRET: &str = "the system secret of the multi-instance tests";
 
 /// The TLS certificate every instance of a test serves (as behind one load balancer).
 #[derive(Debug, Clone)]
@@ -77,6 +80,7 @@ impl Instance {
             .arg("--tls-key")
             .arg(&spec.tls.key)
             .env("LATCHKEY_LOG", "info,sqlx=warn")
+            .env("LATCHKEY_SECRETS_SYSTEM", SYSTEM_SECRET)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&stdout).expect("stdout file"))
             .stderr(std::fs::File::create(&stderr).expect("stderr file"));
@@ -161,7 +165,7 @@ impl Starting {
 /// Runs `latchkey admin --database-url URL <args>` (off the async threads); returns (exit code, stdout, stderr).
 pub async fn admin(database_url: &str, args: &[&str], stdin: &str) -> (i32, String, String) {
     let mut command = Command::new(BIN);
-    command.args(["admin", "--database-url", database_url]).args(args);
+    command.args(["admin", "--database-url", database_url]).args(args).env("LATCHKEY_SECRETS_SYSTEM", SYSTEM_SECRET);
     let stdin = stdin.to_owned();
     tokio::task::spawn_blocking(move || {
         use std::io::Write;

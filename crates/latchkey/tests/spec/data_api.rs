@@ -310,7 +310,10 @@ async fn access_tokens_minted_before_a_key_rotation_keep_working() {
     let (server, app) = setup().await;
     let before = server.tokens(&app, ALICE, &[READONLY]).await;
     let at = latchkey_core::time::SystemClock.now();
-    latchkey_server::admin::key_rotate(server.store(), latchkey_store::KeyKind::Mac, at).await.expect("rotate");
+    let secrets = server.running.state.keys.secret_source();
+    latchkey_server::admin::key_rotate(server.store(), secrets, latchkey_store::KeyKind::Mac, at)
+        .await
+        .expect("rotate");
     server.running.state.keys.reload(server.store(), at).await.expect("reload");
     let after = server.tokens(&app, ALICE, &[READONLY]).await;
     assert_eq!(get(&server, "part=id&mine=true", &before.access_token).await.status(), 200);
@@ -328,22 +331,26 @@ async fn a_token_of_a_deleted_user_is_401() {
 #[tokio::test]
 async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without_a_restart() {
     use latchkey_core::access_token::{self, MacKey};
+    use latchkey_store::KeyKind;
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     let at = latchkey_core::time::SystemClock.now();
     // Another instance (or the admin CLI) adds a key; this instance has not reloaded yet.
-    let new_id = latchkey_server::admin::key_rotate(server.store(), latchkey_store::KeyKind::Mac, at)
+    let keys = &server.running.state.keys;
+    let new_id = latchkey_server::admin::key_rotate(server.store(), keys.secret_source(), KeyKind::Mac, at)
         .await
         .expect("rotate")["key_id"]
         .as_u64()
         .expect("id");
-    let stored = server.store().keys(latchkey_store::KeyKind::Mac).await.expect("keys");
-    let key = |id: u64| {
-        let k = stored.iter().find(|k| u64::from(k.id) == id).expect("key");
-        MacKey::new(k.id, &k.secret)
+    // The store holds the keys encrypted; the system secret opens them.
+    let secrets = keys.secrets().expect("system secrets");
+    let stored = server.store().keys(KeyKind::Mac).await.expect("keys");
+    let mac = |k: &latchkey_store::StoredKey| {
+        MacKey::new(k.id, secrets.open(KeyKind::Mac, &k.secret).expect("open").material.expose())
     };
+    let key = |id: u64| mac(stored.iter().find(|k| u64::from(k.id) == id).expect("key"));
     let old = stored.iter().find(|k| u64::from(k.id) != new_id).expect("old key");
-    let claims = access_token::verify(&[MacKey::new(old.id, &old.secret)], &t.access_token, at).expect("claims");
+    let claims = access_token::verify(&[mac(old)], &t.access_token, at).expect("claims");
     let minted_elsewhere = access_token::mint(&key(new_id), &claims);
     assert_eq!(get(&server, "part=id&mine=true", &minted_elsewhere).await.status(), 200);
     // A forged key id is refused, and costs at most one reload per second.

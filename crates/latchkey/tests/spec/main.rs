@@ -24,3 +24,4 @@ mod rfc7009_revoke;
 mod rfc7636_pkce;
 mod rfc8252_loopback;
 mod rfc9449_dpop;
+mod secrets_at_rest;

@@ -228,7 +228,8 @@ async fn after_a_key_rotation_new_id_tokens_carry_the_new_kid_and_the_jwks_lists
     let old_kid = old_header["kid"].as_str().expect("kid").to_owned();
 
     let at = latchkey_core::time::UnixTime(now());
-    latchkey_server::admin::key_rotate(server.store(), KeyKind::IdToken, at).await.expect("rotate");
+    let secrets = server.running.state.keys.secret_source();
+    latchkey_server::admin::key_rotate(server.store(), secrets, KeyKind::IdToken, at).await.expect("rotate");
     server.running.state.keys.reload(server.store(), at).await.expect("reload");
 
     let after = tokens_with(&server, &app, &["openid"], &[]).await;

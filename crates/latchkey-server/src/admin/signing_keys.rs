@@ -1,0 +1,95 @@
+//! The signing keys (`latchkey admin keys`) and the system secrets that encrypt them in the store
+//! (`latchkey admin secrets`).
+
+use super::{AdminError, AdminResult};
+use crate::keys::{self, Scope};
+use crate::secrets::{self, SecretSource, SystemSecret, SystemSecrets};
+use latchkey_core::time::UnixTime;
+use latchkey_store::{KeyKind, Store};
+use serde_json::json;
+
+/// Parses a key kind's CLI name.
+pub fn key_kind(name: &str) -> Result<KeyKind, AdminError> {
+    match name {
+        "id-token" => Ok(KeyKind::IdToken),
+        "access-token" | "mac" => Ok(KeyKind::Mac),
+        other => Err(AdminError::Invalid(format!("key kind is id-token or access-token, not {other}"))),
+    }
+}
+
+/// Adds a new signing key of a kind, encrypted under the first system secret of `source`; running servers sign
+/// with it within a minute.
+pub async fn key_rotate(store: &dyn Store, source: &SecretSource, kind: KeyKind, now: UnixTime) -> AdminResult {
+    let system = keys::secrets_for(store, source).await?;
+    let id = keys::rotate(store, &system, kind, now).await?;
+    Ok(json!({ "key_id": id, "kind": kind.as_str() }))
+}
+
+/// Retires a key: it stops signing; it verifies (and id_token keys stay published) for a grace period.
+pub async fn key_retire(store: &dyn Store, id: u32, now: UnixTime) -> AdminResult {
+    if !store.retire_key(id, now).await? {
+        return Err(AdminError::NotFound(format!("live key {id}")));
+    }
+    Ok(json!({ "key_id": id, "retired": true }))
+}
+
+/// Lists keys (never their material), each with the fingerprint of the system secret it is encrypted under (null
+/// for a key an earlier version stored in the clear).
+pub async fn key_list(store: &dyn Store) -> AdminResult {
+    let mut out = Vec::new();
+    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+        for k in store.keys(kind).await? {
+            let under = secrets::sealed_by(&k.secret).ok().flatten().map(|f| f.to_string());
+            out.push(json!({ "key_id": k.id, "kind": kind.as_str(), "created_at": k.created_at.0,
+                             "retired_at": k.retired_at.map(|t| t.0), "encrypted_under": under }));
+        }
+    }
+    Ok(json!({ "keys": out }))
+}
+
+/// Encrypts every stored key under the first system secret (decrypting with any of them). Run it after putting a
+/// new secret first in `secrets_system`, before removing the old one.
+pub async fn secrets_reencrypt(store: &dyn Store, source: &SecretSource) -> AdminResult {
+    let system = keys::secrets_for(store, source).await?;
+    let done = keys::reencrypt(store, &system, Scope::NotCurrent).await?;
+    Ok(json!({ "fingerprint": system.current().to_string(), "keys": done.keys, "reencrypted": done.reencrypted }))
+}
+
+/// Rotates the system secret of a secret file (the default `<data_dir>/system-secret`, or
+/// `secrets_system_file`): writes a new secret first in the file, keeping the old ones for decryption, encrypts
+/// every stored key under it, then drops the old ones. Running instances read the file at every key reload, so
+/// they follow. Secrets listed in the configuration cannot be rewritten from here (see
+/// `docs/configuration.md` for their procedure).
+pub async fn secrets_rotate(store: &dyn Store, source: &SecretSource) -> AdminResult {
+    let SecretSource::File(file) = source else {
+        return Err(AdminError::Invalid(
+            "secrets_system is set in the configuration, which this command cannot rewrite: put a new secret first \
+             in secrets_system on every instance and restart them, run `latchkey admin secrets reencrypt`, then \
+             remove the old secret"
+                .into(),
+        ));
+    };
+    let before = keys::secrets_for(store, source).await?;
+    keys::check_readable(store, &before).await?;
+    let old = file.read_secrets().map_err(stored)?;
+    let new = SystemSecret::generate();
+    let both: Vec<_> = std::iter::once(&new).chain(&old).collect();
+    file.write(&both).map_err(stored)?;
+    let during = file.read().map_err(stored)?;
+    let done = keys::reencrypt(store, &during, Scope::NotCurrent).await?;
+    file.write(&[&new]).map_err(stored)?;
+    let after = SystemSecrets::parse([new.expose()], "the new secret").map_err(stored)?;
+    if let Err(e) = keys::check_readable(store, &after).await {
+        // A key was added under an old secret meanwhile (a server starting, another rotation): keep the old ones.
+        file.write(&both).map_err(stored)?;
+        return Err(AdminError::Conflict(format!("{e}; the old secrets are kept: run the command again")));
+    }
+    let dropped: Vec<String> = before.fingerprints().iter().map(ToString::to_string).collect();
+    Ok(json!({ "fingerprint": after.current().to_string(), "dropped": dropped, "keys": done.keys,
+               "reencrypted": done.reencrypted, "file": file.path().display().to_string() }))
+}
+
+/// The secret file failed: a storage failure.
+fn stored(e: secrets::SecretsError) -> AdminError {
+    AdminError::Store(e.into())
+}
