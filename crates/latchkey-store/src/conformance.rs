@@ -317,7 +317,7 @@ async fn expired_single_use_values_are_purged(store: &dyn Store) {
     assert_eq!(store.record_once(&[(kept, late)], T0).await.expect("kept"), Some(0));
 }
 
-/// A random single-use value expiring at `expires_at`, in the form [`Store::record_once`] takes.
+/// A random single-use value expiring at `expires_at`, in the form [`Replay::record_once`](crate::Replay::record_once) takes.
 pub fn single_use_value(expires_at: UnixTime) -> Vec<u8> {
     [&expires_at.0.to_be_bytes()[..], random_b64(32).as_bytes()].concat()
 }

@@ -1,6 +1,6 @@
 //! Upkeep: removing what has expired, and the health check.
 
-use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
+use crate::db::{Db, Engine};
 use crate::replay::{live_from, EARLIER_FORM_FROM};
 use crate::sql::{args, Sql};
 use crate::StoreResult;
@@ -30,23 +30,18 @@ pub(crate) static PURGE_SINGLE_USE: [Sql; 2] = [
     Sql::new("DELETE FROM replay WHERE key_hash >= $1 AND expires_at <= $2"),
 ];
 
-fn purge<'t>(tx: &'t mut dyn Tx, now: &'t UnixTime) -> BoxFuture<'t, StoreResult<Outcome<u64>>> {
-    Box::pin(async move {
-        let mut n = 0;
-        for sql in &PURGE_BY_TIME {
-            n += tx.exec(sql, args![*now]).await?;
-        }
-        let [live, earlier] = &PURGE_SINGLE_USE;
-        n += tx.exec(live, args![live_from(*now)]).await?;
-        n += tx.exec(earlier, args![&EARLIER_FORM_FROM[..], *now]).await?;
-        Ok(Outcome::Keep(n))
-    })
-}
-
 #[async_trait]
 impl<E: Engine> Maintenance for Db<E> {
     async fn purge_expired(&self, now: UnixTime) -> StoreResult<u64> {
-        self.engine.unit(Durability::Ephemeral, purge, now).await
+        // Statement by statement: each delete stands on its own, and none holds its locks while the others run.
+        let mut n = 0;
+        for sql in &PURGE_BY_TIME {
+            n += self.exec_ephemeral(sql, args![now]).await?;
+        }
+        let [live, earlier] = &PURGE_SINGLE_USE;
+        n += self.exec_ephemeral(live, args![live_from(now)]).await?;
+        n += self.exec_ephemeral(earlier, args![&EARLIER_FORM_FROM[..], now]).await?;
+        Ok(n)
     }
 
     async fn ping(&self) -> StoreResult<()> {

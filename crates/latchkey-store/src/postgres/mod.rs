@@ -19,6 +19,7 @@ use crate::grants::Redemption;
 use crate::sql::{Args, Sql, Value};
 use crate::{PoolSettings, Redeemed, StoreError, StoreResult};
 use errors::{is_retryable, map_err};
+use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row};
 use std::str::FromStr;
@@ -156,32 +157,49 @@ impl Tx for PgTx<'_> {
     }
 }
 
+/// A pooled connection while a unit's transaction is open on it. If the unit's future is dropped before it
+/// commits or rolls back (its caller was cancelled: a server shutting down, a client gone), the connection is
+/// closed instead of going back to the pool, so the server rolls the transaction back at once: a connection left
+/// idle in a transaction would hold its row locks until it was next used.
+struct OpenTx {
+    conn: PoolConnection<Postgres>,
+    open: bool,
+}
+
+impl Drop for OpenTx {
+    fn drop(&mut self) {
+        if self.open {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+static BEGIN: Sql = Sql::new("BEGIN");
+static COMMIT: Sql = Sql::new("COMMIT");
+static ROLLBACK: Sql = Sql::new("ROLLBACK");
+
 impl PgEngine {
     /// Runs a unit once: `Ok(Err(e))` when it failed in a way worth running it again.
     async fn unit_once<S, R>(&self, unit: UnitFn<S, R>, data: &S) -> StoreResult<Result<R, StoreError>> {
-        let mut tx = self.pool.begin().await.map_err(map_err)?;
-        let mut pg = PgTx { conn: &mut tx, retryable: false };
+        let mut tx = OpenTx { conn: self.pool.acquire().await.map_err(map_err)?, open: true };
+        bind(&BEGIN, &[]).execute(&mut *tx.conn).await.map_err(map_err)?;
+        let mut pg = PgTx { conn: &mut tx.conn, retryable: false };
         let outcome = unit(&mut pg, data).await;
         let retryable = pg.retryable;
-        match outcome {
-            Ok(Outcome::Keep(r)) => match tx.commit().await {
-                Ok(()) => Ok(Ok(r)),
-                Err(e) if is_retryable(&e) => Ok(Err(map_err(e))),
-                Err(e) => Err(map_err(e)),
-            },
-            Ok(Outcome::Discard(r)) => {
-                tx.rollback().await.map_err(map_err)?;
-                Ok(Ok(r))
-            }
-            Err(e) => {
-                // Dropping the transaction rolls it back.
-                drop(tx);
-                if retryable {
-                    Ok(Err(e))
-                } else {
-                    Err(e)
-                }
-            }
+        let (end, result) = match outcome {
+            Ok(Outcome::Keep(r)) => (&COMMIT, Ok(r)),
+            Ok(Outcome::Discard(r)) => (&ROLLBACK, Ok(r)),
+            Err(e) => (&ROLLBACK, Err(e)),
+        };
+        match bind(end, &[]).execute(&mut *tx.conn).await {
+            Ok(_) => tx.open = false,
+            Err(e) if is_retryable(&e) => return Ok(Err(map_err(e))),
+            Err(e) => return Err(map_err(e)),
+        }
+        match result {
+            Ok(r) => Ok(Ok(r)),
+            Err(e) if retryable => Ok(Err(e)),
+            Err(e) => Err(e),
         }
     }
 }
@@ -216,17 +234,23 @@ impl Engine for PgEngine {
         unit: UnitFn<S, R>,
         data: S,
     ) -> StoreResult<R> {
-        let mut attempt = 0;
-        loop {
-            match self.unit_once(unit, &data).await? {
-                Ok(r) => return Ok(r),
-                Err(e) if attempt >= TX_RETRIES => return Err(e),
-                Err(_) => {
-                    attempt += 1;
-                    tokio::time::sleep(Duration::from_millis(5u64 << attempt)).await;
+        // A task of its own: a caller that goes away (a request cancelled, a server stopping) does not cut the
+        // unit short between two statements; it commits or rolls back all the same.
+        let engine = self.clone();
+        let task = tokio::spawn(async move {
+            let mut attempt = 0;
+            loop {
+                match engine.unit_once(unit, &data).await? {
+                    Ok(r) => return Ok(r),
+                    Err(e) if attempt >= TX_RETRIES => return Err(e),
+                    Err(_) => {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(5u64 << attempt)).await;
+                    }
                 }
             }
-        }
+        });
+        task.await.map_err(|e| StoreError::Other(format!("a unit of work stopped: {e}")))?
     }
 
     async fn ping(&self) -> StoreResult<()> {
