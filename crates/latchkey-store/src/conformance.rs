@@ -2,12 +2,14 @@
 //! (`tests/backends`) runs each as a test of its own per backend, on a fresh store: `conformance::sqlite::<check>`,
 //! and `conformance::postgres::<check>` on a real server.
 
+mod audit;
 mod checks;
+pub use audit::a_revocation_and_its_audit_record_commit_together;
 pub use checks::{Check, Run, CHECKS};
 
 use crate::prelude::*;
 use crate::records::*;
-use crate::{AuditRecord, StoreError};
+use crate::StoreError;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientDetails, ClientType};
@@ -580,32 +582,4 @@ async fn seeded_users_and_grants_are_stored_as_they_are(store: &dyn crate::seed:
     let more = grant_for(&code(&client_id, &users[0].0.id), T0);
     assert!(store.seed(&again, std::slice::from_ref(&more)).await.is_err());
     assert!(store.grant(&more.id).await.expect("get").is_none());
-}
-
-/// A revocation and its audit record commit together: both rows, or, once `break_audit` has made the audit
-/// log refuse every insert (an engine-specific trigger), neither. Each engine's tests call it with its own way
-/// of breaking the log.
-pub async fn a_revocation_and_its_audit_record_commit_together<F: std::future::Future<Output = ()>>(
-    store: &dyn Store,
-    break_audit: F,
-) {
-    let (client_id, user_id) = fixture(store).await;
-    let kept = issue(store, &client_id, &user_id, GrantLimits::default()).await;
-    assert!(store.revoke_grant(&kept.id, T0.plus(5)).await.expect("revoke"));
-    let records = store.audit_records(&user_id).await.expect("audit");
-    let expected = AuditRecord {
-        at: T0.plus(5),
-        action: "grant_revoked".into(),
-        user_id: Some(user_id.clone()),
-        client_id: Some(client_id.clone()),
-    };
-    assert_eq!(records, vec![expected.clone()], "the revocation wrote its record");
-    assert_eq!(store.grant(&kept.id).await.expect("grant").expect("kept").grant.revoked_at, Some(T0.plus(5)));
-
-    let other = issue(store, &client_id, &user_id, GrantLimits::default()).await;
-    break_audit.await;
-    assert!(store.revoke_grant(&other.id, T0.plus(6)).await.is_err(), "the audit record could not be written");
-    let state = store.grant(&other.id).await.expect("grant").expect("other");
-    assert_eq!(state.grant.revoked_at, None, "the revocation rolled back with its record");
-    assert_eq!(store.audit_records(&user_id).await.expect("audit"), vec![expected], "no record either");
 }
