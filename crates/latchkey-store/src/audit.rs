@@ -1,5 +1,5 @@
-//! The audit log: what a change caused, written in the same unit of work as the change (a revoked grant and its
-//! record commit together or not at all).
+//! The audit log: what a change caused, written in the same unit of work as the change (a reused code's revoked
+//! grants and their records commit together or not at all).
 
 use crate::db::{Db, Engine};
 use crate::rows::StoreRow;
@@ -13,7 +13,7 @@ use latchkey_core::time::UnixTime;
 pub struct AuditRecord {
     /// When it happened.
     pub at: UnixTime,
-    /// What happened: `grant_revoked`, `code_reused`.
+    /// What happened: `code_reused` (a code presented again, its grants revoked).
     pub action: String,
     /// The user concerned.
     pub user_id: Option<String>,

@@ -5,7 +5,7 @@
 //! a statement and a unit of work, and that is all an [`Engine`] does.
 //!
 //! **Units of work.** A change that needs several statements to hold together (a code redeemed and its grant
-//! stored; a grant revoked and its audit record written) is a [`UnitFn`]: an async function over a [`Tx`] that
+//! stored; a reused code's grants revoked and their audit records written) is a [`UnitFn`]: an async function over a [`Tx`] that
 //! runs in one transaction on both engines, and whose changes commit together or not at all. It returns
 //! [`Outcome::Keep`] to commit, or [`Outcome::Discard`] to roll back while still answering; an error rolls back
 //! too. SQLite runs it in its writer thread, inside the batch's transaction and its own savepoint (the futures of

@@ -4,8 +4,8 @@
 //! once for both engines over statements written once ([`sql`]): [`Clients`] (projects and clients), [`Grants`]
 //! (codes and grants), [`Users`] (accounts, sessions, sign-in throttling), [`Console`] (members, API keys),
 //! [`Keys`], [`Replay`] (single-use values), [`Audit`] and [`Maintenance`]. A change that needs several
-//! statements to hold together (redeeming a code under the refresh-token limits, revoking a grant with its
-//! audit record) is a unit of work ([`db`]) that commits or fails as one, so that a response is only sent once
+//! statements to hold together (redeeming a code under the refresh-token limits, revoking a reused code's
+//! grants with their audit records) is a unit of work ([`db`]) that commits or fails as one, so that a response is only sent once
 //! what it promises is durable.
 //!
 //! Engines: [`sqlite`] (one file, the default) and [`postgres`] (many instances on one database). Call

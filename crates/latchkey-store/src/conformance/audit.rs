@@ -1,11 +1,11 @@
-//! A unit of work's two outcomes, checked on each engine with its own way of making the second statement fail.
+//! A unit of work's two outcomes (a reused code's grants revoked with their audit records), checked on each engine with its own way of making the second statement fail.
 
 use super::{fixture, issue, T0};
 use crate::prelude::*;
 use crate::{AuditRecord, GrantLimits};
 
-/// A revocation and its audit record commit together: both rows, or, once `break_audit` has made the audit
-/// log refuse every insert (an engine-specific trigger), neither. Each engine's tests call it with its own way
+/// A reused code's revocation and its audit record commit together: both rows, or, once `break_audit` has made
+/// the audit log refuse every insert (an engine-specific trigger), neither. Each engine's tests call it with its own way
 /// of breaking the log.
 pub async fn a_revocation_and_its_audit_record_commit_together<F: std::future::Future<Output = ()>>(
     store: &dyn Store,
@@ -13,11 +13,11 @@ pub async fn a_revocation_and_its_audit_record_commit_together<F: std::future::F
 ) {
     let (client_id, user_id) = fixture(store).await;
     let kept = issue(store, &client_id, &user_id, GrantLimits::default()).await;
-    assert!(store.revoke_grant(&kept.id, T0.plus(5)).await.expect("revoke"));
+    assert_eq!(store.revoke_grants_of_code(&kept.code_hash, T0.plus(5)).await.expect("revoke"), 1);
     let records = store.audit_records(&user_id).await.expect("audit");
     let expected = AuditRecord {
         at: T0.plus(5),
-        action: "grant_revoked".into(),
+        action: "code_reused".into(),
         user_id: Some(user_id.clone()),
         client_id: Some(client_id.clone()),
     };
@@ -26,7 +26,8 @@ pub async fn a_revocation_and_its_audit_record_commit_together<F: std::future::F
 
     let other = issue(store, &client_id, &user_id, GrantLimits::default()).await;
     break_audit.await;
-    assert!(store.revoke_grant(&other.id, T0.plus(6)).await.is_err(), "the audit record could not be written");
+    let refused = store.revoke_grants_of_code(&other.code_hash, T0.plus(6)).await;
+    assert!(refused.is_err(), "the audit record could not be written");
     let state = store.grant(&other.id).await.expect("grant").expect("other");
     assert_eq!(state.grant.revoked_at, None, "the revocation rolled back with its record");
     assert_eq!(store.audit_records(&user_id).await.expect("audit"), vec![expected], "no record either");
