@@ -81,22 +81,13 @@ fn scalar(conn: &Connection, sql: &'static Sql, args: &Args<'_>) -> StoreResult<
     first().map_err(map_err)
 }
 
-/// The rows of a read, each mapped; at most `limit`.
-fn query<T>(
-    conn: &Connection,
-    sql: &'static Sql,
-    args: &Args<'_>,
-    map: Mapper<T>,
-    limit: usize,
-) -> StoreResult<Vec<T>> {
+/// Every row of a read, mapped.
+fn query<T>(conn: &Connection, sql: &'static Sql, args: &Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
     let mut stmt = conn.prepare_cached(sql.sqlite()).map_err(map_err)?;
     let mut rows = stmt.query(params_from_iter(args.iter())).map_err(map_err)?;
     let mut out = Vec::new();
-    while out.len() < limit {
-        match rows.next().map_err(map_err)? {
-            Some(r) => out.push(map(&SqliteRow::new(r))?),
-            None => break,
-        }
+    while let Some(r) = rows.next().map_err(map_err)? {
+        out.push(map(&SqliteRow::new(r))?);
     }
     Ok(out)
 }
@@ -138,14 +129,19 @@ impl Engine for SqliteEngine {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> impl Future<Output = StoreResult<Option<T>>> + Send {
-        let read = self.inner.read(|c| Ok(query(c, sql, &args, map, 1).map(|mut rows| rows.pop())));
+        // The first row only, mapped where it lies: no list for one row.
+        let read = self.inner.read(|c| {
+            let mut stmt = c.prepare_cached(sql.sqlite())?;
+            let mut rows = stmt.query(params_from_iter(args.iter()))?;
+            Ok(rows.next()?.map(|r| map(&SqliteRow::new(r))).transpose())
+        });
         std::future::ready(read.and_then(|r| r))
     }
 
     async fn all<T: Send + 'static>(&self, sql: &'static Sql, args: Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
         // Listings can be long: read on the blocking pool.
         let args = owned(args);
-        self.inner.read_blocking(move |c| Ok(query(c, sql, &args, map, usize::MAX))).await?
+        self.inner.read_blocking(move |c| Ok(query(c, sql, &args, map))).await?
     }
 
     async fn exec(&self, durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<u64> {
