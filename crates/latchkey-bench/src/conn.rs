@@ -71,8 +71,17 @@ pub struct Grant {
     pub access: String,
     /// The refresh token.
     pub refresh: String,
-    dpop: Option<(DpopKey, Option<String>)>,
+    dpop: Option<Dpop>,
 }
+
+/// A DPoP key and the server's last nonce.
+pub struct Dpop {
+    key: DpopKey,
+    nonce: Option<String>,
+}
+
+/// A token endpoint's answer: its status and body.
+type Answer = anyhow::Result<(reqwest::StatusCode, bytes::Bytes)>;
 
 impl Conn {
     /// Sends a request; its status, `Location` and body.
@@ -131,14 +140,37 @@ impl Conn {
         bail!("no code after 12 pages")
     }
 
-    /// A DPoP proof of a POST to `url`, with the server's last nonce.
-    fn proof(key: &DpopKey, url: &str, nonce: Option<&str>) -> anyhow::Result<String> {
-        let jti = latchkey_core::secret::random_b64(16);
-        Ok(key.proof("POST", url, &jti, nonce, SystemClock.now().0)?)
+    /// A token request; with DPoP, a proof with the last nonce, and one retry when the server asks for a new
+    /// nonce (`use_dpop_nonce`, counted in `retries`). Its status and body.
+    async fn token(&self, form: &[(&str, &str)], mut dpop: Option<&mut Dpop>, retries: &mut u64) -> Answer {
+        let url = &self.target.endpoints.token;
+        for attempt in 0..2 {
+            let mut req = self.http.post(url).form(form);
+            if let Some(Dpop { key, nonce }) = &dpop {
+                let jti = latchkey_core::secret::random_b64(16);
+                req = req.header("DPoP", key.proof("POST", url, &jti, nonce.as_deref(), SystemClock.now().0)?);
+            }
+            let r = req.send().await?;
+            let new_nonce = r.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let (status, body) = (r.status(), r.bytes().await?);
+            if let (Some(d), Some(n)) = (&mut dpop, new_nonce) {
+                d.nonce = Some(n);
+            }
+            if attempt == 0
+                && dpop.is_some()
+                && !status.is_success()
+                && body.windows(14).any(|w| w == b"use_dpop_nonce")
+            {
+                *retries += 1;
+                continue;
+            }
+            return Ok((status, body));
+        }
+        bail!("the server asked for a DPoP nonce twice")
     }
 
     /// Exchanges a code; with `dpop`, binds the refresh token to the key.
-    pub async fn exchange(&self, code: &str, pkce: &Pkce, dpop: Option<&DpopKey>) -> anyhow::Result<reqwest::Response> {
+    pub async fn exchange(&self, code: &str, pkce: &Pkce, dpop: Option<&mut Dpop>) -> Answer {
         let form = [
             ("grant_type", "authorization_code"),
             ("client_id", &self.target.client_id),
@@ -146,71 +178,28 @@ impl Conn {
             ("code_verifier", &pkce.verifier),
             ("redirect_uri", REDIRECT_URI),
         ];
-        let mut nonce = None;
-        for attempt in 0..2 {
-            let url = &self.target.endpoints.token;
-            let mut req = self.http.post(url).form(&form);
-            if let Some(key) = dpop {
-                req = req.header("DPoP", Self::proof(key, url, nonce.as_deref())?);
-            }
-            let r = req.send().await?;
-            // A server that requires nonces answers the first proof with `use_dpop_nonce` and a nonce.
-            if attempt == 0 && dpop.is_some() && r.status() == reqwest::StatusCode::BAD_REQUEST {
-                if let Some(n) = dpop_nonce(&r) {
-                    nonce = Some(n);
-                    continue;
-                }
-            }
-            return Ok(r);
-        }
-        bail!("the code exchange asked for a DPoP nonce twice")
+        self.token(&form, dpop, &mut 0).await
     }
 
     /// A new grant through the pages and the code exchange; with `dpop`, bound to a new key.
     pub async fn grant(&self, dpop: bool) -> anyhow::Result<Grant> {
         let pkce = Pkce::new();
         let code = self.code(&pkce).await?;
-        let key = if dpop { Some(new_dpop_key()?) } else { None };
-        let r = self.exchange(&code, &pkce, key.as_ref()).await?;
-        let nonce = dpop_nonce(&r);
-        let status = r.status();
-        let body: serde_json::Value = r.json().await?;
+        let mut dpop = if dpop { Some(Dpop { key: new_dpop_key()?, nonce: None }) } else { None };
+        let (status, body) = self.exchange(&code, &pkce, dpop.as_mut()).await?;
+        let body: serde_json::Value = serde_json::from_slice(&body)?;
         if !status.is_success() {
             bail!("code exchange failed ({status}): {body}");
         }
         let text = |k: &str| body[k].as_str().map(str::to_owned).with_context(|| format!("no {k}: {body}"));
-        Ok(Grant { access: text("access_token")?, refresh: text("refresh_token")?, dpop: key.map(|k| (k, nonce)) })
+        Ok(Grant { access: text("access_token")?, refresh: text("refresh_token")?, dpop })
     }
 
-    /// One refresh; with DPoP, a fresh proof with the last nonce, and one retry on `use_dpop_nonce`.
+    /// One refresh; whether it succeeded.
     pub async fn refresh(&self, grant: &mut Grant, retries: &mut u64) -> anyhow::Result<bool> {
-        for attempt in 0..2 {
-            let form = [
-                ("grant_type", "refresh_token"),
-                ("client_id", &self.target.client_id),
-                ("refresh_token", &grant.refresh),
-            ];
-            let url = &self.target.endpoints.token;
-            let mut req = self.http.post(url).form(&form);
-            if let Some((key, nonce)) = &grant.dpop {
-                req = req.header("DPoP", Self::proof(key, url, nonce.as_deref())?);
-            }
-            let r = req.send().await?;
-            if let (Some((_, nonce)), Some(n)) = (&mut grant.dpop, dpop_nonce(&r)) {
-                *nonce = Some(n);
-            }
-            let status = r.status();
-            let body = r.bytes().await?;
-            if status.is_success() {
-                return Ok(true);
-            }
-            if attempt == 0 && grant.dpop.is_some() && body.windows(14).any(|w| w == b"use_dpop_nonce") {
-                *retries += 1;
-                continue;
-            }
-            return Ok(false);
-        }
-        Ok(false)
+        let form =
+            [("grant_type", "refresh_token"), ("client_id", &self.target.client_id), ("refresh_token", &grant.refresh)];
+        Ok(self.token(&form, grant.dpop.as_mut(), retries).await?.0.is_success())
     }
 }
 
@@ -220,10 +209,6 @@ fn new_dpop_key() -> anyhow::Result<DpopKey> {
     let pkcs8 = ring::signature::EcdsaKeyPair::generate_pkcs8(alg, &ring::rand::SystemRandom::new())
         .map_err(|_| anyhow::anyhow!("cannot generate a DPoP key"))?;
     Ok(DpopKey::from_pkcs8(pkcs8.as_ref())?)
-}
-
-fn dpop_nonce(r: &reqwest::Response) -> Option<String> {
-    r.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned)
 }
 
 /// The code in the redirect to the app.

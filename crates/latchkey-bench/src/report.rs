@@ -1,9 +1,6 @@
 //! What a workload measured: the requests of the window, their latencies, the server's CPU time and memory; as one
 //! JSON object or a table row.
 
-use crate::workload::micros;
-use std::time::Duration;
-
 /// What one connection measured.
 #[derive(Default)]
 pub struct ConnResult {
@@ -15,20 +12,6 @@ pub struct ConnResult {
     pub retries: u64,
     /// When the pool ran out (offset in microseconds), if it did.
     pub exhausted_at: Option<u64>,
-}
-
-/// The measured window and the server's CPU time around it.
-pub struct Window {
-    /// The end of the warm-up (microseconds from the start).
-    pub from: u64,
-    /// The deadline (microseconds from the start).
-    pub to: u64,
-    /// When the last connection stopped.
-    pub ended_at: Duration,
-    /// When the warm-up ended and the server's CPU ticks then.
-    pub cpu_start: Option<(Duration, Option<u64>)>,
-    /// The server's CPU ticks when the last connection stopped.
-    pub cpu_end: Option<u64>,
 }
 
 /// One workload's figures.
@@ -43,15 +26,13 @@ pub struct Report {
     latencies: Vec<u32>,
     /// (server CPU seconds per request, % of one core).
     cpu: Option<(f64, f64)>,
-    /// The server's RSS before the first workload, in KiB.
-    pub rss_idle_kb: Option<u64>,
-    /// The server's peak RSS during the run, in KiB.
-    pub rss_peak_kb: Option<u64>,
+    /// The server's RSS before the first workload and its peak during this one, in KiB.
+    rss_kb: (Option<u64>, Option<u64>),
     pool_exhausted: bool,
 }
 
 /// Clock ticks per second of /proc/PID/stat (USER_HZ, 100 on Linux).
-const CLK_TCK: f64 = 100.0;
+pub const CLK_TCK: f64 = 100.0;
 
 /// utime + stime of a process, in clock ticks.
 pub fn cpu_ticks(pid: u32) -> Option<u64> {
@@ -70,26 +51,22 @@ pub fn rss_kb(pid: u32) -> Option<u64> {
 }
 
 impl Report {
-    /// The figures of the connections' results, counted in the window: from the end of the warm-up to the
-    /// deadline, or to the moment the first connection ran out of its pool.
-    pub fn of(workload: String, results: &[ConnResult], w: Window) -> Self {
+    /// The figures of the connections' results, counted in the window: from the end of the warm-up (`from`,
+    /// microseconds from the start) to the deadline (`to`), or to the moment the first connection ran out of its
+    /// pool. `cpu` is (server CPU seconds per request, % of one core), `rss_kb` (idle, peak).
+    pub fn of(
+        workload: String,
+        results: &[ConnResult],
+        (from, to): (u64, u64),
+        cpu: Option<(f64, f64)>,
+        rss_kb: (Option<u64>, Option<u64>),
+    ) -> Self {
         let exhausted = results.iter().filter_map(|r| r.exhausted_at).min();
-        let (from, to) = (w.from, exhausted.unwrap_or(w.to).max(w.from));
+        let to = exhausted.unwrap_or(to).max(from);
         let in_window = |at: u64| at > from && at <= to;
         let mut latencies: Vec<u32> =
             results.iter().flat_map(|r| r.samples.iter().filter(|s| in_window(s.0)).map(|s| s.1)).collect();
         latencies.sort_unstable();
-        // CPU is measured from the end of the warm-up to the end of the run (the whole measured window).
-        let cpu = match (w.cpu_start, w.cpu_end) {
-            (Some((at, Some(t0))), Some(t1)) => {
-                let secs = (t1.saturating_sub(t0)) as f64 / CLK_TCK;
-                let wall = w.ended_at.saturating_sub(at).as_secs_f64();
-                let total: u64 =
-                    results.iter().map(|r| r.samples.iter().filter(|s| s.0 >= micros(at)).count() as u64).sum();
-                Some((secs / total.max(1) as f64, 100.0 * secs / wall.max(1e-9)))
-            }
-            _ => None,
-        };
         Self {
             workload,
             connections: results.len(),
@@ -99,8 +76,7 @@ impl Report {
             retries: results.iter().map(|r| r.retries).sum(),
             latencies,
             cpu,
-            rss_idle_kb: None,
-            rss_peak_kb: None,
+            rss_kb,
             pool_exhausted: exhausted.is_some(),
         }
     }
@@ -139,8 +115,8 @@ impl Report {
             "max_ms": self.quantile_ms(1.0),
             "server_cpu_us_per_req": self.cpu.map(|c| round(c.0 * 1e6, 1)),
             "server_cpu_pct_of_core": self.cpu.map(|c| round(c.1, 1)),
-            "server_rss_idle_mb": self.rss_idle_kb.map(|k| round(k as f64 / 1024.0, 1)),
-            "server_rss_peak_mb": self.rss_peak_kb.map(|k| round(k as f64 / 1024.0, 1)),
+            "server_rss_idle_mb": self.rss_kb.0.map(|k| round(k as f64 / 1024.0, 1)),
+            "server_rss_peak_mb": self.rss_kb.1.map(|k| round(k as f64 / 1024.0, 1)),
             "pool_exhausted": self.pool_exhausted,
         })
     }
@@ -151,20 +127,7 @@ impl Report {
         static HEADER: AtomicBool = AtomicBool::new(false);
         if !HEADER.swap(true, Ordering::Relaxed) {
             println!("latchkey-bench against {issuer}, {} connections", self.connections);
-            println!(
-                "{:<13} {:>9} {:>7} {:>10} {:>8} {:>8} {:>8} {:>10} {:>7} {:>9} {:>9}",
-                "workload",
-                "requests",
-                "errors",
-                "req/s",
-                "p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "cpu us/req",
-                "cpu %",
-                "rss idle",
-                "rss peak"
-            );
+            println!("workload       requests  errors      req/s   p50 ms   p90 ms   p99 ms cpu us/req   cpu %  rss idle  rss peak");
         }
         let opt = |v: Option<f64>, d: usize| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.d$}"));
         let mb = |kb: Option<u64>| kb.map_or_else(|| "-".to_owned(), |k| format!("{:.1} MB", k as f64 / 1024.0));
@@ -179,8 +142,8 @@ impl Report {
             self.quantile_ms(0.99),
             opt(self.cpu.map(|c| c.0 * 1e6), 1),
             opt(self.cpu.map(|c| c.1), 0),
-            mb(self.rss_idle_kb),
-            mb(self.rss_peak_kb),
+            mb(self.rss_kb.0),
+            mb(self.rss_kb.1),
             if self.pool_exhausted { format!("  (pool ran out after {:.1} s)", self.window_s) } else { String::new() },
         );
     }

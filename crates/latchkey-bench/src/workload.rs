@@ -3,7 +3,7 @@
 
 use crate::conn::{Conn, Grant, Pkce};
 use crate::html::Page;
-use crate::report::{cpu_ticks, rss_kb, ConnResult, Report, Window};
+use crate::report::{cpu_ticks, rss_kb, ConnResult, Report, CLK_TCK};
 use crate::{BenchArgs, TargetKind, Workload};
 use anyhow::{bail, Context};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,7 +76,7 @@ async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
         Work::Refresh(grant) => conn.refresh(grant, retries).await,
         Work::Exchange(codes) => {
             let (code, pkce) = codes.pop()?;
-            drain(conn.exchange(&code, &pkce, None).await, success).await
+            conn.exchange(&code, &pkce, None).await.map(|(status, _)| status.is_success())
         }
         Work::Api(access) => drain(conn.http.get(&t.endpoints.api).bearer_auth(&*access).send().await, success).await,
         Work::Revoke(tokens) => {
@@ -181,14 +181,22 @@ pub async fn run(
     let ended_at = start.elapsed();
     finished.store(true, Ordering::Relaxed);
     let (rss_peak, cpu_start) = sampler.await?;
-    let window = Window { from: micros(warmup), to: micros(warmup + duration), ended_at, cpu_start, cpu_end };
-    let mut report = Report::of(workload.name(), &results, window);
-    report.rss_idle_kb = rss_idle;
-    report.rss_peak_kb = pid.map(|_| rss_peak);
-    Ok(report)
+    // CPU is measured from the end of the warm-up to the end of the run (the whole measured window).
+    let cpu = match (cpu_start, cpu_end) {
+        (Some((at, Some(t0))), Some(t1)) => {
+            let secs = (t1.saturating_sub(t0)) as f64 / CLK_TCK;
+            let wall = ended_at.saturating_sub(at).as_secs_f64();
+            let total: u64 =
+                results.iter().map(|r| r.samples.iter().filter(|s| s.0 >= micros(at)).count() as u64).sum();
+            Some((secs / total.max(1) as f64, 100.0 * secs / wall.max(1e-9)))
+        }
+        _ => None,
+    };
+    let window = (micros(warmup), micros(warmup + duration));
+    Ok(Report::of(workload.name(), &results, window, cpu, (rss_idle, pid.map(|_| rss_peak))))
 }
 
 /// A duration in microseconds.
-pub fn micros(d: Duration) -> u64 {
+fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
