@@ -97,19 +97,13 @@ impl Conn {
     /// server redirects to the app.
     pub async fn code(&self, pkce: &Pkce) -> anyhow::Result<String> {
         let t = &self.target;
-        let mut url = Url::parse(&t.endpoints.authorize)?;
-        url.query_pairs_mut()
-            .append_pair("client_id", &t.client_id)
-            .append_pair("redirect_uri", REDIRECT_URI)
-            .append_pair("response_type", "code")
-            .append_pair("scope", t.endpoints.scope)
-            .append_pair("code_challenge", &pkce.challenge)
-            .append_pair("code_challenge_method", "S256")
-            .append_pair("state", "bench");
-        if t.kind == TargetKind::OidcProvider {
-            // Its refresh tokens (offline_access) are only issued with an explicit consent prompt.
-            url.query_pairs_mut().append_pair("prompt", "consent");
-        }
+        // node-oidc-provider's refresh tokens (offline_access) are only issued with an explicit consent prompt.
+        let prompt = (t.kind == TargetKind::OidcProvider).then_some(("prompt", "consent"));
+        let params = [("client_id", t.client_id.as_str()), ("redirect_uri", REDIRECT_URI), ("response_type", "code")]
+            .into_iter()
+            .chain([("scope", t.endpoints.scope), ("code_challenge", &pkce.challenge), ("state", "bench")])
+            .chain([("code_challenge_method", "S256")].into_iter().chain(prompt));
+        let mut url = Url::parse_with_params(&t.endpoints.authorize, params)?;
         let (mut next, mut signed_in) = (self.http.get(url.as_str()), false);
         for _ in 0..12 {
             let (status, location, body) = self.page(next).await?;

@@ -102,12 +102,8 @@ pub struct BenchArgs {
     /// Creates a project, a desktop client and a user in the server's store first (--data-dir/--database-url).
     #[arg(long)]
     setup: bool,
-    /// With --setup: the server's data directory.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// With --setup: the server's database URL.
-    #[arg(long)]
-    database_url: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
     /// The workload.
     #[arg(long, value_enum, default_value = "all")]
     workload: Workload,
@@ -130,6 +126,17 @@ pub struct BenchArgs {
     /// One JSON object per workload on stdout instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+/// The server's store, for `--setup` and `seed-grants` (`LATCHKEY_*` variables apply too).
+#[derive(clap::Args)]
+pub struct StoreArgs {
+    /// The server's data directory. Default ./latchkey-data.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// The server's database URL. Default sqlite://<data-dir>/latchkey.db.
+    #[arg(long)]
+    database_url: Option<String>,
 }
 
 /// Runs the benchmark: every workload asked for, one after the other, on the same connections.

@@ -81,12 +81,9 @@ impl Report {
         }
     }
 
+    /// Requests per second of the window (none in an empty window).
     fn rate(&self) -> f64 {
-        if self.window_s > 0.0 {
-            self.requests as f64 / self.window_s
-        } else {
-            0.0
-        }
+        self.requests as f64 / self.window_s.max(1e-9)
     }
 
     /// The `q` quantile in milliseconds (nearest rank).

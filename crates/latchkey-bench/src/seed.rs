@@ -6,6 +6,7 @@
 //! of a large deployment.
 
 use crate::setup::store_config;
+use crate::StoreArgs;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::scope::ScopeSet;
@@ -15,7 +16,6 @@ use latchkey_core::token::Grant;
 use latchkey_store::seed::SeedStore;
 use latchkey_store::{Channel, NewUser, Project};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Instant;
 
 /// `latchkey-bench seed-grants`: the store to load and how much.
@@ -27,17 +27,13 @@ pub struct SeedArgs {
     /// Grants per user.
     #[arg(long, default_value_t = 10)]
     per_user: u64,
-    /// The server's data directory. Default ./latchkey-data.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// The server's database URL. Default sqlite://<data-dir>/latchkey.db.
-    #[arg(long)]
-    database_url: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 /// Opens the store (made, and migrated, if it is new), seeds it, and prints what it made as one JSON object.
 pub async fn run(args: SeedArgs) -> anyhow::Result<()> {
-    let config = store_config(args.data_dir.as_ref(), args.database_url.as_ref())?;
+    let config = store_config(&args.store)?;
     // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
     latchkey_server::prepare_data_dir(&config)?;
     let store = latchkey_store::seed::open_with(&config.database_url(), config.pool_settings()).await?;

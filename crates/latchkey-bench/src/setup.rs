@@ -1,7 +1,7 @@
 //! Where requests go and as whom: the target's endpoints, and with `--setup` a project, a client and a user made
 //! in the server's store.
 
-use crate::{BenchArgs, TargetKind};
+use crate::{BenchArgs, StoreArgs, TargetKind};
 use anyhow::{anyhow, bail, Context};
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
@@ -76,12 +76,12 @@ impl Endpoints {
 }
 
 /// The configuration of the store named by `--data-dir` and `--database-url` (and `LATCHKEY_*` variables).
-pub fn store_config(data_dir: Option<&PathBuf>, database_url: Option<&String>) -> anyhow::Result<Config> {
+pub fn store_config(store: &StoreArgs) -> anyhow::Result<Config> {
     let mut flags = toml::Table::new();
-    if let Some(dir) = data_dir {
+    if let Some(dir) = &store.data_dir {
         flags.insert("data_dir".into(), dir.display().to_string().into());
     }
-    if let Some(url) = database_url {
+    if let Some(url) = &store.database_url {
         flags.insert("database_url".into(), url.clone().into());
     }
     Ok(Config::load(None, std::env::vars(), flags)?)
@@ -112,7 +112,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         password = password.lines().next().unwrap_or_default().to_owned();
     }
     let (client_id, email, ca_file) = if args.setup {
-        let config = store_config(args.data_dir.as_ref(), args.database_url.as_ref())?;
+        let config = store_config(&args.store)?;
         if password.is_empty() {
             password = latchkey_core::secret::random_b64(18);
         }
