@@ -5,7 +5,7 @@ use crate::{BenchArgs, StoreArgs, TargetKind};
 use anyhow::{anyhow, bail, Context};
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
-use latchkey_server::admin::{self as ops, AdminError, NewClient};
+use latchkey_server::admin::{self as ops, NewClient};
 use latchkey_server::config::Config;
 use std::io::Read;
 use std::path::PathBuf;
@@ -132,8 +132,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
 
 /// `--setup`: a project with the data API, a desktop client and a user with `password`; their ids.
 async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Result<(String, String)> {
-    let store = latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
-    let store = &*store;
+    let store = &*latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
     let now = SystemClock.now();
     let p = ops::project_create(store, "bench", now).await?;
     let project_id = p["project_id"].as_str().context("project_id")?.to_owned();
@@ -143,6 +142,6 @@ async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Resu
     let c = ops::client_create(store, new, now).await?;
     let client_id = c["client_id"].as_str().context("client_id")?.to_owned();
     let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6).to_lowercase());
-    ops::user_create(store, &email, password, Some("Bench"), now).await.map_err(|e: AdminError| anyhow!(e))?;
+    ops::user_create(store, &email, password, Some("Bench"), now).await?;
     Ok((client_id, email))
 }
