@@ -7,7 +7,9 @@ use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
-use latchkey_server::admin::{self as ops, api_keys, members, AdminError, ClientEdit, NewClient, StoreDirectory};
+use latchkey_server::admin::{
+    self as ops, api_keys, members, AdminError, AdminResult, ClientEdit, NewClient, StoreDirectory,
+};
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -413,29 +415,29 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let now = SystemClock.now();
     let result = match args.noun {
         Noun::Project(cmd) => match cmd {
-            ProjectCmd::Create { name } => ops::project_create(store, &name, now).await,
-            ProjectCmd::EnableApi { project } => ops::project_set_api(store, &project, true).await,
-            ProjectCmd::DisableApi { project } => ops::project_set_api(store, &project, false).await,
-            ProjectCmd::List => ops::project_list(store).await,
-            ProjectCmd::Show { id } => ops::project_show(store, &id).await,
-            ProjectCmd::Delete { id } => ops::project_delete(store, &id).await,
+            ProjectCmd::Create { name } => out(ops::project_create(store, &name, now).await),
+            ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, &project, true).await),
+            ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, &project, false).await),
+            ProjectCmd::List => out(ops::project_list(store).await),
+            ProjectCmd::Show { id } => out(ops::project_show(store, &id).await),
+            ProjectCmd::Delete { id } => out(ops::project_delete(store, &id).await),
             ProjectCmd::Member(cmd) => match cmd {
                 MemberCmd::Add { project, email, role } => match members::parse_role(&role) {
-                    Ok(role) => members::member_add(store, &project, &email, role, now).await,
+                    Ok(role) => out(members::member_add(store, &project, &email, role, now).await),
                     Err(e) => Err(e),
                 },
-                MemberCmd::Remove { project, email } => members::member_remove(store, &project, &email).await,
+                MemberCmd::Remove { project, email } => out(members::member_remove(store, &project, &email).await),
                 MemberCmd::SetRole { project, email, role } => match members::parse_role(&role) {
-                    Ok(role) => members::member_set_role(store, &project, &email, role).await,
+                    Ok(role) => out(members::member_set_role(store, &project, &email, role).await),
                     Err(e) => Err(e),
                 },
-                MemberCmd::List { project } => members::member_list(store, &project).await,
+                MemberCmd::List { project } => out(members::member_list(store, &project).await),
             },
         },
         Noun::ApiKey(cmd) => match cmd {
-            ApiKeyCmd::Create { email, name } => api_keys::api_key_create(store, &email, &name, now).await,
-            ApiKeyCmd::List { email } => api_keys::api_key_list(store, &email).await,
-            ApiKeyCmd::Revoke { email, id } => api_keys::api_key_revoke(store, &email, &id).await,
+            ApiKeyCmd::Create { email, name } => out(api_keys::api_key_create(store, &email, &name, now).await),
+            ApiKeyCmd::List { email } => out(api_keys::api_key_list(store, &email).await),
+            ApiKeyCmd::Revoke { email, id } => out(api_keys::api_key_revoke(store, &email, &id).await),
         },
         Noun::Client(cmd) => match cmd {
             ClientCmd::Create(c) => {
@@ -454,13 +456,13 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                         extension_item_id: c.extension_item_id,
                     },
                 };
-                ops::client_create(store, new, now).await
+                out(ops::client_create(store, new, now).await)
             }
-            ClientCmd::List { project } => ops::client_list(store, project.as_deref()).await,
-            ClientCmd::Show { client_id } => ops::client_show(store, &client_id).await,
-            ClientCmd::Delete { client_id } => ops::client_delete(store, &client_id, now).await,
+            ClientCmd::List { project } => out(ops::client_list(store, project.as_deref()).await),
+            ClientCmd::Show { client_id } => out(ops::client_show(store, &client_id).await),
+            ClientCmd::Delete { client_id } => out(ops::client_delete(store, &client_id, now).await),
             ClientCmd::Restore { client_id } => {
-                ops::client_restore(store, &client_id, config.client_lifecycle(), now).await
+                out(ops::client_restore(store, &client_id, config.client_lifecycle(), now).await)
             }
             ClientCmd::Update(u) => {
                 let redirect_uris = if u.clear_redirect_uris {
@@ -478,16 +480,16 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                     package_sid: u.package_sid,
                     extension_item_id: u.extension_item_id,
                 };
-                ops::client_update(store, &u.client_id, edit).await
+                out(ops::client_update(store, &u.client_id, edit).await)
             }
-            ClientCmd::Purge => ops::client_purge(store, config.client_lifecycle(), now).await,
+            ClientCmd::Purge => out(ops::client_purge(store, config.client_lifecycle(), now).await),
             ClientCmd::VerifyOwnership { client_id, developer } => {
-                ops::verify_ownership(store, &StoreDirectory(store), &client_id, &developer, now).await
+                out(ops::verify_ownership(store, &StoreDirectory(store), &client_id, &developer, now).await)
             }
             ClientCmd::AppCheck(cmd) => {
                 let delay = config.app_check_propagation_secs;
                 let act = |id: String, action, confirmed| async move {
-                    ops::client_app_check(store, &id, action, confirmed, delay, now).await
+                    out(ops::client_app_check(store, &id, action, confirmed, delay, now).await)
                 };
                 match cmd {
                     AppCheckCmd::Enable { client_id } => act(client_id, AppCheckAction::Enable, false).await,
@@ -498,12 +500,14 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                         act(client_id, AppCheckAction::Unenforce, confirm).await
                     }
                     AppCheckCmd::Disable { client_id } => act(client_id, AppCheckAction::Disable, false).await,
-                    AppCheckCmd::Status { client_id } => ops::client_app_check_status(store, &client_id, now).await,
+                    AppCheckCmd::Status { client_id } => {
+                        out(ops::client_app_check_status(store, &client_id, now).await)
+                    }
                     AppCheckCmd::Metrics { client_id, hours } => {
-                        ops::client_app_check_metrics(store, &client_id, hours, now).await
+                        out(ops::client_app_check_metrics(store, &client_id, hours, now).await)
                     }
                     AppCheckCmd::DebugSecret { client_id } => {
-                        ops::client_app_check_debug_secret(store, &client_id).await
+                        out(ops::client_app_check_debug_secret(store, &client_id).await)
                     }
                 }
             }
@@ -511,27 +515,27 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         Noun::User(cmd) => match cmd {
             UserCmd::Create { email, name, .. } => {
                 let password = read_password()?;
-                ops::user_create(store, &email, &password, name.as_deref(), now).await
+                out(ops::user_create(store, &email, &password, name.as_deref(), now).await)
             }
-            UserCmd::List => ops::user_list(store).await,
-            UserCmd::Show { user } => ops::user_show(store, &user).await,
-            UserCmd::Delete { user } => ops::user_delete(store, &user).await,
-            UserCmd::Disable { user } => ops::user_set_disabled(store, &user, true, now).await,
-            UserCmd::Enable { user } => ops::user_set_disabled(store, &user, false, now).await,
+            UserCmd::List => out(ops::user_list(store).await),
+            UserCmd::Show { user } => out(ops::user_show(store, &user).await),
+            UserCmd::Delete { user } => out(ops::user_delete(store, &user).await),
+            UserCmd::Disable { user } => out(ops::user_set_disabled(store, &user, true, now).await),
+            UserCmd::Enable { user } => out(ops::user_set_disabled(store, &user, false, now).await),
         },
         Noun::Listing(cmd) => match cmd {
             ListingCmd::Add { item_id, publisher_email, group, members } => {
                 let group = group.as_deref().map(|g| (g, members.as_slice()));
-                ops::listing_add(store, &item_id, publisher_email.as_deref(), group, now).await
+                out(ops::listing_add(store, &item_id, publisher_email.as_deref(), group, now).await)
             }
-            ListingCmd::Show { item_id } => ops::listing_show(&StoreDirectory(store), &item_id).await,
-            ListingCmd::Remove { item_id } => ops::listing_remove(store, &item_id).await,
+            ListingCmd::Show { item_id } => out(ops::listing_show(&StoreDirectory(store), &item_id).await),
+            ListingCmd::Remove { item_id } => out(ops::listing_remove(store, &item_id).await),
         },
         Noun::Keys(cmd) => keys::keys(store, &config, cmd, now).await?,
         Noun::Secrets(cmd) => keys::secrets(store, &config, cmd).await?,
         // Opening the store ran the migrations.
         Noun::Migrate => Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url) })),
-        Noun::SeedGrants { count, per_user } => ops::seed_grants(store, count, per_user, now).await,
+        Noun::SeedGrants { count, per_user } => out(ops::seed_grants(store, count, per_user, now).await),
     };
     match result {
         Ok(value) => {
@@ -539,9 +543,10 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("latchkey admin: {e}");
+            let how = if matches!(e, AdminError::Unconfirmed(_)) { " (--confirm)" } else { "" };
+            eprintln!("latchkey admin: {e}{how}");
             Ok(match e {
-                AdminError::NotFound(_) => ExitCode::from(2),
+                AdminError::NotFound(_) | AdminError::AlreadyDeleted(_) => ExitCode::from(2),
                 _ => ExitCode::FAILURE,
             })
         }
@@ -550,6 +555,11 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
 
 /// Shows the server library's warnings (a data directory or file tightened, for example) on stderr; stdout keeps
 /// the one JSON object.
+/// A typed result as the JSON printed.
+fn out<T: serde::Serialize>(result: AdminResult<T>) -> AdminResult<serde_json::Value> {
+    result.map(|v| serde_json::to_value(v).unwrap_or_default())
+}
+
 fn warnings_to_stderr() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new("off,latchkey_server=warn"))

@@ -199,7 +199,7 @@ async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         let now = SystemClock.now();
         let fail = |e: latchkey_server::admin::AdminError| anyhow!("setup: {e}");
         let p = latchkey_server::admin::project_create(store, "bench", now).await.map_err(fail)?;
-        let project_id = p["project_id"].as_str().context("project_id")?.to_owned();
+        let project_id = p.project_id;
         latchkey_server::admin::project_set_api(store, &project_id, true).await.map_err(fail)?;
         let new = latchkey_server::admin::NewClient {
             project_id,
@@ -209,7 +209,7 @@ async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
             details: ClientDetails::default(),
         };
         let c = latchkey_server::admin::client_create(store, new, now).await.map_err(fail)?;
-        let client_id = c["client_id"].as_str().context("client_id")?.to_owned();
+        let client_id = c.client_id;
         let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6).to_lowercase());
         if password.is_empty() {
             password = latchkey_core::secret::random_b64(18);

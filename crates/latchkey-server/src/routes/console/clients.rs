@@ -109,14 +109,13 @@ pub async fn clients_post(State(state): State<AppState>, Path(project): Path<Str
     };
     match admin::client_create(store, forms::new_client(&form, &project, t), state.clock.now()).await {
         Ok(v) => {
-            let id = v["client_id"].as_str().unwrap_or_default().to_owned();
-            let secret = v["client_secret"].as_str().unwrap_or_default().to_owned();
+            let id = v.client_id;
             let view = SecretPage {
                 layout: form.dev.layout,
-                heading: format!("{} created", v["name"].as_str().unwrap_or("Client")),
+                heading: format!("{} created", v.name),
                 shown: vec![
                     Shown { label: "Client ID", value: id.clone(), id: "client-id" },
-                    Shown { label: "Client secret", value: secret, id: "client-secret" },
+                    Shown { label: "Client secret", value: v.client_secret.unwrap_or_default(), id: "client-secret" },
                 ],
                 note: "The client secret is shown only this once: latchkey keeps only a hash of it. Installed apps \
                        need not send it; if yours does, store it now."
