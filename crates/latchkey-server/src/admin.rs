@@ -439,7 +439,7 @@ pub async fn user_create(
         created_at: now,
     };
     match store.create_user(&user, &channel).await {
-        Err(StoreError::Conflict(_)) => Err(AdminError::Invalid(format!("a user with e-mail {email} exists"))),
+        Err(StoreError::Conflict(_)) => Err(AdminError::Conflict(format!("a user with e-mail {email} exists"))),
         other => other.map_err(AdminError::from),
     }?;
     Ok(UserCreated { user_id: id, email: email.into(), name, channel_id: channel.id })

@@ -3,6 +3,7 @@
 mod admin;
 mod app;
 mod bench;
+mod output;
 mod serve;
 
 use clap::{Args, Parser, Subcommand};
@@ -32,6 +33,11 @@ enum Command {
     App(app::AppArgs),
     /// Load-tests a running server over HTTPS keep-alive connections (see docs/benchmarks.md).
     Bench(Box<bench::BenchArgs>),
+    /// Prints a shell completion script: `latchkey completions bash > /etc/bash_completion.d/latchkey`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Where the configuration comes from; flags win over `LATCHKEY_*` variables, which win over the file.
@@ -60,6 +66,28 @@ pub struct ConfigArgs {
     public_url: Option<String>,
 }
 
+/// Where the store is, for the commands that only use the store (`admin`).
+#[derive(Args, Clone, Default)]
+pub struct StoreArgs {
+    /// A TOML configuration file (see docs/configuration.md).
+    #[arg(long, env = "LATCHKEY_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// The data directory (SQLite database, system secret). Default ./latchkey-data.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// The database URL: sqlite://PATH or postgres://USER@HOST:PORT/DB. Default sqlite://<data-dir>/latchkey.db.
+    #[arg(long, global = true)]
+    database_url: Option<String>,
+}
+
+impl StoreArgs {
+    /// The configuration these flags, the environment and the file describe.
+    pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
+        let StoreArgs { config, data_dir, database_url } = self.clone();
+        ConfigArgs { config, data_dir, database_url, ..ConfigArgs::default() }.load()
+    }
+}
+
 impl ConfigArgs {
     /// The configuration these flags, the environment and the file describe.
     pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
@@ -80,7 +108,14 @@ impl ConfigArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout with success; a wrong command line exits with the usage code.
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(output::Exit::Usage as u8) } else { ExitCode::SUCCESS };
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -94,6 +129,13 @@ fn main() -> ExitCode {
             Command::Admin(args) => admin::run(*args).await,
             Command::App(args) => app::run(args).await,
             Command::Bench(args) => bench::run(*args).await,
+            Command::Completions { shell } => {
+                let mut command = <Cli as clap::CommandFactory>::command();
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut command, "latchkey", &mut script);
+                std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     match result {

@@ -87,6 +87,12 @@ pub async fn project_create_owned(
     Ok(ProjectView { role: Some(ProjectRole::Owner.as_str()), ..created })
 }
 
+/// Creates a project owned by an existing account, named by e-mail address or id (`admin project create --owner`).
+pub async fn project_create_for(store: &dyn Store, name: &str, owner: &str, now: UnixTime) -> AdminResult<ProjectView> {
+    let owner = find_user(store, owner).await?;
+    project_create_owned(store, name, &owner.id, now).await
+}
+
 /// Deletes a project for its owner (an editor is refused): [`super::project_delete`], the operation the CLI
 /// runs, so its clients go with it for good.
 pub async fn project_delete_owned(store: &dyn Store, access: &Access) -> AdminResult<ProjectDeleted> {

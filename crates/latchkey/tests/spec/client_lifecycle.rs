@@ -161,6 +161,7 @@ fn cli(dir: &Path, args: &[&str]) -> (i32, serde_json::Value, String) {
 fn the_admin_cli_restores_edits_and_purges_clients_and_runs_app_check_and_listings() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
+    assert_eq!(cli(d, &["migrate"]).0, 0, "only migrate (or serve) creates a store");
     let (code, project, _) = cli(d, &["project", "create", "--name", "P"]);
     assert_eq!(code, 0);
     let project = project["project_id"].as_str().expect("id").to_owned();
@@ -174,7 +175,7 @@ fn the_admin_cli_restores_edits_and_purges_clients_and_runs_app_check_and_listin
     assert_eq!(code, 0, "{err}");
     assert_eq!((updated["name"].as_str(), updated["store_id"].as_str()), (Some("Phone 2"), Some("123")));
     let (code, _, err) = cli(d, &["client", "update", &id, "--bundle-id", "com.example.other"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 5);
     assert!(err.contains("frozen once App Check is used"), "{err}");
 
     assert_eq!(cli(d, &["client", "delete", &id]).0, 0);
@@ -182,15 +183,15 @@ fn the_admin_cli_restores_edits_and_purges_clients_and_runs_app_check_and_listin
     assert_eq!(code, 0, "{err}");
     assert_eq!(restored["restored"], true);
     let (code, _, err) = cli(d, &["client", "restore", &id]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 5);
     assert!(err.contains("not deleted"), "{err}");
-    assert_eq!(cli(d, &["client", "restore", "lkapp-nope"]).0, 2);
+    assert_eq!(cli(d, &["client", "restore", "lkapp-nope"]).0, 3);
 
     // App Check from the CLI (the default 15-minute delay: the change is pending).
     let (code, s, err) = cli(d, &["client", "app-check", "status", &id]);
     assert_eq!((code, s["state"].as_str()), (0, Some("enabled")), "{err}");
     let (code, _, err) = cli(d, &["client", "app-check", "enforce", &id]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 5);
     assert!(err.contains("must be confirmed"), "{err}");
     let (code, s, err) = cli(d, &["client", "app-check", "enforce", &id, "--confirm"]);
     assert_eq!(code, 0, "{err}");
@@ -207,7 +208,7 @@ fn the_admin_cli_restores_edits_and_purges_clients_and_runs_app_check_and_listin
     assert_eq!(code, 0, "{err}");
     let ext = ext["client_id"].as_str().expect("id").to_owned();
     let (code, _, err) = cli(d, &["client", "verify-ownership", &ext, "--developer", "a@example.com"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 5);
     assert!(err.contains("a listing with the same item ID"), "{err}");
     let listing = ["listing", "add", "--item-id", "abcdefgh", "--group", "Studio", "--member", "a@example.com"];
     assert_eq!(cli(d, &listing).0, 0);
@@ -215,7 +216,7 @@ fn the_admin_cli_restores_edits_and_purges_clients_and_runs_app_check_and_listin
     let (code, v, err) = cli(d, &["client", "verify-ownership", &ext, "--developer", "a@example.com"]);
     assert_eq!((code, v["ownership_verified"].as_bool()), (0, Some(true)), "{err}");
     assert_eq!(cli(d, &["listing", "remove", "abcdefgh"]).0, 0);
-    assert_eq!(cli(d, &["listing", "show", "abcdefgh"]).0, 2);
+    assert_eq!(cli(d, &["listing", "show", "abcdefgh"]).0, 3);
 
     let (code, counts, err) = cli(d, &["client", "purge"]);
     assert_eq!(code, 0, "{err}");
