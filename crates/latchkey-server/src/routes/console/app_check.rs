@@ -3,9 +3,8 @@
 //! (browser-extension clients: Verify Ownership).
 
 use super::auth::{Developer, Posted};
-use super::clients::access_client;
 use super::projects::row;
-use super::see_other;
+use super::{access_client, see_other};
 use crate::admin::members::Access;
 use crate::admin::results::HourCount;
 use crate::admin::{self, AdminError, StoreDirectory};

@@ -3,7 +3,7 @@
 use super::app_check::client_page;
 use super::auth::{Developer, Posted};
 use super::projects::{refused, row};
-use super::{forms, see_other, Done};
+use super::{access_client, forms, see_other, Done};
 use crate::admin::members::{self, Access};
 use crate::admin::{self, AdminError};
 use crate::state::AppState;
@@ -13,19 +13,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use latchkey_core::client::{Client, ClientType, FieldError};
-
-/// The developer's access to the project and the client in it, or the page saying there is no such thing.
-pub(super) async fn access_client(
-    state: &AppState,
-    dev: &Developer,
-    project: &str,
-    client_id: &str,
-) -> Result<(Access, Client), Response> {
-    let store = &*state.store;
-    let access = members::project_access(store, project, &dev.user.id).await.map_err(|e| dev.failure(&e))?;
-    let client = members::client_of(store, &access, client_id).await.map_err(|e| dev.failure(&e))?;
-    Ok((access, client))
-}
 
 /// The `type` query parameter of the new-client page.
 #[derive(serde::Deserialize)]
