@@ -6,6 +6,7 @@
 use crate::output::{self, Exit};
 use crate::StoreArgs;
 use clap::{Args, Subcommand};
+use ids::{ClientId, ItemId, ProjectId, UserRef};
 use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
@@ -14,6 +15,7 @@ use latchkey_server::admin::{self as ops, api_keys, members, AdminResult, Client
 use std::io::Read;
 use std::process::ExitCode;
 
+mod ids;
 mod keys;
 
 /// `latchkey admin` and its global options.
@@ -64,33 +66,6 @@ enum Noun {
         per_user: u64,
     },
 }
-
-/// Defines a named id flag `--$flag` with the hidden positional form of earlier releases (kept for one release).
-macro_rules! id_arg {
-    ($name:ident, $field:ident, $legacy:ident, $flag:literal, $doc:literal) => {
-        #[doc = concat!("Names ", $doc, ": `--", $flag, "`.")]
-        #[derive(Args)]
-        struct $name {
-            #[doc = concat!("The ", $doc, ".")]
-            #[arg(long = $flag, required_unless_present = stringify!($legacy))]
-            $field: Option<String>,
-            /// The positional form of earlier releases.
-            #[arg(hide = true, conflicts_with = stringify!($field))]
-            $legacy: Option<String>,
-        }
-
-        impl $name {
-            fn get(self) -> String {
-                self.$field.or(self.$legacy).unwrap_or_default()
-            }
-        }
-    };
-}
-
-id_arg!(ProjectId, project, legacy_project, "project", "project id");
-id_arg!(ClientId, client, legacy_client, "client", "client id");
-id_arg!(UserRef, user, legacy_user, "user", "user, by id or e-mail address");
-id_arg!(ItemId, item_id, legacy_item_id, "item-id", "listing's item ID");
 
 #[derive(Subcommand)]
 enum ProjectCmd {

@@ -6,7 +6,7 @@
 //! the measured request is timed. With `--target oidc-provider` it drives node-oidc-provider (bench/oidc-provider)
 //! through the same steps, for the side-by-side figures. See docs/benchmarks.md.
 
-use crate::ConfigArgs;
+use crate::StoreArgs;
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use latchkey_client::{DpopKey, KeyStore};
@@ -188,12 +188,9 @@ async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         password = password.lines().next().unwrap_or_default().to_owned();
     }
     let (client_id, email, ca_file) = if args.setup {
-        let config = ConfigArgs {
-            data_dir: args.data_dir.clone(),
-            database_url: args.database_url.clone(),
-            ..ConfigArgs::default()
-        }
-        .load()?;
+        let store =
+            StoreArgs { data_dir: args.data_dir.clone(), database_url: args.database_url.clone(), config: None };
+        let config = store.load()?;
         let store = latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
         let store = &*store;
         let now = SystemClock.now();

@@ -43,15 +43,9 @@ enum Command {
 /// Where the configuration comes from; flags win over `LATCHKEY_*` variables, which win over the file.
 #[derive(Args, Clone, Default)]
 pub struct ConfigArgs {
-    /// A TOML configuration file (see docs/configuration.md).
-    #[arg(long, env = "LATCHKEY_CONFIG", global = true)]
-    config: Option<PathBuf>,
-    /// The data directory (SQLite database, generated TLS certificate). Default ./latchkey-data.
-    #[arg(long, global = true)]
-    data_dir: Option<PathBuf>,
-    /// The database URL: sqlite://PATH or postgres://USER@HOST:PORT/DB. Default sqlite://<data-dir>/latchkey.db.
-    #[arg(long, global = true)]
-    database_url: Option<String>,
+    /// The file, the data directory and the database.
+    #[command(flatten)]
+    store: StoreArgs,
     /// The HTTPS listen address. Default 127.0.0.1:8443.
     #[arg(long)]
     listen: Option<String>,
@@ -72,7 +66,7 @@ pub struct StoreArgs {
     /// A TOML configuration file (see docs/configuration.md).
     #[arg(long, env = "LATCHKEY_CONFIG", global = true)]
     config: Option<PathBuf>,
-    /// The data directory (SQLite database, system secret). Default ./latchkey-data.
+    /// The data directory (SQLite database, system secret, generated TLS certificate). Default ./latchkey-data.
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
     /// The database URL: sqlite://PATH or postgres://USER@HOST:PORT/DB. Default sqlite://<data-dir>/latchkey.db.
@@ -83,8 +77,7 @@ pub struct StoreArgs {
 impl StoreArgs {
     /// The configuration these flags, the environment and the file describe.
     pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
-        let StoreArgs { config, data_dir, database_url } = self.clone();
-        ConfigArgs { config, data_dir, database_url, ..ConfigArgs::default() }.load()
+        ConfigArgs { store: self.clone(), ..ConfigArgs::default() }.load()
     }
 }
 
@@ -97,13 +90,13 @@ impl ConfigArgs {
                 flags.insert(k.into(), toml::Value::String(v));
             }
         };
-        set("data_dir", self.data_dir.as_ref().map(|p| p.display().to_string()));
-        set("database_url", self.database_url.clone());
+        set("data_dir", self.store.data_dir.as_ref().map(|p| p.display().to_string()));
+        set("database_url", self.store.database_url.clone());
         set("listen", self.listen.clone());
         set("tls_cert", self.tls_cert.as_ref().map(|p| p.display().to_string()));
         set("tls_key", self.tls_key.as_ref().map(|p| p.display().to_string()));
         set("public_url", self.public_url.clone());
-        Ok(latchkey_server::config::Config::load(self.config.as_deref(), std::env::vars(), flags)?)
+        Ok(latchkey_server::config::Config::load(self.store.config.as_deref(), std::env::vars(), flags)?)
     }
 }
 
