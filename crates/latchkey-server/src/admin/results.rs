@@ -2,7 +2,7 @@
 //! (serialized as they are), and what the console's pages read. Times are seconds since the Unix epoch.
 
 use latchkey_core::app_check::Category;
-use latchkey_core::client::Client;
+use latchkey_core::client::{Client, ClientDetails};
 use latchkey_core::time::UnixTime;
 use latchkey_store::{ApiKey, Listing, Member, Project, ProjectRole, Publisher, User};
 use serde::Serialize;
@@ -98,20 +98,10 @@ pub struct ClientView {
     pub client_type: &'static str,
     /// Its redirect URIs.
     pub redirect_uris: Vec<String>,
-    /// Mobile: the bundle ID.
-    pub bundle_id: Option<String>,
-    /// Mobile: the app-store ID.
-    pub store_id: Option<String>,
-    /// Mobile: the team ID.
-    pub team_id: Option<String>,
-    /// Mobile: whether App Check is on.
-    pub app_check: bool,
-    /// Universal desktop: the store ID.
-    pub uwp_store_id: Option<String>,
-    /// Universal desktop: the package SID.
-    pub package_sid: Option<String>,
-    /// Browser extension: the item ID.
-    pub extension_item_id: Option<String>,
+    /// The type-specific fields (`bundle_id`, `store_id`, `team_id`, `app_check`, `uwp_store_id`, `package_sid`,
+    /// `extension_item_id`), each present (null when unset) whatever the type.
+    #[serde(flatten)]
+    pub details: ClientDetails,
     /// When it was created.
     pub created_at: i64,
     /// When it was deleted (restorable for a while).
@@ -131,20 +121,13 @@ pub struct ClientView {
 
 impl From<&Client> for ClientView {
     fn from(c: &Client) -> Self {
-        let d = &c.details;
         Self {
             client_id: c.client_id.clone(),
             project_id: c.project_id.clone(),
             name: c.name.clone(),
             client_type: c.client_type.as_str(),
             redirect_uris: c.redirect_uris.clone(),
-            bundle_id: d.bundle_id.clone(),
-            store_id: d.store_id.clone(),
-            team_id: d.team_id.clone(),
-            app_check: d.app_check,
-            uwp_store_id: d.uwp_store_id.clone(),
-            package_sid: d.package_sid.clone(),
-            extension_item_id: d.extension_item_id.clone(),
+            details: c.details.clone(),
             created_at: c.created_at.0,
             deleted_at: c.deleted_at.map(|t| t.0),
             last_used_at: c.last_used_at.map(|t| t.0),
