@@ -134,13 +134,11 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
 async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Result<(String, String)> {
     let store = &*latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
     let now = SystemClock.now();
-    let p = ops::project_create(store, "bench", now).await?;
-    let project_id = p["project_id"].as_str().context("project_id")?.to_owned();
+    let project_id = ops::project_create(store, "bench", now).await?.project_id;
     ops::project_set_api(store, &project_id, true).await?;
     let (client_type, details) = (ClientType::Desktop, ClientDetails::default());
     let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
-    let c = ops::client_create(store, new, now).await?;
-    let client_id = c["client_id"].as_str().context("client_id")?.to_owned();
+    let client_id = ops::client_create(store, new, now).await?.client_id;
     let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6).to_lowercase());
     ops::user_create(store, &email, password, Some("Bench"), now).await?;
     Ok((client_id, email))

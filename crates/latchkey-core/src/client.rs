@@ -46,7 +46,7 @@ impl ClientType {
 }
 
 /// The type-specific fields of a client; each applies to the types the spec names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ClientDetails {
     /// Mobile: the app's bundle identifier.
     pub bundle_id: Option<String>,

@@ -1,21 +1,27 @@
 //! Administrative operations on the store, shared by the `latchkey admin` CLI, the console's pages and its JSON
-//! API: each returns the JSON object the CLI prints and the API sends. Who may act on a project (its members)
+//! API: each returns a typed result of [`results`] (which the CLI prints and the API sends, serialized) or a typed
+//! [`AdminError`]. Who may act on a project (its members)
 //! is checked in [`members`]; the console's API keys live in [`api_keys`], the signing keys and the system
 //! secrets that encrypt them in [`signing_keys`].
 
 pub mod api_keys;
 pub mod members;
+pub mod results;
 pub mod signing_keys;
 
 pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
 
 use crate::password;
-use latchkey_core::app_check::{self, AppCheckAction, AppCheckState, Category};
-use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError};
+use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
+use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError, RestoreRefusal};
 use latchkey_core::secret::{random_bytes, Secret};
 use latchkey_core::time::UnixTime;
 use latchkey_store::{Channel, NewUser, Project, Store, StoreError, User};
-use serde_json::{json, Value};
+use results::{
+    ApiSwitched, AppCheckMetrics, AppCheckStatus, ClientChanged, ClientList, ClientView, DebugSecret, HourCount,
+    ProjectDeleted, ProjectDetail, ProjectList, ProjectView, Purged, UserChanged, UserCreated, UserDetail, UserList,
+    UserView,
+};
 
 mod listings;
 pub use listings::{listing_add, listing_remove, listing_show, verify_ownership, ListingDirectory, StoreDirectory};
@@ -38,6 +44,15 @@ pub enum AdminError {
     /// The change conflicts with the current state (a member already added, the last owner).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The client is deleted already.
+    #[error("conflict: client {0} is deleted already")]
+    AlreadyDeleted(String),
+    /// The client cannot be restored (it is not deleted, or its restore window has passed).
+    #[error("invalid: client {0}: {1}")]
+    NotRestorable(String, RestoreRefusal),
+    /// An App Check action that must be confirmed was not (`enforcing`, `unenforcing`): each surface says how to.
+    #[error("invalid: {0} must be confirmed")]
+    Unconfirmed(&'static str),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -48,7 +63,7 @@ fn fields_text(errors: &[FieldError]) -> String {
 }
 
 /// The result of an administrative operation.
-pub type AdminResult = Result<Value, AdminError>;
+pub type AdminResult<T = serde_json::Value> = Result<T, AdminError>;
 
 /// A random identifier of lower-case letters and digits.
 pub(crate) fn random_id(len: usize) -> String {
@@ -61,50 +76,50 @@ fn random_digits(len: usize) -> String {
 }
 
 /// Creates a project.
-pub async fn project_create(store: &dyn Store, name: &str, now: UnixTime) -> AdminResult {
+pub async fn project_create(store: &dyn Store, name: &str, now: UnixTime) -> AdminResult<ProjectView> {
     let name = name.trim();
     if name.is_empty() {
         return Err(AdminError::Invalid("a project needs a name".into()));
     }
     let id = format!("project-{}", random_id(10));
     store.create_project(&Project { id: id.clone(), name: name.into(), api_enabled: false, created_at: now }).await?;
-    Ok(json!({ "project_id": id, "name": name, "api_enabled": false }))
+    Ok(ProjectView { project_id: id, name: name.into(), api_enabled: false, created_at: None, role: None })
 }
 
 /// Enables or disables the data API of a project.
-pub async fn project_set_api(store: &dyn Store, id: &str, enabled: bool) -> AdminResult {
+pub async fn project_set_api(store: &dyn Store, id: &str, enabled: bool) -> AdminResult<ApiSwitched> {
     if !store.set_api_enabled(id, enabled).await? {
         return Err(AdminError::NotFound(format!("project {id}")));
     }
-    Ok(json!({ "project_id": id, "api_enabled": enabled }))
-}
-
-pub(crate) fn project_json(p: &Project) -> Value {
-    json!({ "project_id": p.id, "name": p.name, "api_enabled": p.api_enabled, "created_at": p.created_at.0 })
+    Ok(ApiSwitched { project_id: id.into(), api_enabled: enabled })
 }
 
 /// Lists projects.
-pub async fn project_list(store: &dyn Store) -> AdminResult {
-    Ok(json!({ "projects": store.projects().await?.iter().map(project_json).collect::<Vec<_>>() }))
+pub async fn project_list(store: &dyn Store) -> AdminResult<ProjectList> {
+    Ok(ProjectList { projects: store.projects().await?.iter().map(|p| ProjectView::of(p, None)).collect() })
 }
 
 /// Shows a project with its clients.
-pub async fn project_show(store: &dyn Store, id: &str) -> AdminResult {
+pub async fn project_show(store: &dyn Store, id: &str) -> AdminResult<ProjectDetail> {
     let p = store.project(id).await?.ok_or_else(|| AdminError::NotFound(format!("project {id}")))?;
-    let mut v = project_json(&p);
-    v["clients"] = store.clients(Some(id)).await?.iter().map(client_json).collect();
-    Ok(v)
+    project_detail(store, ProjectView::of(&p, None)).await
+}
+
+/// A project with its clients.
+pub(crate) async fn project_detail(store: &dyn Store, project: ProjectView) -> AdminResult<ProjectDetail> {
+    let clients = store.clients(Some(&project.project_id)).await?.iter().map(ClientView::from).collect();
+    Ok(ProjectDetail { project, clients })
 }
 
 /// Deletes a project for good, with every client of it (live ones, and deleted ones still in their restore
 /// window: none can be restored) and their grants and authorization codes, and its memberships. Apps using its
 /// clients stop working at once. `clients_deleted` counts the clients it had.
-pub async fn project_delete(store: &dyn Store, id: &str) -> AdminResult {
+pub async fn project_delete(store: &dyn Store, id: &str) -> AdminResult<ProjectDeleted> {
     let clients = store.clients(Some(id)).await?.len();
     if !store.delete_project(id).await? {
         return Err(AdminError::NotFound(format!("project {id}")));
     }
-    Ok(json!({ "project_id": id, "deleted": true, "clients_deleted": clients }))
+    Ok(ProjectDeleted { project_id: id.into(), deleted: true, clients_deleted: clients })
 }
 
 /// What a new client is made of.
@@ -150,7 +165,7 @@ fn foreign_fields(t: ClientType, given: &[(&'static str, bool)]) -> Vec<FieldErr
 }
 
 /// Creates a client; the secret is shown this once. A type-specific field of another type is refused.
-pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> AdminResult {
+pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> AdminResult<ClientView> {
     if store.project(&new.project_id).await?.is_none() {
         return Err(AdminError::NotFound(format!("project {}", new.project_id)));
     }
@@ -196,51 +211,26 @@ pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> 
         ownership_verified_at: None,
     };
     store.create_client(&client).await?;
-    let mut v = client_json(&client);
-    v["client_secret"] = secret.into_inner().into();
-    Ok(v)
-}
-
-pub(crate) fn client_json(c: &Client) -> Value {
-    json!({
-        "client_id": c.client_id,
-        "project_id": c.project_id,
-        "name": c.name,
-        "type": c.client_type.as_str(),
-        "redirect_uris": c.redirect_uris,
-        "bundle_id": c.details.bundle_id,
-        "store_id": c.details.store_id,
-        "team_id": c.details.team_id,
-        "app_check": c.details.app_check,
-        "uwp_store_id": c.details.uwp_store_id,
-        "package_sid": c.details.package_sid,
-        "extension_item_id": c.details.extension_item_id,
-        "created_at": c.created_at.0,
-        "deleted_at": c.deleted_at.map(|t| t.0),
-        "last_used_at": c.last_used_at.map(|t| t.0),
-        "app_check_state": c.app_check.state.as_str(),
-        "app_check_pending": c.app_check.pending.map(|(s, at)| json!({ "state": s.as_str(), "effective_at": at.0 })),
-        "ownership_verified_at": c.ownership_verified_at.map(|t| t.0),
-    })
+    Ok(ClientView { client_secret: Some(secret.into_inner()), ..ClientView::from(&client) })
 }
 
 /// Lists clients, of one project or all.
-pub async fn client_list(store: &dyn Store, project_id: Option<&str>) -> AdminResult {
-    Ok(json!({ "clients": store.clients(project_id).await?.iter().map(client_json).collect::<Vec<_>>() }))
+pub async fn client_list(store: &dyn Store, project_id: Option<&str>) -> AdminResult<ClientList> {
+    Ok(ClientList { clients: store.clients(project_id).await?.iter().map(ClientView::from).collect() })
 }
 
 /// Shows a client (never its secret, which is stored only as a hash).
-pub async fn client_show(store: &dyn Store, client_id: &str) -> AdminResult {
-    let c = find_client(store, client_id).await?;
-    Ok(client_json(&c))
+pub async fn client_show(store: &dyn Store, client_id: &str) -> AdminResult<ClientView> {
+    Ok(ClientView::from(&find_client(store, client_id).await?))
 }
 
-/// Deletes a client (restorable for `client_restore_days`, 30 by default).
-pub async fn client_delete(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult {
-    if !store.delete_client(client_id, now).await? {
-        return Err(AdminError::NotFound(format!("live client {client_id}")));
+/// Deletes a client (restorable for `client_restore_days`, 30 by default); a deleted one is refused.
+pub async fn client_delete(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult<ClientChanged> {
+    let c = find_client(store, client_id).await?;
+    if c.deleted_at.is_some() || !store.delete_client(client_id, now).await? {
+        return Err(AdminError::AlreadyDeleted(client_id.into()));
     }
-    Ok(json!({ "client_id": client_id, "deleted": true }))
+    Ok(ClientChanged { client_id: client_id.into(), deleted: Some(true), restored: None })
 }
 
 /// The client-lifecycle settings (`client_unused_days`, `client_restore_days`).
@@ -263,14 +253,20 @@ pub(crate) async fn find_client(store: &dyn Store, client_id: &str) -> Result<Cl
 }
 
 /// Restores a deleted client within the restore window: its grants work again.
-pub async fn client_restore(store: &dyn Store, client_id: &str, lifecycle: Lifecycle, now: UnixTime) -> AdminResult {
+pub async fn client_restore(
+    store: &dyn Store,
+    client_id: &str,
+    lifecycle: Lifecycle,
+    now: UnixTime,
+) -> AdminResult<ClientChanged> {
     let c = find_client(store, client_id).await?;
-    client::check_restore(c.deleted_at, now, lifecycle.restore_days)
-        .map_err(|e| AdminError::Invalid(format!("client {client_id}: {e}")))?;
+    let refused = |e| AdminError::NotRestorable(client_id.into(), e);
+    client::check_restore(c.deleted_at, now, lifecycle.restore_days).map_err(refused)?;
+    // Restored or purged meanwhile.
     if !store.restore_client(client_id, client::purge_cutoff(now, lifecycle.restore_days)).await? {
-        return Err(AdminError::Invalid(format!("client {client_id} cannot be restored")));
+        return Err(refused(RestoreRefusal::WindowPassed { restore_days: lifecycle.restore_days }));
     }
-    Ok(json!({ "client_id": client_id, "restored": true }))
+    Ok(ClientChanged { client_id: client_id.into(), deleted: None, restored: Some(true) })
 }
 
 /// An edit of a client: each field given replaces the stored one.
@@ -296,7 +292,7 @@ pub struct ClientEdit {
 
 /// Edits a live client: a field of another type is refused, the type's rules are checked again and the bundle
 /// ID is frozen once App Check is used.
-pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit) -> AdminResult {
+pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit) -> AdminResult<ClientView> {
     let old = find_client(store, client_id).await?;
     let foreign = foreign_fields(
         old.client_type,
@@ -343,15 +339,15 @@ pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit)
     if !store.update_client(&new).await? {
         return Err(AdminError::NotFound(format!("client {client_id}")));
     }
-    Ok(client_json(&new))
+    Ok(ClientView::from(&new))
 }
 
 /// Deletes (restorably) the clients unused for `unused_days`, and purges with their grants the clients
 /// deleted more than `restore_days` ago. Run by the server's upkeep and by `latchkey admin client purge`.
-pub async fn client_purge(store: &dyn Store, lifecycle: Lifecycle, now: UnixTime) -> AdminResult {
+pub async fn client_purge(store: &dyn Store, lifecycle: Lifecycle, now: UnixTime) -> AdminResult<Purged> {
     let deleted_unused = store.delete_unused_clients(client::unused_cutoff(now, lifecycle.unused_days), now).await?;
     let purged = store.purge_deleted_clients(client::purge_cutoff(now, lifecycle.restore_days)).await?;
-    Ok(json!({ "deleted_unused": deleted_unused, "purged": purged }))
+    Ok(Purged { deleted_unused, purged })
 }
 
 /// Applies an App Check action (spec "App Check (mobile-platform client)"); the change takes effect after
@@ -363,60 +359,55 @@ pub async fn client_app_check(
     confirmed: bool,
     propagation_secs: i64,
     now: UnixTime,
-) -> AdminResult {
+) -> AdminResult<AppCheckStatus> {
     let mut c = find_client(store, client_id).await?;
     if c.deleted_at.is_some() {
         return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
     }
-    c.app_check = app_check::apply(&c, c.app_check, action, confirmed, now, propagation_secs)
-        .map_err(|e| AdminError::Invalid(format!("client {client_id}: {e}")))?;
+    c.app_check = app_check::apply(&c, c.app_check, action, confirmed, now, propagation_secs).map_err(|e| match e {
+        AppCheckError::NotConfirmed(what) => AdminError::Unconfirmed(what),
+        e => AdminError::Invalid(format!("client {client_id}: {e}")),
+    })?;
     // The switch of the client's fields follows the state asked for: on, the bundle ID is frozen.
     c.details.app_check = c.app_check.target() != AppCheckState::Disabled;
     if !store.update_client(&c).await? {
         return Err(AdminError::NotFound(format!("client {client_id}")));
     }
-    Ok(app_check_status_json(&c, now))
-}
-
-fn app_check_status_json(c: &Client, now: UnixTime) -> Value {
-    json!({
-        "client_id": c.client_id,
-        "state": c.app_check.effective(now).as_str(),
-        "pending": c.app_check.pending.filter(|(_, at)| *at > now)
-            .map(|(s, at)| json!({ "state": s.as_str(), "effective_at": at.0 })),
-    })
+    Ok(AppCheckStatus::of(&c, now))
 }
 
 /// The App Check state in force and the change on its way.
-pub async fn client_app_check_status(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult {
-    let c = find_client(store, client_id).await?;
-    Ok(app_check_status_json(&c, now))
+pub async fn client_app_check_status(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult<AppCheckStatus> {
+    Ok(AppCheckStatus::of(&find_client(store, client_id).await?, now))
 }
 
 /// App Check counts of the last `hours` hours, per hour and category.
-pub async fn client_app_check_metrics(store: &dyn Store, client_id: &str, hours: i64, now: UnixTime) -> AdminResult {
+pub async fn client_app_check_metrics(
+    store: &dyn Store,
+    client_id: &str,
+    hours: i64,
+    now: UnixTime,
+) -> AdminResult<AppCheckMetrics> {
     let c = find_client(store, client_id).await?;
     let since = UnixTime(now.0 - now.0.rem_euclid(3600) - (hours.max(1) - 1) * 3600);
     let counts = store.app_check_metrics(&c.client_id, since).await?;
-    let mut totals = serde_json::Map::new();
-    for category in Category::ALL {
-        let n: u64 = counts.iter().filter(|m| m.category == category).map(|m| m.count).sum();
-        totals.insert(category.as_str().into(), n.into());
-    }
-    let hourly: Vec<Value> =
-        counts.iter().map(|m| json!({ "hour": m.hour.0, "category": m.category.as_str(), "count": m.count })).collect();
-    Ok(json!({ "client_id": c.client_id, "since": since.0, "totals": totals, "hourly": hourly }))
+    let totals = Category::ALL
+        .iter()
+        .map(|&k| (k.as_str(), counts.iter().filter(|m| m.category == k).map(|m| m.count).sum()))
+        .collect();
+    let hourly = counts.iter().map(|m| HourCount { hour: m.hour.0, category: m.category, count: m.count }).collect();
+    Ok(AppCheckMetrics { client_id: c.client_id, since: since.0, totals, hourly })
 }
 
 /// Registers a new debug secret for a mobile client (replacing any earlier one); shown this once.
-pub async fn client_app_check_debug_secret(store: &dyn Store, client_id: &str) -> AdminResult {
+pub async fn client_app_check_debug_secret(store: &dyn Store, client_id: &str) -> AdminResult<DebugSecret> {
     let c = find_client(store, client_id).await?;
     if c.client_type != ClientType::Mobile {
         return Err(AdminError::Invalid("App Check is available for mobile-platform clients only".into()));
     }
     let secret = Secret::generate("lkd_");
     store.set_app_check_debug_secret(client_id, Some(&secret.hash())).await?;
-    Ok(json!({ "client_id": client_id, "debug_secret": secret.into_inner() }))
+    Ok(DebugSecret { client_id: client_id.into(), debug_secret: secret.into_inner() })
 }
 
 /// Creates a user and their channel.
@@ -426,7 +417,7 @@ pub async fn user_create(
     password: &str,
     name: Option<&str>,
     now: UnixTime,
-) -> AdminResult {
+) -> AdminResult<UserCreated> {
     let email = email.trim();
     if !valid_email(email) {
         return Err(AdminError::Invalid(format!("not an e-mail address: {email}")));
@@ -446,10 +437,10 @@ pub async fn user_create(
         created_at: now,
     };
     match store.create_user(&user, &channel).await {
-        Err(StoreError::Conflict(_)) => Err(AdminError::Invalid(format!("a user with e-mail {email} exists"))),
+        Err(StoreError::Conflict(_)) => Err(AdminError::Conflict(format!("a user with e-mail {email} exists"))),
         other => other.map_err(AdminError::from),
     }?;
-    Ok(json!({ "user_id": id, "email": email, "name": name, "channel_id": channel.id }))
+    Ok(UserCreated { user_id: id, email: email.into(), name, channel_id: channel.id })
 }
 
 pub(crate) fn valid_email(email: &str) -> bool {
@@ -461,14 +452,9 @@ pub(crate) fn valid_email(email: &str) -> bool {
         && !email.contains(char::is_whitespace)
 }
 
-fn user_json(u: &User) -> Value {
-    json!({ "user_id": u.id, "email": u.email, "name": u.name, "created_at": u.created_at.0,
-            "disabled_at": u.disabled_at.map(|t| t.0) })
-}
-
 /// Lists users.
-pub async fn user_list(store: &dyn Store) -> AdminResult {
-    Ok(json!({ "users": store.users().await?.iter().map(user_json).collect::<Vec<_>>() }))
+pub async fn user_list(store: &dyn Store) -> AdminResult<UserList> {
+    Ok(UserList { users: store.users().await?.iter().map(UserView::from).collect() })
 }
 
 pub(crate) async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<User, AdminError> {
@@ -480,23 +466,26 @@ pub(crate) async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<Us
 }
 
 /// Shows a user, by id or e-mail.
-pub async fn user_show(store: &dyn Store, id_or_email: &str) -> AdminResult {
+pub async fn user_show(store: &dyn Store, id_or_email: &str) -> AdminResult<UserDetail> {
     let u = find_user(store, id_or_email).await?;
-    let mut v = user_json(&u);
-    v["channel_id"] = store.channel_of(&u.id).await?.map(|c| c.id).into();
-    Ok(v)
+    Ok(UserDetail { channel_id: store.channel_of(&u.id).await?.map(|c| c.id), user: UserView::from(&u) })
 }
 
 /// Deletes a user with their channel, sessions and grants.
-pub async fn user_delete(store: &dyn Store, id_or_email: &str) -> AdminResult {
+pub async fn user_delete(store: &dyn Store, id_or_email: &str) -> AdminResult<UserChanged> {
     let u = find_user(store, id_or_email).await?;
     store.delete_user(&u.id).await?;
-    Ok(json!({ "user_id": u.id, "deleted": true }))
+    Ok(UserChanged { user_id: u.id, deleted: Some(true), disabled: None })
 }
 
 /// Disables or re-enables a user; a disabled user cannot sign in and their tokens stop working.
-pub async fn user_set_disabled(store: &dyn Store, id_or_email: &str, disabled: bool, now: UnixTime) -> AdminResult {
+pub async fn user_set_disabled(
+    store: &dyn Store,
+    id_or_email: &str,
+    disabled: bool,
+    now: UnixTime,
+) -> AdminResult<UserChanged> {
     let u = find_user(store, id_or_email).await?;
     store.set_user_disabled(&u.id, disabled.then_some(now)).await?;
-    Ok(json!({ "user_id": u.id, "disabled": disabled }))
+    Ok(UserChanged { user_id: u.id, deleted: None, disabled: Some(disabled) })
 }

@@ -247,9 +247,11 @@ impl IntoResponse for ApiError {
 pub fn admin_status(e: &AdminError) -> (StatusCode, &'static str) {
     match e {
         AdminError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-        AdminError::Invalid(_) | AdminError::Fields(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+        AdminError::Invalid(_) | AdminError::Fields(_) | AdminError::NotRestorable(..) | AdminError::Unconfirmed(_) => {
+            (StatusCode::BAD_REQUEST, "invalid_request")
+        }
         AdminError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-        AdminError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+        AdminError::Conflict(_) | AdminError::AlreadyDeleted(_) => (StatusCode::CONFLICT, "conflict"),
         AdminError::Store(StoreError::Unavailable(detail)) => {
             tracing::warn!(%detail, "store unavailable");
             (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
@@ -269,6 +271,9 @@ pub fn admin_message(e: &AdminError) -> String {
             format!("There is no such {what}, or you are not a member of its project.")
         }
         AdminError::Invalid(m) | AdminError::Forbidden(m) | AdminError::Conflict(m) => sentence(m),
+        AdminError::AlreadyDeleted(id) => sentence(&format!("client {id} is deleted already")),
+        AdminError::NotRestorable(id, why) => sentence(&format!("client {id}: {why}")),
+        AdminError::Unconfirmed(what) => sentence(&format!("{what} must be confirmed")),
         AdminError::Fields(errors) => errors.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join(" "),
         AdminError::Store(StoreError::Unavailable(_)) => {
             "The service is temporarily unavailable; retry shortly.".into()
@@ -320,9 +325,17 @@ impl ConsoleApiError {
 }
 
 impl From<AdminError> for ConsoleApiError {
+    /// As on the pages, except that a refused restore is a conflict with the client's state (409), and an
+    /// unconfirmed action names the body's `confirm` member.
     fn from(e: AdminError) -> Self {
-        let (status, error) = admin_status(&e);
-        let description = admin_message(&e);
+        let (status, error) = match e {
+            AdminError::NotRestorable(..) => (StatusCode::CONFLICT, "conflict"),
+            _ => admin_status(&e),
+        };
+        let description = match e {
+            AdminError::Unconfirmed(what) => sentence(&format!("{what} must be confirmed (\"confirm\": true)")),
+            _ => admin_message(&e),
+        };
         let fields = match e {
             AdminError::Fields(errors) => errors,
             _ => Vec::new(),

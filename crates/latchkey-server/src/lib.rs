@@ -175,7 +175,7 @@ async fn maintain(state: AppState) {
             }
             _ = lifecycle.tick() => {
                 match admin::client_purge(&*state.store, state.config.client_lifecycle(), state.clock.now()).await {
-                    Ok(counts) => tracing::debug!(%counts, "client lifecycle"),
+                    Ok(c) => tracing::debug!(c.deleted_unused, c.purged, "client lifecycle"),
                     Err(e) => tracing::warn!(error = %e, "deleting unused clients and purging deleted ones"),
                 }
             }

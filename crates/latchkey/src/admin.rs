@@ -1,23 +1,31 @@
-//! `latchkey admin <noun> <verb>`: prints one JSON object on stdout; errors go to stderr with exit code 1
-//! (2 for "not found").
+//! `latchkey admin <noun> <verb>`: prints one JSON object on stdout, and a failure as JSON on stderr with the exit
+//! codes of [`crate::output::Exit`]. Things are named by flags (`--project`, `--client`, `--user`, `--item-id`);
+//! the positional forms of earlier releases still work, hidden, for one release. Only `admin migrate` creates a
+//! store: every other command refuses a data directory without one.
 
-use crate::ConfigArgs;
+use crate::output::{self, Exit};
+use crate::StoreArgs;
 use clap::{Args, Subcommand};
+use ids::{ClientId, ItemId, ProjectId, UserRef};
 use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::{Clock, SystemClock};
-use latchkey_server::admin::{self as ops, api_keys, members, AdminError, ClientEdit, NewClient, StoreDirectory};
+use latchkey_server::admin::{self as ops, api_keys, members, AdminResult, ClientEdit, NewClient, StoreDirectory};
 use std::io::Read;
 use std::process::ExitCode;
 
+mod ids;
 mod keys;
 
 /// `latchkey admin` and its global options.
 #[derive(Args)]
 pub struct AdminArgs {
     #[command(flatten)]
-    config: ConfigArgs,
+    config: StoreArgs,
+    /// Indents the JSON printed (the default on a terminal).
+    #[arg(long, global = true)]
+    pretty: bool,
     #[command(subcommand)]
     noun: Noun,
 }
@@ -45,7 +53,7 @@ enum Noun {
     /// The system secrets that encrypt the signing keys in the store.
     #[command(subcommand)]
     Secrets(SecretsCmd),
-    /// Runs the store's migrations and exits (`serve` also runs them at start-up).
+    /// Creates the store, or runs its migrations, and exits (`serve` also does at start-up).
     Migrate,
 }
 
@@ -56,6 +64,9 @@ enum ProjectCmd {
         /// The project's name.
         #[arg(long)]
         name: String,
+        /// Its owner: the e-mail address (or id) of an existing account, who then sees it in the console.
+        #[arg(long)]
+        owner: Option<String>,
     },
     /// Enables the data API for a project (the flow needs it).
     EnableApi {
@@ -72,15 +83,9 @@ enum ProjectCmd {
     /// Lists projects.
     List,
     /// Shows a project and its clients.
-    Show {
-        /// The project id.
-        id: String,
-    },
+    Show(ProjectId),
     /// Deletes a project for good with all its clients (deleted ones too: none can be restored) and their grants.
-    Delete {
-        /// The project id.
-        id: String,
-    },
+    Delete(ProjectId),
     /// The project's members: the developers who see and manage it in the console.
     #[command(subcommand)]
     Member(MemberCmd),
@@ -169,18 +174,18 @@ enum ClientCmd {
     },
     /// Shows a client.
     Show {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
     /// Deletes a client (restorable within `client_restore_days`, 30 by default).
     Delete {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
     /// Restores a deleted client within the restore window; its tokens work again.
     Restore {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
     /// Edits a client: each option given replaces the stored value (an empty value clears an optional field).
     Update(ClientUpdate),
@@ -190,8 +195,8 @@ enum ClientCmd {
     /// Owner verification of a browser-extension client: succeeds when a listing with the client's item ID is
     /// registered (`latchkey admin listing add`) and the developer is its publisher or a member of its group.
     VerifyOwnership {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
         /// The developer's e-mail address.
         #[arg(long)]
         developer: String,
@@ -205,47 +210,47 @@ enum ClientCmd {
 enum AppCheckCmd {
     /// disabled → enabled, not enforced (needs a team ID and a bundle ID without *): requests are counted.
     Enable {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
     /// enabled → enforced: only requests with a valid App Check token succeed.
     Enforce {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
         /// Confirms that unverified requests will be rejected.
         #[arg(long)]
         confirm: bool,
     },
     /// enforced → enabled, not enforced: all requests are allowed again.
     Unenforce {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
         /// Confirms the change.
         #[arg(long)]
         confirm: bool,
     },
     /// enabled (either) → disabled: monitoring and enforcement stop.
     Disable {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
     /// The state in force and the change on its way.
     Status {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
     /// Request counts per category, per hour.
     Metrics {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
         /// How many hours back, the current one included.
         #[arg(long, default_value_t = 24)]
         hours: i64,
     },
     /// Registers a debug secret (shown once) for the debug provider, `POST /v1/appcheck/debug`.
     DebugSecret {
-        /// The client_id.
-        client_id: String,
+        #[command(flatten)]
+        client_id: ClientId,
     },
 }
 
@@ -268,20 +273,20 @@ enum ListingCmd {
     },
     /// Shows a listing.
     Show {
-        /// The item ID.
-        item_id: String,
+        #[command(flatten)]
+        item_id: ItemId,
     },
     /// Removes a listing.
     Remove {
-        /// The item ID.
-        item_id: String,
+        #[command(flatten)]
+        item_id: ItemId,
     },
 }
 
 #[derive(Args)]
 struct ClientUpdate {
-    /// The client_id.
-    client_id: String,
+    #[command(flatten)]
+    client_id: ClientId,
     /// The client name shown to users.
     #[arg(long)]
     name: Option<String>,
@@ -370,23 +375,23 @@ enum UserCmd {
     List,
     /// Shows a user (by id or e-mail).
     Show {
-        /// User id or e-mail.
-        user: String,
+        #[command(flatten)]
+        user: UserRef,
     },
     /// Deletes a user, their channel, sessions and grants.
     Delete {
-        /// User id or e-mail.
-        user: String,
+        #[command(flatten)]
+        user: UserRef,
     },
     /// Disables a user: no sign-in, and their tokens stop working.
     Disable {
-        /// User id or e-mail.
-        user: String,
+        #[command(flatten)]
+        user: UserRef,
     },
     /// Re-enables a disabled user.
     Enable {
-        /// User id or e-mail.
-        user: String,
+        #[command(flatten)]
+        user: UserRef,
     },
 }
 
@@ -395,36 +400,55 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
     warnings_to_stderr();
     let url = config.database_url();
+    let sqlite = config.sqlite_path();
+    let name = sqlite.as_ref().map_or_else(
+        || "the PostgreSQL database of database_url".into(),
+        |p| std::path::absolute(p).unwrap_or(p.clone()).display().to_string(),
+    );
+    // Only `migrate` creates a store: a mistyped data directory is refused, not filled with an empty store.
+    if sqlite.as_ref().is_some_and(|p| !p.exists()) && !matches!(args.noun, Noun::Migrate) {
+        let message = format!(
+            "there is no store at {name}: run `latchkey admin migrate` (or `latchkey serve`) to create it, or name \
+             another with --data-dir, --database-url or --config"
+        );
+        return Ok(output::fail(Exit::Refused, "no_store", message));
+    }
     // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
     latchkey_server::prepare_data_dir(&config)?;
-    let store = latchkey_store::open_with(&url, config.pool_settings()).await?;
+    let store = match latchkey_store::open_with(&url, config.pool_settings()).await {
+        Ok(store) => store,
+        Err(e) => return Ok(output::fail(Exit::Unreachable, "unreachable", format!("cannot open {name}: {e}"))),
+    };
     let store = &*store;
     let now = SystemClock.now();
     let result = match args.noun {
         Noun::Project(cmd) => match cmd {
-            ProjectCmd::Create { name } => ops::project_create(store, &name, now).await,
-            ProjectCmd::EnableApi { project } => ops::project_set_api(store, &project, true).await,
-            ProjectCmd::DisableApi { project } => ops::project_set_api(store, &project, false).await,
-            ProjectCmd::List => ops::project_list(store).await,
-            ProjectCmd::Show { id } => ops::project_show(store, &id).await,
-            ProjectCmd::Delete { id } => ops::project_delete(store, &id).await,
+            ProjectCmd::Create { name, owner: None } => out(ops::project_create(store, &name, now).await),
+            ProjectCmd::Create { name, owner: Some(owner) } => {
+                out(members::project_create_for(store, &name, &owner, now).await)
+            }
+            ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, &project, true).await),
+            ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, &project, false).await),
+            ProjectCmd::List => out(ops::project_list(store).await),
+            ProjectCmd::Show(id) => out(ops::project_show(store, &id.get()).await),
+            ProjectCmd::Delete(id) => out(ops::project_delete(store, &id.get()).await),
             ProjectCmd::Member(cmd) => match cmd {
                 MemberCmd::Add { project, email, role } => match members::parse_role(&role) {
-                    Ok(role) => members::member_add(store, &project, &email, role, now).await,
+                    Ok(role) => out(members::member_add(store, &project, &email, role, now).await),
                     Err(e) => Err(e),
                 },
-                MemberCmd::Remove { project, email } => members::member_remove(store, &project, &email).await,
+                MemberCmd::Remove { project, email } => out(members::member_remove(store, &project, &email).await),
                 MemberCmd::SetRole { project, email, role } => match members::parse_role(&role) {
-                    Ok(role) => members::member_set_role(store, &project, &email, role).await,
+                    Ok(role) => out(members::member_set_role(store, &project, &email, role).await),
                     Err(e) => Err(e),
                 },
-                MemberCmd::List { project } => members::member_list(store, &project).await,
+                MemberCmd::List { project } => out(members::member_list(store, &project).await),
             },
         },
         Noun::ApiKey(cmd) => match cmd {
-            ApiKeyCmd::Create { email, name } => api_keys::api_key_create(store, &email, &name, now).await,
-            ApiKeyCmd::List { email } => api_keys::api_key_list(store, &email).await,
-            ApiKeyCmd::Revoke { email, id } => api_keys::api_key_revoke(store, &email, &id).await,
+            ApiKeyCmd::Create { email, name } => out(api_keys::api_key_create(store, &email, &name, now).await),
+            ApiKeyCmd::List { email } => out(api_keys::api_key_list(store, &email).await),
+            ApiKeyCmd::Revoke { email, id } => out(api_keys::api_key_revoke(store, &email, &id).await),
         },
         Noun::Client(cmd) => match cmd {
             ClientCmd::Create(c) => {
@@ -443,13 +467,13 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                         extension_item_id: c.extension_item_id,
                     },
                 };
-                ops::client_create(store, new, now).await
+                out(ops::client_create(store, new, now).await)
             }
-            ClientCmd::List { project } => ops::client_list(store, project.as_deref()).await,
-            ClientCmd::Show { client_id } => ops::client_show(store, &client_id).await,
-            ClientCmd::Delete { client_id } => ops::client_delete(store, &client_id, now).await,
+            ClientCmd::List { project } => out(ops::client_list(store, project.as_deref()).await),
+            ClientCmd::Show { client_id } => out(ops::client_show(store, &client_id.get()).await),
+            ClientCmd::Delete { client_id } => out(ops::client_delete(store, &client_id.get(), now).await),
             ClientCmd::Restore { client_id } => {
-                ops::client_restore(store, &client_id, config.client_lifecycle(), now).await
+                out(ops::client_restore(store, &client_id.get(), config.client_lifecycle(), now).await)
             }
             ClientCmd::Update(u) => {
                 let redirect_uris = if u.clear_redirect_uris {
@@ -467,32 +491,34 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                     package_sid: u.package_sid,
                     extension_item_id: u.extension_item_id,
                 };
-                ops::client_update(store, &u.client_id, edit).await
+                out(ops::client_update(store, &u.client_id.get(), edit).await)
             }
-            ClientCmd::Purge => ops::client_purge(store, config.client_lifecycle(), now).await,
+            ClientCmd::Purge => out(ops::client_purge(store, config.client_lifecycle(), now).await),
             ClientCmd::VerifyOwnership { client_id, developer } => {
-                ops::verify_ownership(store, &StoreDirectory(store), &client_id, &developer, now).await
+                out(ops::verify_ownership(store, &StoreDirectory(store), &client_id.get(), &developer, now).await)
             }
             ClientCmd::AppCheck(cmd) => {
                 let delay = config.app_check_propagation_secs;
                 let act = |id: String, action, confirmed| async move {
-                    ops::client_app_check(store, &id, action, confirmed, delay, now).await
+                    out(ops::client_app_check(store, &id, action, confirmed, delay, now).await)
                 };
                 match cmd {
-                    AppCheckCmd::Enable { client_id } => act(client_id, AppCheckAction::Enable, false).await,
+                    AppCheckCmd::Enable { client_id } => act(client_id.get(), AppCheckAction::Enable, false).await,
                     AppCheckCmd::Enforce { client_id, confirm } => {
-                        act(client_id, AppCheckAction::Enforce, confirm).await
+                        act(client_id.get(), AppCheckAction::Enforce, confirm).await
                     }
                     AppCheckCmd::Unenforce { client_id, confirm } => {
-                        act(client_id, AppCheckAction::Unenforce, confirm).await
+                        act(client_id.get(), AppCheckAction::Unenforce, confirm).await
                     }
-                    AppCheckCmd::Disable { client_id } => act(client_id, AppCheckAction::Disable, false).await,
-                    AppCheckCmd::Status { client_id } => ops::client_app_check_status(store, &client_id, now).await,
+                    AppCheckCmd::Disable { client_id } => act(client_id.get(), AppCheckAction::Disable, false).await,
+                    AppCheckCmd::Status { client_id } => {
+                        out(ops::client_app_check_status(store, &client_id.get(), now).await)
+                    }
                     AppCheckCmd::Metrics { client_id, hours } => {
-                        ops::client_app_check_metrics(store, &client_id, hours, now).await
+                        out(ops::client_app_check_metrics(store, &client_id.get(), hours, now).await)
                     }
                     AppCheckCmd::DebugSecret { client_id } => {
-                        ops::client_app_check_debug_secret(store, &client_id).await
+                        out(ops::client_app_check_debug_secret(store, &client_id.get()).await)
                     }
                 }
             }
@@ -500,40 +526,38 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         Noun::User(cmd) => match cmd {
             UserCmd::Create { email, name, .. } => {
                 let password = read_password()?;
-                ops::user_create(store, &email, &password, name.as_deref(), now).await
+                out(ops::user_create(store, &email, &password, name.as_deref(), now).await)
             }
-            UserCmd::List => ops::user_list(store).await,
-            UserCmd::Show { user } => ops::user_show(store, &user).await,
-            UserCmd::Delete { user } => ops::user_delete(store, &user).await,
-            UserCmd::Disable { user } => ops::user_set_disabled(store, &user, true, now).await,
-            UserCmd::Enable { user } => ops::user_set_disabled(store, &user, false, now).await,
+            UserCmd::List => out(ops::user_list(store).await),
+            UserCmd::Show { user } => out(ops::user_show(store, &user.get()).await),
+            UserCmd::Delete { user } => out(ops::user_delete(store, &user.get()).await),
+            UserCmd::Disable { user } => out(ops::user_set_disabled(store, &user.get(), true, now).await),
+            UserCmd::Enable { user } => out(ops::user_set_disabled(store, &user.get(), false, now).await),
         },
         Noun::Listing(cmd) => match cmd {
             ListingCmd::Add { item_id, publisher_email, group, members } => {
                 let group = group.as_deref().map(|g| (g, members.as_slice()));
-                ops::listing_add(store, &item_id, publisher_email.as_deref(), group, now).await
+                out(ops::listing_add(store, &item_id, publisher_email.as_deref(), group, now).await)
             }
-            ListingCmd::Show { item_id } => ops::listing_show(&StoreDirectory(store), &item_id).await,
-            ListingCmd::Remove { item_id } => ops::listing_remove(store, &item_id).await,
+            ListingCmd::Show { item_id } => out(ops::listing_show(&StoreDirectory(store), &item_id.get()).await),
+            ListingCmd::Remove { item_id } => out(ops::listing_remove(store, &item_id.get()).await),
         },
         Noun::Keys(cmd) => keys::keys(store, &config, cmd, now).await?,
         Noun::Secrets(cmd) => keys::secrets(store, &config, cmd).await?,
         // Opening the store ran the migrations.
-        Noun::Migrate => Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url) })),
+        Noun::Migrate => {
+            Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url), "store": name }))
+        }
     };
-    match result {
-        Ok(value) => {
-            println!("{value}");
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            eprintln!("latchkey admin: {e}");
-            Ok(match e {
-                AdminError::NotFound(_) => ExitCode::from(2),
-                _ => ExitCode::FAILURE,
-            })
-        }
-    }
+    Ok(match result {
+        Ok(value) => output::print(value, args.pretty),
+        Err(e) => output::admin_failure(&e),
+    })
+}
+
+/// A typed result as the JSON printed.
+fn out<T: serde::Serialize>(result: AdminResult<T>) -> AdminResult<serde_json::Value> {
+    result.map(|v| serde_json::to_value(v).unwrap_or_default())
 }
 
 /// Shows the server library's warnings (a data directory or file tightened, for example) on stderr; stdout keeps

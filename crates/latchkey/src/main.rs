@@ -2,6 +2,7 @@
 
 mod admin;
 mod app;
+mod output;
 mod serve;
 
 use clap::{Args, Parser, Subcommand};
@@ -29,20 +30,19 @@ enum Command {
     Admin(Box<admin::AdminArgs>),
     /// Acts as an installed app: signs in through the system browser, keeps and refreshes tokens, calls APIs.
     App(app::AppArgs),
+    /// Prints a shell completion script: `latchkey completions bash > /etc/bash_completion.d/latchkey`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Where the configuration comes from; flags win over `LATCHKEY_*` variables, which win over the file.
 #[derive(Args, Clone, Default)]
 pub struct ConfigArgs {
-    /// A TOML configuration file (see docs/configuration.md).
-    #[arg(long, env = "LATCHKEY_CONFIG", global = true)]
-    config: Option<PathBuf>,
-    /// The data directory (SQLite database, generated TLS certificate). Default ./latchkey-data.
-    #[arg(long, global = true)]
-    data_dir: Option<PathBuf>,
-    /// The database URL: sqlite://PATH or postgres://USER@HOST:PORT/DB. Default sqlite://<data-dir>/latchkey.db.
-    #[arg(long, global = true)]
-    database_url: Option<String>,
+    /// The file, the data directory and the database.
+    #[command(flatten)]
+    store: StoreArgs,
     /// The HTTPS listen address. Default 127.0.0.1:8443.
     #[arg(long)]
     listen: Option<String>,
@@ -57,6 +57,27 @@ pub struct ConfigArgs {
     public_url: Option<String>,
 }
 
+/// Where the store is, for the commands that only use the store (`admin`).
+#[derive(Args, Clone, Default)]
+pub struct StoreArgs {
+    /// A TOML configuration file (see docs/configuration.md).
+    #[arg(long, env = "LATCHKEY_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// The data directory (SQLite database, system secret, generated TLS certificate). Default ./latchkey-data.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// The database URL: sqlite://PATH or postgres://USER@HOST:PORT/DB. Default sqlite://<data-dir>/latchkey.db.
+    #[arg(long, global = true)]
+    database_url: Option<String>,
+}
+
+impl StoreArgs {
+    /// The configuration these flags, the environment and the file describe.
+    pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
+        ConfigArgs { store: self.clone(), ..ConfigArgs::default() }.load()
+    }
+}
+
 impl ConfigArgs {
     /// The configuration these flags, the environment and the file describe.
     pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
@@ -66,18 +87,25 @@ impl ConfigArgs {
                 flags.insert(k.into(), toml::Value::String(v));
             }
         };
-        set("data_dir", self.data_dir.as_ref().map(|p| p.display().to_string()));
-        set("database_url", self.database_url.clone());
+        set("data_dir", self.store.data_dir.as_ref().map(|p| p.display().to_string()));
+        set("database_url", self.store.database_url.clone());
         set("listen", self.listen.clone());
         set("tls_cert", self.tls_cert.as_ref().map(|p| p.display().to_string()));
         set("tls_key", self.tls_key.as_ref().map(|p| p.display().to_string()));
         set("public_url", self.public_url.clone());
-        Ok(latchkey_server::config::Config::load(self.config.as_deref(), std::env::vars(), flags)?)
+        Ok(latchkey_server::config::Config::load(self.store.config.as_deref(), std::env::vars(), flags)?)
     }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout with success; a wrong command line exits with the usage code.
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(output::Exit::Usage as u8) } else { ExitCode::SUCCESS };
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -90,6 +118,13 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Admin(args) => admin::run(*args).await,
             Command::App(args) => app::run(args).await,
+            Command::Completions { shell } => {
+                let mut command = <Cli as clap::CommandFactory>::command();
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut command, "latchkey", &mut script);
+                std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     match result {

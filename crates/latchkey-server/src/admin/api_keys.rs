@@ -1,22 +1,18 @@
 //! The developers' keys for the console's JSON API: `lk_<id>_<secret>`, shown once, kept only as a SHA-256
 //! hash, looked up by id and compared in constant time.
 
+use super::results::{ApiKeyCreated, ApiKeyList, ApiKeyRevoked, ApiKeyView};
 use super::{find_user, random_id, AdminError, AdminResult};
 use latchkey_core::client::FieldError;
 use latchkey_core::secret::{self, Secret};
 use latchkey_core::time::UnixTime;
 use latchkey_store::{ApiKey, Store, StoreResult, User};
-use serde_json::{json, Value};
 
 /// The prefix of every console API key.
 pub const PREFIX: &str = "lk_";
 
-fn key_json(k: &ApiKey) -> Value {
-    json!({ "id": k.id, "name": k.name, "created_at": k.created_at.0, "last_used_at": k.last_used_at.map(|t| t.0) })
-}
-
 /// Creates an API key acting for the developer `user` (id or e-mail address); the key is shown this once.
-pub async fn api_key_create(store: &dyn Store, user: &str, name: &str, now: UnixTime) -> AdminResult {
+pub async fn api_key_create(store: &dyn Store, user: &str, name: &str, now: UnixTime) -> AdminResult<ApiKeyCreated> {
     let user = find_user(store, user).await?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 {
@@ -34,26 +30,23 @@ pub async fn api_key_create(store: &dyn Store, user: &str, name: &str, now: Unix
         last_used_at: None,
     };
     store.create_api_key(&stored).await?;
-    let mut v = key_json(&stored);
-    v["api_key"] = key.into_inner().into();
-    v["user_id"] = user.id.into();
-    Ok(v)
+    Ok(ApiKeyCreated { key: ApiKeyView::from(&stored), api_key: key.into_inner(), user_id: user.id })
 }
 
 /// The developer's keys (never the keys themselves).
-pub async fn api_key_list(store: &dyn Store, user: &str) -> AdminResult {
+pub async fn api_key_list(store: &dyn Store, user: &str) -> AdminResult<ApiKeyList> {
     let user = find_user(store, user).await?;
-    let keys: Vec<Value> = store.api_keys_of(&user.id).await?.iter().map(key_json).collect();
-    Ok(json!({ "user_id": user.id, "api_keys": keys }))
+    let api_keys = store.api_keys_of(&user.id).await?.iter().map(ApiKeyView::from).collect();
+    Ok(ApiKeyList { user_id: user.id, api_keys })
 }
 
 /// Revokes one of the developer's keys.
-pub async fn api_key_revoke(store: &dyn Store, user: &str, id: &str) -> AdminResult {
+pub async fn api_key_revoke(store: &dyn Store, user: &str, id: &str) -> AdminResult<ApiKeyRevoked> {
     let user = find_user(store, user).await?;
     if !store.delete_api_key(id, &user.id).await? {
         return Err(AdminError::NotFound(format!("API key {id}")));
     }
-    Ok(json!({ "id": id, "revoked": true }))
+    Ok(ApiKeyRevoked { id: id.into(), revoked: true })
 }
 
 /// The developer a presented key acts for: `None` for a malformed, unknown or wrong key, or a disabled account.

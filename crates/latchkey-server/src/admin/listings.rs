@@ -1,11 +1,11 @@
 //! The built-in listing directory (the extension store's developer dashboard) and owner verification of
 //! browser-extension clients against it.
 
+use super::results::{ListingRemoved, ListingView, OwnershipVerified};
 use super::{find_client, valid_email, AdminError, AdminResult};
 use latchkey_core::client::ClientType;
 use latchkey_core::time::UnixTime;
 use latchkey_store::{Listing, Publisher, Store, StoreError};
-use serde_json::{json, Value};
 
 /// Registers a listing in the built-in listing directory: an individual publisher (`publisher_email`) or a
 /// group publisher (`group` with its `members`).
@@ -15,7 +15,7 @@ pub async fn listing_add(
     publisher_email: Option<&str>,
     group: Option<(&str, &[String])>,
     now: UnixTime,
-) -> AdminResult {
+) -> AdminResult<ListingView> {
     let item_id = item_id.trim();
     if item_id.is_empty() {
         return Err(AdminError::Invalid("a listing needs an item ID".into()));
@@ -36,28 +36,21 @@ pub async fn listing_add(
     };
     let listing = Listing { item_id: item_id.into(), publisher, created_at: now };
     store.put_listing(&listing).await?;
-    Ok(listing_json(&listing))
-}
-
-fn listing_json(l: &Listing) -> Value {
-    match &l.publisher {
-        Publisher::Individual(e) => json!({ "item_id": l.item_id, "publisher_email": e }),
-        Publisher::Group { name, members } => json!({ "item_id": l.item_id, "group": name, "members": members }),
-    }
+    Ok(ListingView::from(&listing))
 }
 
 /// Shows a listing.
-pub async fn listing_show(directory: &dyn ListingDirectory, item_id: &str) -> AdminResult {
+pub async fn listing_show(directory: &dyn ListingDirectory, item_id: &str) -> AdminResult<ListingView> {
     let l = directory.listing(item_id).await?.ok_or_else(|| AdminError::NotFound(format!("listing {item_id}")))?;
-    Ok(listing_json(&l))
+    Ok(ListingView::from(&l))
 }
 
 /// Removes a listing.
-pub async fn listing_remove(store: &dyn Store, item_id: &str) -> AdminResult {
+pub async fn listing_remove(store: &dyn Store, item_id: &str) -> AdminResult<ListingRemoved> {
     if !store.delete_listing(item_id).await? {
         return Err(AdminError::NotFound(format!("listing {item_id}")));
     }
-    Ok(json!({ "item_id": item_id, "removed": true }))
+    Ok(ListingRemoved { item_id: item_id.into(), removed: true })
 }
 
 /// Where owner verification looks listings up: the extension store's developer dashboard. The built-in
@@ -87,7 +80,7 @@ pub async fn verify_ownership(
     client_id: &str,
     developer_email: &str,
     now: UnixTime,
-) -> AdminResult {
+) -> AdminResult<OwnershipVerified> {
     let c = find_client(store, client_id).await?;
     let item_id = match (c.client_type, c.details.extension_item_id.as_deref()) {
         (ClientType::BrowserExtension, Some(id)) => id.to_owned(),
@@ -109,5 +102,5 @@ pub async fn verify_ownership(
         return Err(refused());
     }
     store.set_ownership_verified(client_id, now).await?;
-    Ok(json!({ "client_id": client_id, "item_id": item_id, "ownership_verified": true, "verified_at": now.0 }))
+    Ok(OwnershipVerified { client_id: client_id.into(), item_id, ownership_verified: true, verified_at: now.0 })
 }

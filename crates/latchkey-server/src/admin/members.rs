@@ -2,11 +2,11 @@
 //! only owners manage the members, and a project always keeps one owner. A developer who is not a member is told
 //! the project does not exist, whether it does or not.
 
-use super::{find_client, find_user, project_create, project_json, AdminError, AdminResult};
+use super::results::{MemberChanged, MemberList, MemberView, ProjectDeleted, ProjectDetail, ProjectList, ProjectView};
+use super::{find_client, find_user, project_create, project_detail, AdminError, AdminResult};
 use latchkey_core::client::{Client, FieldError};
 use latchkey_core::time::UnixTime;
-use latchkey_store::{Member, MemberChange, Project, ProjectMember, ProjectRole, Store};
-use serde_json::{json, Value};
+use latchkey_store::{MemberChange, Project, ProjectMember, ProjectRole, Store};
 
 /// A developer's access to a project.
 #[derive(Debug, Clone)]
@@ -53,20 +53,30 @@ pub async fn client_of(store: &dyn Store, access: &Access, client_id: &str) -> R
     }
 }
 
-/// The project as the developer sees it: with their role.
-pub fn access_json(access: &Access) -> Value {
-    let mut v = project_json(&access.project);
-    v["role"] = access.role.as_str().into();
-    v
+impl Access {
+    /// The project as the developer sees it: with their role.
+    pub fn view(&self) -> ProjectView {
+        ProjectView::of(&self.project, Some(self.role))
+    }
+
+    /// The project as the developer sees it, with its clients.
+    pub async fn detail(&self, store: &dyn Store) -> AdminResult<ProjectDetail> {
+        project_detail(store, self.view()).await
+    }
 }
 
 /// Creates a project owned by the developer who asks.
-pub async fn project_create_owned(store: &dyn Store, name: &str, owner_id: &str, now: UnixTime) -> AdminResult {
+pub async fn project_create_owned(
+    store: &dyn Store,
+    name: &str,
+    owner_id: &str,
+    now: UnixTime,
+) -> AdminResult<ProjectView> {
     let created = project_create(store, name, now).await.map_err(|e| match e {
         AdminError::Invalid(m) => AdminError::Fields(vec![FieldError { field: "name", message: m }]),
         other => other,
     })?;
-    let id = created["project_id"].as_str().unwrap_or_default().to_owned();
+    let id = created.project_id.clone();
     let owner =
         ProjectMember { project_id: id.clone(), user_id: owner_id.into(), role: ProjectRole::Owner, added_at: now };
     if let Err(e) = store.add_project_member(&owner).await {
@@ -74,27 +84,26 @@ pub async fn project_create_owned(store: &dyn Store, name: &str, owner_id: &str,
         let _ = store.delete_project(&id).await;
         return Err(e.into());
     }
-    let mut v = created;
-    v["role"] = ProjectRole::Owner.as_str().into();
-    Ok(v)
+    Ok(ProjectView { role: Some(ProjectRole::Owner.as_str()), ..created })
+}
+
+/// Creates a project owned by an existing account, named by e-mail address or id (`admin project create --owner`).
+pub async fn project_create_for(store: &dyn Store, name: &str, owner: &str, now: UnixTime) -> AdminResult<ProjectView> {
+    let owner = find_user(store, owner).await?;
+    project_create_owned(store, name, &owner.id, now).await
 }
 
 /// Deletes a project for its owner (an editor is refused): [`super::project_delete`], the operation the CLI
 /// runs, so its clients go with it for good.
-pub async fn project_delete_owned(store: &dyn Store, access: &Access) -> AdminResult {
+pub async fn project_delete_owned(store: &dyn Store, access: &Access) -> AdminResult<ProjectDeleted> {
     access.owners_only("delete it")?;
     super::project_delete(store, &access.project.id).await
 }
 
 /// The projects the developer is a member of.
-pub async fn projects_of(store: &dyn Store, user_id: &str) -> AdminResult {
-    let projects: Vec<Value> = store
-        .projects_of(user_id)
-        .await?
-        .into_iter()
-        .map(|(project, role)| access_json(&Access { project, role }))
-        .collect();
-    Ok(json!({ "projects": projects }))
+pub async fn projects_of(store: &dyn Store, user_id: &str) -> AdminResult<ProjectList> {
+    let projects = store.projects_of(user_id).await?.iter().map(|(p, role)| ProjectView::of(p, Some(*role))).collect();
+    Ok(ProjectList { projects })
 }
 
 /// Parses a role's name.
@@ -104,17 +113,13 @@ pub fn parse_role(name: &str) -> Result<ProjectRole, AdminError> {
     })
 }
 
-fn member_json(m: &Member) -> Value {
-    json!({ "user_id": m.user_id, "email": m.email, "name": m.name, "role": m.role.as_str(), "added_at": m.added_at.0 })
-}
-
 /// The members of a project.
-pub async fn member_list(store: &dyn Store, project_id: &str) -> AdminResult {
+pub async fn member_list(store: &dyn Store, project_id: &str) -> AdminResult<MemberList> {
     if store.project(project_id).await?.is_none() {
         return Err(no_project(project_id));
     }
-    let members: Vec<Value> = store.project_members(project_id).await?.iter().map(member_json).collect();
-    Ok(json!({ "project_id": project_id, "members": members }))
+    let members = store.project_members(project_id).await?.iter().map(MemberView::from).collect();
+    Ok(MemberList { project_id: project_id.into(), members })
 }
 
 /// Adds the account with this e-mail address to a project.
@@ -124,7 +129,7 @@ pub async fn member_add(
     email: &str,
     role: ProjectRole,
     now: UnixTime,
-) -> AdminResult {
+) -> AdminResult<MemberChanged> {
     if store.project(project_id).await?.is_none() {
         return Err(no_project(project_id));
     }
@@ -144,7 +149,13 @@ pub async fn member_add(
     if !store.add_project_member(&member).await? {
         return Err(AdminError::Conflict(format!("{} is a member of the project already", user.email)));
     }
-    Ok(json!({ "project_id": project_id, "user_id": user.id, "email": user.email, "role": role.as_str() }))
+    Ok(MemberChanged {
+        project_id: project_id.into(),
+        user_id: user.id,
+        email: Some(user.email),
+        role: Some(role.as_str()),
+        removed: None,
+    })
 }
 
 fn change_result(change: MemberChange, project_id: &str, user_id: &str) -> Result<(), AdminError> {
@@ -158,17 +169,22 @@ fn change_result(change: MemberChange, project_id: &str, user_id: &str) -> Resul
 }
 
 /// Removes a member (by user id or e-mail address); the last owner stays.
-pub async fn member_remove(store: &dyn Store, project_id: &str, user: &str) -> AdminResult {
+pub async fn member_remove(store: &dyn Store, project_id: &str, user: &str) -> AdminResult<MemberChanged> {
     let user_id = member_id(store, user).await?;
     change_result(store.remove_project_member(project_id, &user_id).await?, project_id, &user_id)?;
-    Ok(json!({ "project_id": project_id, "user_id": user_id, "removed": true }))
+    Ok(MemberChanged { project_id: project_id.into(), user_id, email: None, role: None, removed: Some(true) })
 }
 
 /// Changes a member's role (by user id or e-mail address); the last owner stays one.
-pub async fn member_set_role(store: &dyn Store, project_id: &str, user: &str, role: ProjectRole) -> AdminResult {
+pub async fn member_set_role(
+    store: &dyn Store,
+    project_id: &str,
+    user: &str,
+    role: ProjectRole,
+) -> AdminResult<MemberChanged> {
     let user_id = member_id(store, user).await?;
     change_result(store.set_project_member_role(project_id, &user_id, role).await?, project_id, &user_id)?;
-    Ok(json!({ "project_id": project_id, "user_id": user_id, "role": role.as_str() }))
+    Ok(MemberChanged { project_id: project_id.into(), user_id, email: None, role: Some(role.as_str()), removed: None })
 }
 
 async fn member_id(store: &dyn Store, user: &str) -> Result<String, AdminError> {

@@ -27,6 +27,7 @@ mod forms;
 mod keys;
 mod projects;
 
+use crate::admin::members::{self, Access};
 use crate::admin::AdminError;
 use crate::error::{admin_message, admin_status};
 use crate::state::AppState;
@@ -37,6 +38,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use latchkey_core::client::Client;
 
 /// The console's pages and its JSON API.
 pub fn router() -> Router<AppState> {
@@ -114,6 +116,20 @@ fn notice(done: Option<&str>) -> Option<String> {
 #[derive(Debug, Default, serde::Deserialize)]
 struct Done {
     done: Option<String>,
+}
+
+/// The developer's access to the project and the client in it (pages of a client: [`clients`], [`app_check`]), or the
+/// page saying there is no such thing.
+async fn access_client(
+    state: &AppState,
+    dev: &Developer,
+    project: &str,
+    client_id: &str,
+) -> Result<(Access, Client), Response> {
+    let store = &*state.store;
+    let access = members::project_access(store, project, &dev.user.id).await.map_err(|e| dev.failure(&e))?;
+    let client = members::client_of(store, &access, client_id).await.map_err(|e| dev.failure(&e))?;
+    Ok((access, client))
 }
 
 impl Developer {

@@ -1,6 +1,7 @@
 //! `latchkey admin keys` and `latchkey admin secrets`: the signing keys, and the system secrets that encrypt them
 //! in the store. Only these commands read the system secrets (and make the default secret file on first use).
 
+use super::out;
 use clap::Subcommand;
 use latchkey_core::time::UnixTime;
 use latchkey_server::admin::{self as ops, AdminResult};
@@ -44,12 +45,12 @@ pub(super) async fn keys(
     now: UnixTime,
 ) -> anyhow::Result<AdminResult> {
     Ok(match cmd {
-        KeysCmd::List => ops::key_list(store).await,
+        KeysCmd::List => out(ops::key_list(store).await),
         KeysCmd::Rotate { kind } => match ops::key_kind(&kind) {
-            Ok(k) => ops::key_rotate(store, &SecretSource::from_config(config)?, k, now).await,
+            Ok(k) => out(ops::key_rotate(store, &SecretSource::from_config(config)?, k, now).await),
             Err(e) => Err(e),
         },
-        KeysCmd::Retire { id } => ops::key_retire(store, id, now).await,
+        KeysCmd::Retire { id } => out(ops::key_retire(store, id, now).await),
     })
 }
 
@@ -57,7 +58,7 @@ pub(super) async fn keys(
 pub(super) async fn secrets(store: &dyn Store, config: &Config, cmd: SecretsCmd) -> anyhow::Result<AdminResult> {
     let source = SecretSource::from_config(config)?;
     Ok(match cmd {
-        SecretsCmd::Rotate => ops::secrets_rotate(store, &source).await,
-        SecretsCmd::Reencrypt => ops::secrets_reencrypt(store, &source).await,
+        SecretsCmd::Rotate => out(ops::secrets_rotate(store, &source).await),
+        SecretsCmd::Reencrypt => out(ops::secrets_reencrypt(store, &source).await),
     })
 }

@@ -137,12 +137,13 @@ async fn a_plaintext_http_request_is_refused() {
 async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
+    assert_eq!(admin(d, &["migrate"], "").0, 0, "only migrate (or serve) creates a store");
     let (code, out, _) = admin(d, &["project", "create", "--name", "Demo"], "");
     assert_eq!(code, 0);
     let project = json(&out)["project_id"].as_str().expect("project_id").to_owned();
     assert_eq!(json(&admin(d, &["project", "enable-api", "--project", &project], "").1)["api_enabled"], true);
     let (code, _, err) = admin(d, &["project", "enable-api", "--project", "nope"], "");
-    assert_eq!(code, 2, "an unknown project is 'not found': {err}");
+    assert_eq!(code, 3, "an unknown project is 'not found': {err}");
 
     let (code, out, _) =
         admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "Demo App"], "");
@@ -156,23 +157,23 @@ async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     assert_eq!(json(&admin(d, &["project", "show", &project], "").1)["clients"][0]["client_id"], client_id.as_str());
 
     let (code, _, err) = admin(d, &["client", "create", "--project", &project, "--type", "mobile", "--name", "M"], "");
-    assert_eq!(code, 1, "a mobile client without a bundle ID is refused");
+    assert_eq!(code, 5, "a mobile client without a bundle ID is refused");
     assert!(err.contains("bundle"), "{err}");
 
     // A field of another type is refused, with the message the console and the JSON API give.
     let (code, _, err) = admin(d, &["client", "update", &client_id, "--bundle-id", "com.example.x"], "");
-    assert_eq!(code, 1, "a desktop client has no bundle ID: {err}");
+    assert_eq!(code, 5, "a desktop client has no bundle ID: {err}");
     assert!(err.contains("bundle_id: Desktop app clients have no bundle_id."), "{err}");
     let (code, _, err) =
         admin(d, &["client", "update", &client_id, "--name", "Renamed", "--extension-item-id", "item"], "");
-    assert!(code == 1 && err.contains("Desktop app clients have no extension_item_id."), "{err}");
+    assert!(code == 5 && err.contains("Desktop app clients have no extension_item_id."), "{err}");
     assert_eq!(json(&admin(d, &["client", "show", &client_id], "").1)["name"], "Demo App", "nothing changed");
     let (code, _, err) = admin(
         d,
         &["client", "create", "--project", &project, "--type", "desktop", "--name", "D", "--uwp-store-id", "x"],
         "",
     );
-    assert!(code == 1 && err.contains("Desktop app clients have no uwp_store_id."), "{err}");
+    assert!(code == 5 && err.contains("Desktop app clients have no uwp_store_id."), "{err}");
     let (code, out, err) = admin(d, &["client", "update", &client_id, "--name", "Renamed"], "");
     assert_eq!((code, json(&out)["name"].as_str()), (0, Some("Renamed")), "{err}");
 
@@ -185,14 +186,14 @@ async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     let user_id = json(&out)["user_id"].as_str().expect("user_id").to_owned();
     let (code, _, _) =
         admin(d, &["user", "create", "--email", "ANN@example.com", "--password-stdin"], "another-passw0rd\n");
-    assert_eq!(code, 1, "e-mail addresses are unique regardless of case");
+    assert_eq!(code, 4, "e-mail addresses are unique regardless of case: a conflict");
     let (code, _, _) = admin(d, &["user", "create", "--email", "bob@example.com"], "");
     assert_ne!(code, 0, "the password never goes on the command line");
     assert_eq!(json(&admin(d, &["user", "show", "ann@example.com"], "").1)["user_id"], user_id.as_str());
     assert_eq!(json(&admin(d, &["user", "list"], "").1)["users"].as_array().expect("users").len(), 1);
     assert_eq!(json(&admin(d, &["user", "disable", &user_id], "").1)["disabled"], true);
     assert_eq!(json(&admin(d, &["client", "delete", &client_id], "").1)["deleted"], true);
-    assert_eq!(admin(d, &["client", "delete", &client_id], "").0, 2, "deleting twice: not found");
+    assert_eq!(admin(d, &["client", "delete", &client_id], "").0, 4, "deleting twice: a conflict");
     assert_eq!(json(&admin(d, &["user", "delete", &user_id], "").1)["deleted"], true);
     let keys = json(&admin(d, &["keys", "list"], "").1);
     assert!(keys["keys"].as_array().expect("keys").is_empty(), "keys are made by the server's first start");
@@ -276,6 +277,7 @@ async fn a_full_flow_against_the_binary_leaves_no_secret_in_the_logs() {
 async fn the_admin_cli_manages_project_members_and_console_api_keys() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
+    assert_eq!(admin(d, &["migrate"], "").0, 0, "only migrate (or serve) creates a store");
     let project =
         json(&admin(d, &["project", "create", "--name", "Team"], "").1)["project_id"].as_str().expect("id").to_owned();
     for email in ["owner@example.com", "editor@example.com"] {
@@ -289,14 +291,14 @@ async fn the_admin_cli_manages_project_members_and_console_api_keys() {
     assert_eq!(json(&add("owner@example.com", "owner").1)["role"], "owner");
     assert_eq!(json(&add("editor@example.com", "editor").1)["role"], "editor");
     let (code, _, err) = add("editor@example.com", "editor");
-    assert!(code == 1 && err.contains("already"), "{err}");
+    assert!(code == 4 && err.contains("already"), "{err}");
     let (code, _, err) = add("nobody@example.com", "editor");
-    assert!(code == 1 && err.contains("no latchkey account"), "{err}");
+    assert!(code == 5 && err.contains("no latchkey account"), "{err}");
     let list = json(&admin(d, &["project", "member", "list", "--project", &project], "").1);
     assert_eq!(list["members"].as_array().map(Vec::len), Some(2));
     let (code, _, err) =
         admin(d, &["project", "member", "remove", "--project", &project, "--email", "owner@example.com"], "");
-    assert!(code == 1 && err.contains("at least one owner"), "{err}");
+    assert!(code == 4 && err.contains("at least one owner"), "{err}");
     let (code, out, _) = admin(
         d,
         &["project", "member", "set-role", "--project", &project, "--email", "editor@example.com", "--role", "owner"],
@@ -316,5 +318,67 @@ async fn the_admin_cli_manages_project_members_and_console_api_keys() {
     assert!(!listed.contains(key) && json(&listed)["api_keys"][0]["name"] == "ci", "{listed}");
     let id = created["id"].as_str().expect("id");
     assert_eq!(admin(d, &["api-key", "revoke", "--email", "editor@example.com", "--id", id], "").0, 0);
-    assert_eq!(admin(d, &["api-key", "revoke", "--email", "editor@example.com", "--id", id], "").0, 2);
+    assert_eq!(
+        admin(d, &["api-key", "revoke", "--email", "editor@example.com", "--id", id], "").0,
+        3,
+        "revoking twice: not found"
+    );
+}
+
+#[test]
+fn admin_commands_refuse_a_data_directory_without_a_store_and_name_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("latchkey-dta");
+    let (code, out, err) = admin(&typo, &["project", "list"], "");
+    assert_eq!((code, out.as_str()), (5, ""), "refused: {err}");
+    let e = json(&err);
+    assert_eq!(e["error"], "no_store");
+    let text = e["error_description"].as_str().expect("description");
+    assert!(text.contains(&typo.join("latchkey.db").display().to_string()) && text.contains("admin migrate"), "{text}");
+    assert!(!typo.exists(), "nothing is created");
+    let (code, out, err) = admin(&typo, &["migrate"], "");
+    assert_eq!((code, json(&out)["migrated"].as_bool()), (0, Some(true)), "{err}");
+    assert!(typo.join("latchkey.db").exists(), "migrate creates the store");
+    assert_eq!(json(&admin(&typo, &["project", "list"], "").1)["projects"], serde_json::json!([]));
+}
+
+#[test]
+fn project_create_takes_an_owner_ids_are_flags_and_the_old_positional_forms_still_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    assert_eq!(admin(d, &["migrate"], "").0, 0);
+    let (code, out, err) = admin(d, &["project", "create", "--name", "P", "--owner", "ann@example.com"], "");
+    assert_eq!(code, 3, "the owner must be an existing account: {err}");
+    assert_eq!((json(&err)["error"].as_str(), out.as_str()), (Some("not_found"), ""));
+    let (code, _, err) =
+        admin(d, &["user", "create", "--email", "ann@example.com", "--password-stdin"], "pw-long-enough\n");
+    assert_eq!(code, 0, "{err}");
+    let created = json(&admin(d, &["project", "create", "--name", "P", "--owner", "ann@example.com"], "").1);
+    assert_eq!(created["role"], "owner");
+    let id = created["project_id"].as_str().expect("id");
+    let members = json(&admin(d, &["project", "member", "list", "--project", id], "").1);
+    assert_eq!(members["members"][0]["email"], "ann@example.com", "the owner sees it in the console");
+    let by_flag = json(&admin(d, &["project", "show", "--project", id], "").1);
+    assert_eq!(by_flag, json(&admin(d, &["project", "show", id], "").1), "the hidden positional form still works");
+    let created_at = by_flag["created_at"].as_str().expect("an RFC 3339 time");
+    assert!(created_at.len() == 20 && created_at.ends_with('Z') && created_at.as_bytes()[10] == b'T', "{created_at}");
+    let (code, _, err) = admin(d, &["project", "show", id, "--project", id], "");
+    assert_eq!(code, 2, "one form at a time: a usage error: {err}");
+    let (code, out, _) = admin(d, &["project", "show", "--help"], "");
+    assert!(code == 0 && out.contains("--project") && !out.contains("LEGACY"), "{out}");
+    let (_, help, _) = admin(d, &["--help"], "");
+    assert!(!help.contains("--listen") && !help.contains("--tls-cert") && !help.contains("--public-url"), "{help}");
+    let (code, out, _) = admin(d, &["project", "list", "--pretty"], "");
+    assert!(code == 0 && out.contains("\n  \"projects\": ["), "{out}");
+}
+
+#[test]
+fn completions_are_printed_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(BIN).args(["completions", shell]).output().expect("run");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && script.contains("latchkey") && script.contains("enable-api"), "{shell}");
+    }
+    let out = Command::new(BIN).args(["completions", "tcsh"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
 }

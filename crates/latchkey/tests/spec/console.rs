@@ -141,8 +141,8 @@ async fn a_new_project_is_owned_by_its_creator_and_a_missing_name_is_shown_next_
     assert!(page.body.contains("Project created. You are its owner."));
     assert!(page.body.contains("your role: owner"));
     let members = admin::members::member_list(server.store(), &id).await.expect("members");
-    assert_eq!(members["members"][0]["email"], ALICE);
-    assert_eq!(members["members"][0]["role"], "owner");
+    assert_eq!(members.members[0].email, ALICE);
+    assert_eq!(members.members[0].role, "owner");
 
     // The data API switch.
     assert!(page.body.contains("Enable the data API"));

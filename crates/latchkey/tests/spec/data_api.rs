@@ -38,7 +38,7 @@ async fn channels_list_returns_the_users_channel_with_the_requested_parts() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     let shown = latchkey_server::admin::user_show(server.store(), ALICE).await.expect("user");
-    let channel_id = shown["channel_id"].as_str().expect("channel id");
+    let channel_id = shown.channel_id.as_deref().expect("channel id");
 
     let r = get(&server, "part=snippet&mine=true", &t.access_token).await;
     assert_eq!(r.status(), 200);
@@ -71,7 +71,7 @@ async fn channels_list_returns_the_users_channel_with_the_requested_parts() {
 }
 
 async fn channel_id_of(server: &TestServer, email: &str) -> Value {
-    latchkey_server::admin::user_show(server.store(), email).await.expect("user")["channel_id"].clone()
+    latchkey_server::admin::user_show(server.store(), email).await.expect("user").channel_id.into()
 }
 
 #[tokio::test]
@@ -339,9 +339,9 @@ async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without
     let keys = &server.running.state.keys;
     let new_id = latchkey_server::admin::key_rotate(server.store(), keys.secret_source(), KeyKind::Mac, at)
         .await
-        .expect("rotate")["key_id"]
-        .as_u64()
-        .expect("id");
+        .expect("rotate")
+        .key_id
+        .into();
     // The store holds the keys encrypted; the system secret opens them.
     let secrets = keys.secrets().expect("system secrets");
     let stored = server.store().keys(KeyKind::Mac).await.expect("keys");

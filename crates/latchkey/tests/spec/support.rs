@@ -136,7 +136,7 @@ impl TestServer {
     pub async fn app_with(&self, api_enabled: bool, redirect_uris: &[&str]) -> App {
         let now = latchkey_core::time::UnixTime(1_700_000_000);
         let p = latchkey_server::admin::project_create(self.store(), "Test project", now).await.expect("project");
-        let project_id = p["project_id"].as_str().expect("id").to_owned();
+        let project_id = p.project_id;
         latchkey_server::admin::project_set_api(self.store(), &project_id, api_enabled).await.expect("api");
         let c = latchkey_server::admin::client_create(
             self.store(),
@@ -151,11 +151,7 @@ impl TestServer {
         )
         .await
         .expect("client");
-        App {
-            project_id,
-            client_id: c["client_id"].as_str().expect("id").to_owned(),
-            client_secret: c["client_secret"].as_str().expect("secret").to_owned(),
-        }
+        App { project_id, client_id: c.client_id, client_secret: c.client_secret.expect("secret") }
     }
 
     /// A user with [`PASSWORD`]; returns the user id.
@@ -164,7 +160,7 @@ impl TestServer {
         let u = latchkey_server::admin::user_create(self.store(), email, PASSWORD, Some("Test User"), now)
             .await
             .expect("user");
-        u["user_id"].as_str().expect("id").to_owned()
+        u.user_id
     }
 
     /// Posts a form to the token endpoint.

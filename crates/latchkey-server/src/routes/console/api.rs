@@ -22,8 +22,7 @@ use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType, FieldError};
 use latchkey_store::User;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 /// Where the OpenAPI description is served.
 pub const OPENAPI_PATH: &str = "/console/api/openapi.json";
@@ -158,15 +157,15 @@ impl FromRequestParts<AppState> for Caller {
 
 type ApiResult = Result<Response, ConsoleApiError>;
 
-fn ok(v: Value) -> ApiResult {
+fn ok<T: Serialize>(v: T) -> ApiResult {
     Ok(json(StatusCode::OK, &v))
 }
 
-fn created(v: Value) -> ApiResult {
+fn created<T: Serialize>(v: T) -> ApiResult {
     Ok(json(StatusCode::CREATED, &v))
 }
 
-fn json(status: StatusCode, v: &Value) -> Response {
+fn json<T: Serialize>(status: StatusCode, v: &T) -> Response {
     let mut r = (status, crate::error::no_store_json(v)).into_response();
     r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
@@ -216,10 +215,7 @@ async fn projects_post(State(state): State<AppState>, caller: Caller, headers: H
 }
 
 async fn project_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
-    let access = access(&state, &caller, &project).await?;
-    let mut v = members::access_json(&access);
-    v["clients"] = state.store.clients(Some(&project)).await?.iter().map(admin::client_json).collect();
-    ok(v)
+    ok(access(&state, &caller, &project).await?.detail(&*state.store).await?)
 }
 
 /// Owners only; the clients go with the project, for good (`admin::project_delete`).
@@ -411,10 +407,7 @@ async fn client_delete(
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
     access_client(&state, &caller, &project, &client).await?;
-    match admin::client_delete(&*state.store, &client, state.clock.now()).await {
-        Err(AdminError::NotFound(_)) => Err(AdminError::Conflict(format!("client {client} is deleted already")).into()),
-        other => ok(other?),
-    }
+    ok(admin::client_delete(&*state.store, &client, state.clock.now()).await?)
 }
 
 async fn client_restore_post(
@@ -424,10 +417,7 @@ async fn client_restore_post(
 ) -> ApiResult {
     access_client(&state, &caller, &project, &client).await?;
     let lifecycle = state.config.client_lifecycle();
-    match admin::client_restore(&*state.store, &client, lifecycle, state.clock.now()).await {
-        Err(AdminError::Invalid(m)) => Err(AdminError::Conflict(m).into()),
-        other => ok(other?),
-    }
+    ok(admin::client_restore(&*state.store, &client, lifecycle, state.clock.now()).await?)
 }
 
 async fn app_check_get(
@@ -467,13 +457,7 @@ async fn app_check_post(
         }
     };
     let delay = state.config.app_check_propagation_secs;
-    match admin::client_app_check(&*state.store, &client, action, b.confirm, delay, state.clock.now()).await {
-        Err(AdminError::Invalid(m)) => {
-            let m = m.replace("(--confirm)", "(\"confirm\": true)");
-            Err(AdminError::Invalid(m).into())
-        }
-        other => ok(other?),
-    }
+    ok(admin::client_app_check(&*state.store, &client, action, b.confirm, delay, state.clock.now()).await?)
 }
 
 #[derive(Deserialize)]
@@ -527,7 +511,7 @@ mod tests {
 
     /// The OpenAPI document's operations, `(METHOD, path)`.
     fn documented() -> Vec<(String, String)> {
-        let doc: Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).expect("docs/openapi.json is JSON");
         assert_eq!(doc["openapi"].as_str().map(|v| &v[..4]), Some("3.1."), "an OpenAPI 3.1 document");
         let mut ops = Vec::new();
         for (path, item) in doc["paths"].as_object().expect("paths") {

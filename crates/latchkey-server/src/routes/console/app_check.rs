@@ -3,10 +3,10 @@
 //! (browser-extension clients: Verify Ownership).
 
 use super::auth::{Developer, Posted};
-use super::clients::access_client;
 use super::projects::row;
-use super::see_other;
+use super::{access_client, see_other};
 use crate::admin::members::Access;
+use crate::admin::results::HourCount;
 use crate::admin::{self, AdminError, StoreDirectory};
 use crate::error::admin_status;
 use crate::state::AppState;
@@ -89,12 +89,7 @@ async fn app_check_view(state: &AppState, c: &Client, now: UnixTime) -> Result<A
     };
     let m = admin::client_app_check_metrics(&*state.store, &c.client_id, 24, now).await?;
     let mut hours: Vec<(i64, Vec<u64>)> = Vec::new();
-    for h in m["hourly"].as_array().into_iter().flatten() {
-        let (Some(hour), Some(cat), Some(n)) =
-            (h["hour"].as_i64(), h["category"].as_str().and_then(Category::parse), h["count"].as_u64())
-        else {
-            continue;
-        };
+    for &HourCount { hour, category: cat, count: n } in &m.hourly {
         if hours.last().is_none_or(|(last, _)| *last != hour) {
             hours.push((hour, vec![0; Category::ALL.len()]));
         }
@@ -122,7 +117,7 @@ async fn app_check_view(state: &AppState, c: &Client, now: UnixTime) -> Result<A
             MetricRow { hour: date(UnixTime(hour)), counts, bars }
         })
         .collect();
-    let totals = Category::ALL.iter().map(|c| m["totals"][c.as_str()].as_u64().unwrap_or(0)).collect();
+    let totals = Category::ALL.iter().map(|c| m.totals.get(c.as_str()).copied().unwrap_or(0)).collect();
     Ok(AppCheckView {
         state: c.app_check.effective(now).as_str(),
         state_label: state_label(c.app_check.effective(now)),
@@ -278,11 +273,7 @@ pub async fn debug_secret_post(
             let view = SecretPage {
                 layout: form.dev.layout,
                 heading: format!("Debug secret for {}", c.name),
-                shown: vec![Shown {
-                    label: "Debug secret",
-                    value: v["debug_secret"].as_str().unwrap_or_default().into(),
-                    id: "debug-secret",
-                }],
+                shown: vec![Shown { label: "Debug secret", value: v.debug_secret, id: "debug-secret" }],
                 note: format!(
                     "It is shown only this once and replaces any earlier debug secret. Builds of your app that hold \
                      it get App Check tokens from the debug provider (POST {}); keep it out of release builds.",

@@ -3,7 +3,7 @@
 use super::app_check::client_page;
 use super::auth::{Developer, Posted};
 use super::projects::{refused, row};
-use super::{forms, see_other, Done};
+use super::{access_client, forms, see_other, Done};
 use crate::admin::members::{self, Access};
 use crate::admin::{self, AdminError};
 use crate::state::AppState;
@@ -13,19 +13,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use latchkey_core::client::{Client, ClientType, FieldError};
-
-/// The developer's access to the project and the client in it, or the page saying there is no such thing.
-pub(super) async fn access_client(
-    state: &AppState,
-    dev: &Developer,
-    project: &str,
-    client_id: &str,
-) -> Result<(Access, Client), Response> {
-    let store = &*state.store;
-    let access = members::project_access(store, project, &dev.user.id).await.map_err(|e| dev.failure(&e))?;
-    let client = members::client_of(store, &access, client_id).await.map_err(|e| dev.failure(&e))?;
-    Ok((access, client))
-}
 
 /// The `type` query parameter of the new-client page.
 #[derive(serde::Deserialize)]
@@ -109,14 +96,13 @@ pub async fn clients_post(State(state): State<AppState>, Path(project): Path<Str
     };
     match admin::client_create(store, forms::new_client(&form, &project, t), state.clock.now()).await {
         Ok(v) => {
-            let id = v["client_id"].as_str().unwrap_or_default().to_owned();
-            let secret = v["client_secret"].as_str().unwrap_or_default().to_owned();
+            let id = v.client_id;
             let view = SecretPage {
                 layout: form.dev.layout,
-                heading: format!("{} created", v["name"].as_str().unwrap_or("Client")),
+                heading: format!("{} created", v.name),
                 shown: vec![
                     Shown { label: "Client ID", value: id.clone(), id: "client-id" },
-                    Shown { label: "Client secret", value: secret, id: "client-secret" },
+                    Shown { label: "Client secret", value: v.client_secret.unwrap_or_default(), id: "client-secret" },
                 ],
                 note: "The client secret is shown only this once: latchkey keeps only a hash of it. Installed apps \
                        need not send it; if yours does, store it now."

@@ -48,11 +48,7 @@ pub async fn keys_post(State(state): State<AppState>, form: Posted) -> Response 
             let view = SecretPage {
                 layout: form.dev.layout,
                 heading: format!("API key “{}” created", name.trim()),
-                shown: vec![Shown {
-                    label: "API key",
-                    value: v["api_key"].as_str().unwrap_or_default().into(),
-                    id: "api-key",
-                }],
+                shown: vec![Shown { label: "API key", value: v.api_key, id: "api-key" }],
                 note: "It is shown only this once: latchkey keeps only a hash of it. Send it as \
                        Authorization: Bearer <key> to /console/api/v1; it acts as you on your projects."
                     .into(),

@@ -53,9 +53,7 @@ pub async fn projects_post(State(state): State<AppState>, form: Posted) -> Respo
     let now = state.clock.now();
     let name = form.get("name").to_owned();
     match members::project_create_owned(&*state.store, &name, &form.dev.user.id, now).await {
-        Ok(v) => {
-            see_other(&format!("/console/projects/{}?done=project-created", v["project_id"].as_str().unwrap_or("")))
-        }
+        Ok(v) => see_other(&format!("/console/projects/{}?done=project-created", v.project_id)),
         Err(AdminError::Fields(errors)) => {
             let message = errors.into_iter().map(|e| e.message).collect::<Vec<_>>().join(" ");
             let message = if name.trim().is_empty() { "Enter a project name.".into() } else { message };
