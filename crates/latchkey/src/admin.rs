@@ -6,8 +6,9 @@ use clap::{Args, Subcommand};
 use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
 use latchkey_server::admin::{self as ops, api_keys, members, AdminError, ClientEdit, NewClient, StoreDirectory};
+use latchkey_server::clock::SystemClock;
 use std::io::Read;
 use std::process::ExitCode;
 
