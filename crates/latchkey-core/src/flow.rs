@@ -16,7 +16,7 @@ pub mod revoke;
 
 use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, MacKey};
 use crate::client::Client;
-use crate::dpop::Window;
+use crate::dpop::{self, Window};
 use crate::refresh_token;
 use crate::scope::{ScopeRegistry, ScopeSet};
 use crate::secret::{self, Random};
@@ -24,7 +24,6 @@ use crate::time::UnixTime;
 use crate::token::{self, AuthCode, ClientAuth, Form, Grant, GrantState, TokenGrant};
 use crate::{ErrorCode, OAuthError};
 use latchkey_proto::TokenResponse;
-use std::future::Future;
 
 /// The server's settings the flows read.
 #[derive(Debug, Clone, Copy)]
@@ -41,7 +40,9 @@ pub struct Settings<'a> {
     pub scopes: &'a ScopeRegistry,
 }
 
-/// What the flows ask of the server. Each method is one lookup or one write; the rules stay here.
+/// What the flows ask of the server. Each method is one lookup or one write; the rules stay here. The server's
+/// implementation is concrete, so the futures of its `async fn`s are `Send` where the handlers need it.
+#[allow(async_fn_in_trait)]
 pub trait Ports: Sync {
     /// The server's own failure (the store's), passed through; a protocol error becomes one.
     type Error: From<OAuthError> + Send;
@@ -55,51 +56,30 @@ pub trait Ports: Sync {
     /// Calls `f` with the MAC keys, the signing one first.
     fn with_mac_keys<R>(&self, f: impl FnOnce(&[MacKey]) -> R) -> R;
     /// Reloads the keys because a token named a key id they lack; whether it did.
-    fn reload_keys(&self, now: UnixTime) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+    async fn reload_keys(&self, now: UnixTime) -> Result<bool, Self::Error>;
     /// A client by id.
-    fn client(&self, client_id: &str) -> impl Future<Output = Result<Option<Client>, Self::Error>> + Send;
+    async fn client(&self, client_id: &str) -> Result<Option<Client>, Self::Error>;
     /// Classifies and counts the request for App Check, refusing it when App Check is enforced.
-    fn app_check(&self, client: &Client, now: UnixTime) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    async fn app_check(&self, client: &Client, now: UnixTime) -> Result<(), Self::Error>;
     /// An authorization code by the hash of its value.
-    fn code(&self, code_hash: &[u8]) -> impl Future<Output = Result<Option<AuthCode>, Self::Error>> + Send;
+    async fn code(&self, code_hash: &[u8]) -> Result<Option<AuthCode>, Self::Error>;
     /// Revokes what a code issued; how many grants.
-    fn revoke_grants_of_code(
-        &self,
-        code_hash: &[u8],
-        now: UnixTime,
-    ) -> impl Future<Output = Result<u64, Self::Error>> + Send;
+    async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> Result<u64, Self::Error>;
     /// A user by id, with when they were disabled.
-    fn user(
-        &self,
-        user_id: &str,
-    ) -> impl Future<Output = Result<Option<(Self::User, Option<UnixTime>)>, Self::Error>> + Send;
+    async fn user(&self, user_id: &str) -> Result<Option<(Self::User, Option<UnixTime>)>, Self::Error>;
     /// Marks the grant's code used and stores the grant, in one unit; `false` when the code was used already.
-    fn redeem_code(&self, grant: &Grant, now: UnixTime) -> impl Future<Output = Result<bool, Self::Error>> + Send;
-    /// The id_token of a code exchange.
-    fn id_token(
-        &self,
-        user: &Self::User,
-        client_id: &str,
-        code: &AuthCode,
-        access_token: &str,
-        now: UnixTime,
-    ) -> Result<String, Self::Error>;
+    async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
+    /// The id_token of a code exchange for `user` and `code` (its client's), with the access token issued with it.
+    fn id_token(&self, user: &Self::User, code: &AuthCode, token: &str, now: UnixTime) -> Result<String, Self::Error>;
     /// A grant by id.
-    fn grant(&self, id: &GrantId) -> impl Future<Output = Result<Option<GrantState>, Self::Error>> + Send;
+    async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, Self::Error>;
     /// A grant by its refresh token's hash (tokens of the earlier form, which name no grant id).
-    fn legacy_grant_by_refresh(
-        &self,
-        refresh_hash: &[u8],
-    ) -> impl Future<Output = Result<Option<GrantState>, Self::Error>> + Send;
+    async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> Result<Option<GrantState>, Self::Error>;
     /// Revokes a grant; whether it was live.
-    fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+    async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> Result<bool, Self::Error>;
     /// Records each value until its expiry unless one is recorded already: `None` when all were new, else the
     /// index of the first that was not (nothing is recorded then).
-    fn record_once(
-        &self,
-        values: &[(Vec<u8>, UnixTime)],
-        now: UnixTime,
-    ) -> impl Future<Output = Result<Option<usize>, Self::Error>> + Send;
+    async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
 }
 
 /// A token request as the handler read it.
@@ -111,6 +91,17 @@ pub struct TokenCall<'a> {
     pub authorization: Result<Option<&'a str>, &'a OAuthError>,
     /// The values of the `DPoP` headers, as bytes.
     pub dpop: &'a [&'a [u8]],
+    /// When the request came.
+    pub now: UnixTime,
+}
+
+/// What a grant type's checks run with, once the shared checks passed.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    /// The authenticated client.
+    pub client: &'a Client,
+    /// The request's DPoP proof, past its stateless checks.
+    pub proof: Option<&'a dpop::Proof>,
     /// When the request came.
     pub now: UnixTime,
 }
@@ -134,6 +125,7 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
     let client = authenticate(ports, &request.client).await?;
     ports.app_check(&client, now).await?;
     let proof = proof::read(call.dpop, &ports.settings(), now)?;
+    let checked = Checked { client: &client, proof: proof.as_ref(), now };
     let response = match request.grant {
         TokenGrant::AuthorizationCode { code: value, code_verifier, redirect_uri } => {
             let exchange = exchange::Exchange {
@@ -142,11 +134,11 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
                 verifier: code_verifier.as_ref(),
                 redirect_uri: &redirect_uri,
             };
-            exchange::run(ports, exchange, &client, proof.as_ref(), now).await?
+            exchange::run(ports, exchange, checked).await?
         }
         TokenGrant::RefreshToken { refresh_token, scope } => {
             let refresh = refresh::Refresh { token: refresh_token.expose(), scope: scope.as_deref() };
-            refresh::run(ports, refresh, &client, proof.as_ref(), now).await?
+            refresh::run(ports, refresh, checked).await?
         }
     };
     Ok(Issued { client, response })

@@ -1,7 +1,7 @@
 //! `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.6): the code exchange's checks, in order.
 
 use super::proof::{self, NonceRule};
-use super::{code_reused, mint, Ports};
+use super::{code_reused, mint, Checked, Ports};
 use crate::access_token::GrantId;
 use crate::client::Client;
 use crate::dpop::{self, Proof};
@@ -27,13 +27,8 @@ pub struct Exchange<'a> {
 }
 
 /// Runs the code exchange's checks, in order, then issues the grant and its tokens.
-pub async fn run<P: Ports>(
-    ports: &P,
-    exchange: Exchange<'_>,
-    client: &Client,
-    proof: Option<&Proof>,
-    now: UnixTime,
-) -> Result<TokenResponse, P::Error> {
+pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
+    let Checked { client, proof, now } = checked;
     let record = code_known(exchange.record)?;
     token::check_code(&record, &client.client_id, exchange.redirect_uri, exchange.verifier, now)?;
     if let Some(proof) = proof {
@@ -47,7 +42,7 @@ pub async fn run<P: Ports>(
     }
     let (access_token, expires_in) = mint(ports, &grant, grant.scopes, now)?;
     let id_token = if record.scopes.intersects(IDENTITY) {
-        Some(ports.id_token(&user, &client.client_id, &record, &access_token, now)?)
+        Some(ports.id_token(&user, &record, &access_token, now)?)
     } else {
         None
     };

@@ -1,7 +1,7 @@
 //! `grant_type=refresh_token` (RFC 6749 §6, RFC 9449 §5): the refresh's checks, in order.
 
 use super::proof::{self, NonceRule};
-use super::{grant_of_refresh, mint, Ports};
+use super::{grant_of_refresh, mint, Checked, Ports};
 use crate::client::Client;
 use crate::dpop::Proof;
 use crate::time::UnixTime;
@@ -19,13 +19,8 @@ pub struct Refresh<'a> {
 }
 
 /// Runs the refresh's checks, in order, then mints the access token.
-pub async fn run<P: Ports>(
-    ports: &P,
-    refresh: Refresh<'_>,
-    client: &Client,
-    proof: Option<&Proof>,
-    now: UnixTime,
-) -> Result<TokenResponse, P::Error> {
+pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
+    let Checked { client, proof, now } = checked;
     let found = grant_known(grant_of_refresh(ports, refresh.token).await?)?;
     grant_is_the_clients(&found, client)?;
     grant_usable(&found, now)?;

@@ -5,10 +5,11 @@ use super::proof::{self, nonce_checked, NonceRule};
 use super::refresh::{binding, grant_is_the_clients, grant_known, grant_usable};
 use super::revoke::{revoke, token_is_the_clients, RevokeCall};
 use super::*;
-use crate::client::{ClientDetails, ClientType};
+use crate::authorize::tests::desktop;
 use crate::dpop::{self, issue_nonce, Proof};
 use crate::scope::Scope;
 use crate::secret::{Counter, Secret};
+use std::future::Future;
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 
@@ -38,7 +39,7 @@ struct Memory {
 
 impl Memory {
     fn new() -> Self {
-        let client = Client { client_id: "app".into(), secret_hash: secret::hash("s3cret"), ..desktop() };
+        let client = Client { secret_hash: secret::hash("s3cret"), ..desktop() };
         Self {
             registry: ScopeRegistry::new("https://latchkey.dev"),
             keys: vec![MacKey::new(1, b"mac")],
@@ -103,7 +104,7 @@ impl Ports for Memory {
         self.grants.lock().unwrap().push(state);
         Ok(true)
     }
-    fn id_token(&self, user: &String, _: &str, _: &AuthCode, _: &str, _: UnixTime) -> Result<String, OAuthError> {
+    fn id_token(&self, user: &String, _: &AuthCode, _: &str, _: UnixTime) -> Result<String, OAuthError> {
         Ok(format!("id-token-of-{user}"))
     }
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, OAuthError> {
@@ -124,23 +125,6 @@ impl Ports for Memory {
         }
         recorded.extend(values.iter().map(|(v, _)| v.clone()));
         Ok(None)
-    }
-}
-
-fn desktop() -> Client {
-    Client {
-        client_id: String::new(),
-        project_id: "p".into(),
-        name: "App".into(),
-        client_type: ClientType::Desktop,
-        redirect_uris: vec![],
-        secret_hash: vec![],
-        details: ClientDetails::default(),
-        created_at: NOW,
-        deleted_at: None,
-        last_used_at: None,
-        app_check: Default::default(),
-        ownership_verified_at: None,
     }
 }
 
@@ -179,6 +163,14 @@ fn grant_state(client_id: &str) -> GrantState {
 fn proof(jti: &str, nonce: Option<String>) -> Proof {
     Proof { jkt: "jkt".into(), jti: jti.into(), iat: NOW, nonce }
 }
+
+/// The form of a code exchange of `lkc_1` by `app`.
+const EXCHANGE: [(&str, &str); 4] = [
+    ("grant_type", "authorization_code"),
+    ("code", "lkc_1"),
+    ("redirect_uri", "http://127.0.0.1:4000/cb"),
+    ("client_id", "app"),
+];
 
 fn call<'a>(form: &'a Form<'a>) -> TokenCall<'a> {
     TokenCall { form, authorization: Ok(None), dpop: &[], now: NOW }
@@ -295,13 +287,7 @@ fn a_proof_and_a_nonce_are_each_good_once() {
 fn an_exchange_then_a_refresh_then_a_revocation() {
     let ports = Memory::new();
     ports.codes.lock().unwrap().push(auth_code("lkc_1"));
-    let pairs = [
-        ("grant_type", "authorization_code"),
-        ("code", "lkc_1"),
-        ("redirect_uri", "http://127.0.0.1:4000/cb"),
-        ("client_id", "app"),
-    ];
-    let form = Form::new(pairs.to_vec()).unwrap();
+    let form = Form::new(EXCHANGE.to_vec()).unwrap();
     let issued = block_on(token(&ports, call(&form))).unwrap();
     assert_eq!(issued.client.client_id, "app");
     assert_eq!(issued.response.id_token.as_deref(), Some("id-token-of-u"));
@@ -333,13 +319,7 @@ fn an_exchange_then_a_refresh_then_a_revocation() {
 fn a_reused_code_revokes_its_grant_before_anything_else_is_checked() {
     let ports = Memory::new();
     ports.codes.lock().unwrap().push(auth_code("lkc_1"));
-    let pairs = [
-        ("grant_type", "authorization_code"),
-        ("code", "lkc_1"),
-        ("redirect_uri", "http://127.0.0.1:4000/cb"),
-        ("client_id", "app"),
-    ];
-    let form = Form::new(pairs.to_vec()).unwrap();
+    let form = Form::new(EXCHANGE.to_vec()).unwrap();
     block_on(token(&ports, call(&form))).unwrap();
     let bad_client =
         [("grant_type", "authorization_code"), ("code", "lkc_1"), ("redirect_uri", "x"), ("client_id", "nobody")];
@@ -377,7 +357,8 @@ fn an_exchange_by_a_disabled_user_issues_nothing() {
     let code = Secret::new("lkc_2".into());
     let exchange = exchange::Exchange { code: &code, record, verifier: None, redirect_uri: "http://127.0.0.1:4000/cb" };
     let client = ports.clients[0].clone();
-    let err = block_on(exchange::run(&ports, exchange, &client, None, NOW)).unwrap_err();
+    let err =
+        block_on(exchange::run(&ports, exchange, Checked { client: &client, proof: None, now: NOW })).unwrap_err();
     assert_eq!(&*err.description, "The user account is deleted or disabled.");
     assert!(ports.grants.lock().unwrap().is_empty());
 }

@@ -96,15 +96,8 @@ impl Ports for StorePorts<'_> {
         Ok(redeemed == Redeemed::Issued)
     }
 
-    fn id_token(
-        &self,
-        user: &User,
-        client_id: &str,
-        code: &AuthCode,
-        access_token: &str,
-        now: UnixTime,
-    ) -> Result<String, TokenError> {
-        identity::id_token(self.state, user, client_id, code, access_token, now)
+    fn id_token(&self, user: &User, code: &AuthCode, access_token: &str, now: UnixTime) -> Result<String, TokenError> {
+        identity::id_token(self.state, user, &code.client_id, code, access_token, now)
     }
 
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, TokenError> {
