@@ -3,9 +3,10 @@
 #
 #   scripts/bench.sh [--runs N] [--duration S] [--backend sqlite|postgres] [--seed-grants N] [--skip-oidc-provider]
 #
-# Builds the release binary, then for each of N runs (default 3) starts a fresh `latchkey serve` pinned to core 0
-# and drives it with `latchkey bench` pinned to core 1 (every workload, then login), and does the same with
-# node-oidc-provider (bench/oidc-provider, `npm ci` on first use). Prints the per-run JSON lines to
+# Builds the release binaries (latchkey, latchkey-bench), then for each of N runs (default 3) starts a fresh
+# `latchkey serve` pinned to core 0 and drives it with `latchkey-bench` pinned to core 1 (every workload, then
+# login), and does the same with node-oidc-provider (bench/oidc-provider, `npm ci` on first use) in production mode
+# (`NODE_ENV=production`, as its documentation asks of a deployment). Prints the per-run JSON lines to
 # target/bench/<timestamp>/ and a Markdown table of the medians with the latchkey/oidc-provider ratios.
 # PostgreSQL (--backend postgres) uses LATCHKEY_BENCH_DATABASE_URL (default the local server's `test` database's
 # host) with a fresh database per run; it is not pinned, so it shares both cores. The server logs at its default
@@ -26,8 +27,9 @@ while [ $# -gt 0 ]; do
 done
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 0, load generator on core 1)" >&2; exit 1; }
 
-cargo build --release --locked -p latchkey
+cargo build --release --locked -p latchkey -p latchkey-bench
 bin=$(pwd)/target/release/latchkey
+bench=$(pwd)/target/release/latchkey-bench
 out=target/bench/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 pg_base=${LATCHKEY_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432}
@@ -63,7 +65,7 @@ for run in $(seq 1 "$runs"); do
   fi
   if [ "$seed" -gt 0 ]; then
     echo "== run $run: seeding $seed grants"
-    "$bin" admin seed-grants --count "$seed" --data-dir "$data" "${db_args[@]}" >/dev/null
+    "$bench" seed-grants --count "$seed" --data-dir "$data" "${db_args[@]}" >/dev/null
   fi
   echo "== run $run: latchkey ($backend)"
   env "${limits[@]}" taskset -c 0 "$bin" serve --listen 127.0.0.1:9443 --data-dir "$data" \
@@ -71,7 +73,7 @@ for run in $(seq 1 "$runs"); do
   server_pid=$!
   wait_for 9443
   for workload in all login; do
-    taskset -c 1 "$bin" bench --setup --issuer https://127.0.0.1:9443 --data-dir "$data" "${db_args[@]}" \
+    taskset -c 1 "$bench" --setup --issuer https://127.0.0.1:9443 --data-dir "$data" "${db_args[@]}" \
       --server-pid "$server_pid" --workload "$workload" --duration "$duration" --json |
       sed "s/^{/{\"server\":\"latchkey\",\"run\":$run,/" | tee -a "$out/results.jsonl"
   done
@@ -79,11 +81,11 @@ for run in $(seq 1 "$runs"); do
   if [ "$oidc" = 1 ]; then
     echo "== run $run: node-oidc-provider"
     [ -d bench/oidc-provider/node_modules ] || (cd bench/oidc-provider && npm ci --silent)
-    taskset -c 0 node bench/oidc-provider/server.mjs 9444 "$data/tls/cert.pem" "$data/tls/key.pem" \
+    NODE_ENV=production taskset -c 0 node bench/oidc-provider/server.mjs 9444 "$data/tls/cert.pem" "$data/tls/key.pem" \
       >"$data/oidc-provider.log" 2>&1 &
     server_pid=$!
     wait_for 9444
-    taskset -c 1 "$bin" bench --target oidc-provider --issuer https://127.0.0.1:9444 --ca-file "$data/tls/cert.pem" \
+    taskset -c 1 "$bench" --target oidc-provider --issuer https://127.0.0.1:9444 --ca-file "$data/tls/cert.pem" \
       --server-pid "$server_pid" --workload all --duration "$duration" --json |
       sed "s/^{/{\"server\":\"oidc-provider\",\"run\":$run,/" | tee -a "$out/results.jsonl"
     stop_server

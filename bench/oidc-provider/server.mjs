@@ -4,10 +4,12 @@
 // development adapter is an LRU of 1,000 entries, which evicts the codes a benchmark obtains in advance).
 // Every authorization makes a new grant (as latchkey's consent does), so revoking one refresh token does not
 // revoke the tokens obtained for the next requests. Its dev interactions (any login and
-// password, then a consent page) stand in for latchkey's sign-in and consent pages, so `latchkey bench
+// password, then a consent page) stand in for latchkey's sign-in and consent pages, so `latchkey-bench
 // --target oidc-provider` drives it through the same steps.
 //
-// Usage: node server.mjs PORT CERT_PEM KEY_PEM   (serves https://127.0.0.1:PORT)
+// Usage: NODE_ENV=production node server.mjs PORT CERT_PEM KEY_PEM   (serves https://127.0.0.1:PORT)
+// scripts/bench.sh runs it in production mode, as node-oidc-provider's documentation asks of a deployment; the dev
+// interactions still work there (it prints a warning that they are enabled).
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';

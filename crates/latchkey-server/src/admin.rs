@@ -18,9 +18,7 @@ use latchkey_store::{Channel, NewUser, Project, Store, StoreError, User};
 use serde_json::{json, Value};
 
 mod listings;
-mod seed;
 pub use listings::{listing_add, listing_remove, listing_show, verify_ownership, ListingDirectory, StoreDirectory};
-pub use seed::seed_grants;
 
 /// An administrative operation that failed, with a message for the operator.
 #[derive(Debug, thiserror::Error)]

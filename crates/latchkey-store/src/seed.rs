@@ -1,4 +1,4 @@
-//! Bulk loading for load tests (`latchkey admin seed-grants`), off the production traits: built only with the
+//! Bulk loading for load tests (`latchkey-bench seed-grants`), off the production traits: built only with the
 //! `seed` feature.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};

@@ -48,16 +48,6 @@ enum Noun {
     Secrets(SecretsCmd),
     /// Runs the store's migrations and exits (`serve` also runs them at start-up).
     Migrate,
-    /// Load tests: stores COUNT grants (and a user for every PER_USER of them) under a client of their own,
-    /// through the store in batches; their refresh tokens are held by no one.
-    SeedGrants {
-        /// How many grants.
-        #[arg(long)]
-        count: u64,
-        /// Grants per user.
-        #[arg(long, default_value_t = 10)]
-        per_user: u64,
-    },
 }
 
 #[derive(Subcommand)]
@@ -408,8 +398,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let url = config.database_url();
     // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
     latchkey_server::prepare_data_dir(&config)?;
-    // Opened for bulk loading too, which `seed-grants` needs; every other command sees it as a `Store`.
-    let store = latchkey_store::seed::open_with(&url, config.pool_settings()).await?;
+    let store = latchkey_store::open_with(&url, config.pool_settings()).await?;
     let store = &*store;
     let now = SystemClock.now();
     let result = match args.noun {
@@ -532,7 +521,6 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         Noun::Secrets(cmd) => keys::secrets(store, &config, cmd).await?,
         // Opening the store ran the migrations.
         Noun::Migrate => Ok(serde_json::json!({ "migrated": true, "backend": latchkey_store::backend_of(&url) })),
-        Noun::SeedGrants { count, per_user } => ops::seed_grants(store, count, per_user, now).await,
     };
     match result {
         Ok(value) => {

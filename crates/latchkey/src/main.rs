@@ -2,7 +2,6 @@
 
 mod admin;
 mod app;
-mod bench;
 mod serve;
 
 use clap::{Args, Parser, Subcommand};
@@ -30,8 +29,6 @@ enum Command {
     Admin(Box<admin::AdminArgs>),
     /// Acts as an installed app: signs in through the system browser, keeps and refreshes tokens, calls APIs.
     App(app::AppArgs),
-    /// Load-tests a running server over HTTPS keep-alive connections (see docs/benchmarks.md).
-    Bench(Box<bench::BenchArgs>),
 }
 
 /// Where the configuration comes from; flags win over `LATCHKEY_*` variables, which win over the file.
@@ -93,7 +90,6 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Admin(args) => admin::run(*args).await,
             Command::App(args) => app::run(args).await,
-            Command::Bench(args) => bench::run(*args).await,
         }
     });
     match result {

@@ -11,7 +11,6 @@ mod token_exchange;
 mod app_check;
 mod app_cli;
 mod authorize_endpoint;
-mod bench_cli;
 mod cli;
 mod client_lifecycle;
 mod console;

@@ -1,20 +1,46 @@
-//! `latchkey admin seed-grants`: bulk loading for load tests (issue 7: the figures with 10 million grants).
+//! `latchkey-bench seed-grants`: bulk loading for load tests (issue 7: the figures with 10 million grants).
 //!
-//! The grants go through the store's bulk loading ([`Seed::seed`](latchkey_store::seed::Seed::seed)) in batches, with users made for them (`per_user`
-//! grants each), under a project and desktop client of their own. Their refresh tokens are random hashes that no
-//! one holds: the grants only make the tables and their indexes the size of a large deployment.
+//! The grants go through the store's bulk loading ([`Seed::seed`](latchkey_store::seed::Seed::seed)) in batches,
+//! with users made for them (`per_user` grants each), under a project and desktop client of their own. Their
+//! refresh tokens are random hashes that no one holds: the grants only make the tables and their indexes the size
+//! of a large deployment.
 
-use super::{random_digits, AdminResult};
+use crate::setup::store_config;
+use crate::StoreArgs;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::secret::{random_b64, random_bytes};
-use latchkey_core::time::UnixTime;
+use latchkey_core::time::{Clock, UnixTime};
 use latchkey_core::token::Grant;
+use latchkey_server::clock::SystemClock;
 use latchkey_store::seed::SeedStore;
 use latchkey_store::{Channel, NewUser, Project};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Instant;
+
+/// `latchkey-bench seed-grants`: the store to load and how much.
+#[derive(clap::Args)]
+pub struct SeedArgs {
+    /// How many grants.
+    #[arg(long)]
+    count: u64,
+    /// Grants per user.
+    #[arg(long, default_value_t = 10)]
+    per_user: u64,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// Opens the store (made, and migrated, if it is new), seeds it, and prints what it made as one JSON object.
+pub async fn run(args: SeedArgs) -> anyhow::Result<()> {
+    let config = store_config(&args.store)?;
+    // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
+    latchkey_server::prepare_data_dir(&config)?;
+    let store = latchkey_store::seed::open_with(&config.database_url(), config.pool_settings()).await?;
+    println!("{}", seed_grants(&*store, args.count, args.per_user, SystemClock.now()).await?);
+    Ok(())
+}
 
 /// Grants stored per store call (one SQLite transaction).
 const BATCH: u64 = 100_000;
@@ -22,7 +48,7 @@ const BATCH: u64 = 100_000;
 const RANDOM_PER_GRANT: usize = 80;
 
 /// Stores `count` grants for `count / per_user` new users, `BATCH` at a time; prints progress to stderr.
-pub async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: UnixTime) -> AdminResult {
+async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: UnixTime) -> anyhow::Result<Value> {
     let per_user = per_user.max(1);
     let started = Instant::now();
     let project = Project {
@@ -108,4 +134,9 @@ fn seed_user(now: UnixTime) -> (NewUser, Channel) {
         created_at: now,
     };
     (user, channel)
+}
+
+/// `len` random decimal digits.
+fn random_digits(len: usize) -> String {
+    random_bytes(len).iter().map(|b| char::from(b'0' + b % 10)).collect()
 }

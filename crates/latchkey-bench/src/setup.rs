@@ -1,0 +1,148 @@
+//! Where requests go and as whom: the target's endpoints, and with `--setup` a project, a client and a user made
+//! in the server's store.
+
+use crate::{BenchArgs, StoreArgs, TargetKind};
+use anyhow::{anyhow, bail, Context};
+use latchkey_core::client::{ClientDetails, ClientType};
+use latchkey_core::time::Clock;
+use latchkey_server::admin::{self as ops, NewClient};
+use latchkey_server::clock::SystemClock;
+use latchkey_server::config::Config;
+use std::io::Read;
+use std::path::PathBuf;
+
+/// The data-API scope latchkey's flows ask for.
+const LATCHKEY_SCOPE: &str = "https://latchkey.dev/auth/readonly";
+
+/// Where to send requests and as whom.
+pub struct Target {
+    /// The issuer, without a trailing slash.
+    pub issuer: String,
+    /// The client.
+    pub client_id: String,
+    /// The user's e-mail (node-oidc-provider: any login).
+    pub email: String,
+    /// The user's password.
+    pub password: String,
+    /// The PEM certificate to trust.
+    pub ca: Vec<u8>,
+    /// latchkey or node-oidc-provider.
+    pub kind: TargetKind,
+    /// The URLs a workload uses.
+    pub endpoints: Endpoints,
+}
+
+/// The URLs a workload uses, and the scope it asks for.
+pub struct Endpoints {
+    /// The authorization endpoint.
+    pub authorize: String,
+    /// The token endpoint.
+    pub token: String,
+    /// The revocation endpoint.
+    pub revoke: String,
+    /// The API call of the `api` workload.
+    pub api: String,
+    /// The scope of the authorization requests.
+    pub scope: &'static str,
+}
+
+impl Endpoints {
+    fn latchkey(issuer: &str) -> Self {
+        Self {
+            authorize: format!("{issuer}/o/oauth2/v2/auth"),
+            token: format!("{issuer}/token"),
+            revoke: format!("{issuer}/revoke"),
+            api: format!("{issuer}/video/v3/channels?part=id&mine=true"),
+            scope: LATCHKEY_SCOPE,
+        }
+    }
+
+    /// node-oidc-provider's endpoints, from its discovery document.
+    async fn discover(issuer: &str, ca: &[u8]) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(ca)?)
+            .build()?;
+        let url = format!("{issuer}/.well-known/openid-configuration");
+        let doc: serde_json::Value = http.get(&url).send().await?.error_for_status()?.json().await?;
+        let field = |k: &str| doc[k].as_str().map(str::to_owned).with_context(|| format!("no {k} in {url}"));
+        Ok(Self {
+            authorize: field("authorization_endpoint")?,
+            token: field("token_endpoint")?,
+            revoke: field("revocation_endpoint")?,
+            api: field("userinfo_endpoint")?,
+            scope: "openid offline_access",
+        })
+    }
+}
+
+/// The configuration of the store named by `--data-dir` and `--database-url` (and `LATCHKEY_*` variables).
+pub fn store_config(store: &StoreArgs) -> anyhow::Result<Config> {
+    let mut flags = toml::Table::new();
+    if let Some(dir) = &store.data_dir {
+        flags.insert("data_dir".into(), dir.display().to_string().into());
+    }
+    if let Some(url) = &store.database_url {
+        flags.insert("database_url".into(), url.clone().into());
+    }
+    Ok(Config::load(None, std::env::vars(), flags)?)
+}
+
+/// The target the options describe, after `--setup` made its client and user.
+pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
+    let issuer = args.issuer.as_deref().context("--issuer is needed")?.trim_end_matches('/').to_owned();
+    let read_ca = |file: PathBuf| std::fs::read(&file).with_context(|| format!("reading {}", file.display()));
+    if args.target == TargetKind::OidcProvider {
+        if args.setup {
+            bail!("--setup is for latchkey; node-oidc-provider has its client `bench` built in");
+        }
+        let ca = read_ca(args.ca_file.clone().context("--ca-file is needed")?)?;
+        return Ok(Target {
+            endpoints: Endpoints::discover(&issuer, &ca).await?,
+            issuer,
+            client_id: args.client_id.clone().unwrap_or_else(|| "bench".into()),
+            email: args.email.clone().unwrap_or_else(|| "bench".into()),
+            password: "bench".into(),
+            ca,
+            kind: TargetKind::OidcProvider,
+        });
+    }
+    let mut password = String::new();
+    if args.password_stdin {
+        std::io::stdin().read_to_string(&mut password)?;
+        password = password.lines().next().unwrap_or_default().to_owned();
+    }
+    let (client_id, email, ca_file) = if args.setup {
+        let config = store_config(&args.store)?;
+        if password.is_empty() {
+            password = latchkey_core::secret::random_b64(18);
+        }
+        let (client_id, email) = create_client_and_user(&config, &password).await.map_err(|e| anyhow!("setup: {e}"))?;
+        (client_id, email, args.ca_file.clone().unwrap_or_else(|| config.data_dir.join("tls/cert.pem")))
+    } else {
+        let client_id = args.client_id.clone().context("--client-id is needed (or --setup)")?;
+        let email = args.email.clone().context("--email is needed (or --setup)")?;
+        if password.is_empty() {
+            bail!("--password-stdin is needed (or --setup)");
+        }
+        (client_id, email, args.ca_file.clone().context("--ca-file is needed")?)
+    };
+    let endpoints = Endpoints::latchkey(&issuer);
+    Ok(Target { issuer, client_id, email, password, ca: read_ca(ca_file)?, kind: TargetKind::Latchkey, endpoints })
+}
+
+/// `--setup`: a project with the data API, a desktop client and a user with `password`; their ids.
+async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Result<(String, String)> {
+    let store = &*latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
+    let now = SystemClock.now();
+    let p = ops::project_create(store, "bench", now).await?;
+    let project_id = p["project_id"].as_str().context("project_id")?.to_owned();
+    ops::project_set_api(store, &project_id, true).await?;
+    let (client_type, details) = (ClientType::Desktop, ClientDetails::default());
+    let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
+    let c = ops::client_create(store, new, now).await?;
+    let client_id = c["client_id"].as_str().context("client_id")?.to_owned();
+    let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6).to_lowercase());
+    ops::user_create(store, &email, password, Some("Bench"), now).await?;
+    Ok((client_id, email))
+}
