@@ -4,8 +4,9 @@
 use crate::{BenchArgs, StoreArgs, TargetKind};
 use anyhow::{anyhow, bail, Context};
 use latchkey_core::client::{ClientDetails, ClientType};
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
 use latchkey_server::admin::{self as ops, NewClient};
+use latchkey_server::clock::SystemClock;
 use latchkey_server::config::Config;
 use std::io::Read;
 use std::path::PathBuf;

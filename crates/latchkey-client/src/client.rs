@@ -1,5 +1,6 @@
 //! The OAuth client of an installed app: authorization request, code exchange, refresh, revocation.
 
+use crate::clock::{Clock, SystemClock};
 use crate::discovery::Discovery;
 use crate::dpop::{code_jti, random_jti, DpopKey};
 use crate::http::{HttpClient, HttpRequest, HttpResponse};
@@ -134,6 +135,8 @@ pub struct OAuthClient {
     http: Arc<dyn HttpClient>,
     /// The last `DPoP-Nonce` the token endpoint sent.
     nonce: Mutex<Option<String>>,
+    /// The clock token expiry and DPoP proofs are read from.
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -158,7 +161,17 @@ impl OAuthClient {
 
     /// A client with known metadata.
     pub fn new(config: AppConfig, discovery: Discovery, http: Arc<dyn HttpClient>) -> Self {
-        Self { config, discovery, http, nonce: Mutex::new(None) }
+        Self { config, discovery, http, nonce: Mutex::new(None), clock: Arc::new(SystemClock) }
+    }
+
+    /// The same client reading time from `clock` instead of the system clock.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The current time in Unix seconds, from the client's clock.
+    pub fn now(&self) -> i64 {
+        self.clock.now()
     }
 
     /// The issuer's metadata.
@@ -264,7 +277,7 @@ impl OAuthClient {
                     Grant::Code(code) if !retried => code_jti(code),
                     _ => random_jti(),
                 };
-                headers.push(("dpop".to_owned(), key.proof("POST", endpoint, &jti, nonce.as_deref(), unix_now())?));
+                headers.push(("dpop".to_owned(), key.proof("POST", endpoint, &jti, nonce.as_deref(), self.now())?));
             }
             let response = self.post(endpoint, form.clone(), headers).await?;
             if let Some(n) = response.header("dpop-nonce") {
@@ -315,7 +328,7 @@ impl OAuthClient {
     }
 
     fn token_set(&self, body: TokenResponse, previous: Option<&TokenSet>, dpop: Option<&DpopKey>) -> TokenSet {
-        let now = unix_now();
+        let now = self.now();
         let expires_in = i64::try_from(body.expires_in).unwrap_or(i64::MAX / 2);
         TokenSet {
             issuer: self.discovery.issuer.clone(),
@@ -345,11 +358,10 @@ fn oauth_error(response: &HttpResponse, on_refresh: bool) -> Error {
     }
 }
 
-/// The current time in Unix seconds.
+/// The system clock's time, for tests that compare with expiries a real client computed.
+#[cfg(test)]
 pub(crate) fn unix_now() -> i64 {
-    #[allow(clippy::disallowed_methods)]
-    let now = std::time::SystemTime::now();
-    now.duration_since(std::time::UNIX_EPOCH).map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).unwrap_or(0)
+    SystemClock.now()
 }
 
 #[cfg(test)]

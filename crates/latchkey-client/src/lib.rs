@@ -37,6 +37,7 @@
 
 pub mod browser;
 mod client;
+mod clock;
 mod discovery;
 mod dpop;
 mod error;
@@ -50,6 +51,7 @@ mod storage;
 mod tokens;
 
 pub use client::{AppConfig, Authorization, AuthorizationResponse, OAuthClient};
+pub use clock::{Clock, SystemClock};
 pub use discovery::Discovery;
 pub use dpop::{DpopKey, FileKeyStore, KeyStore};
 pub use error::Error;

@@ -1,7 +1,9 @@
 //! A signed-in app: stored tokens, reused while valid, refreshed shortly before expiry with one refresh in
 //! flight however many callers ask at once, and revoked.
 
-use crate::client::{unix_now, OAuthClient};
+#[cfg(test)]
+use crate::client::unix_now;
+use crate::client::OAuthClient;
 use crate::dpop::DpopKey;
 use crate::tokens::{TokenSet, TokenStore};
 use crate::Error;
@@ -57,7 +59,7 @@ impl Session {
             *guard = self.store.load()?;
         }
         let current = guard.as_ref().ok_or(Error::NotSignedIn)?;
-        if current.expires_at - unix_now() > REFRESH_MARGIN {
+        if current.expires_at - self.client.now() > REFRESH_MARGIN {
             return Ok(current.access_token.clone());
         }
         match self.client.refresh(current, self.dpop.as_deref()).await {

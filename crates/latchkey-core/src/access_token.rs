@@ -7,7 +7,7 @@
 //! Layout before base64url: `version(1) | key_id(4) | grant_id(16) | expires_at(8) | scopes(4) | salt(8) | mac(32)`.
 
 use crate::scope::ScopeSet;
-use crate::secret::random_bytes;
+use crate::secret::{random_bytes, Random};
 use crate::time::UnixTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -37,12 +37,12 @@ impl GrantId {
     /// takes a batch of them on one page instead of one random page each (a write to the log per grant);
     /// the random part keeps ids from different processes apart. The sequence is the one piece of state
     /// shared by the whole process, and only orders ids.
-    pub fn generate_at(now: UnixTime) -> Self {
+    pub fn generate_at(now: UnixTime, random: &dyn Random) -> Self {
         static SEQUENCE: AtomicU32 = AtomicU32::new(0);
         let mut id = [0u8; 16];
         id[..4].copy_from_slice(&(now.0 as u32).to_be_bytes());
         id[4..8].copy_from_slice(&SEQUENCE.fetch_add(1, Ordering::Relaxed).to_be_bytes());
-        id[8..].copy_from_slice(&random_bytes(8));
+        random.fill(&mut id[8..]);
         Self(id)
     }
 
@@ -113,14 +113,14 @@ impl std::fmt::Debug for MacKey {
 }
 
 /// Mints an access token.
-pub fn mint(key: &MacKey, claims: &AccessClaims) -> String {
+pub fn mint(key: &MacKey, claims: &AccessClaims, random: &dyn Random) -> String {
     let mut raw = [0u8; LEN];
     raw[0] = VERSION;
     raw[1..5].copy_from_slice(&key.id.to_be_bytes());
     raw[5..21].copy_from_slice(&claims.grant_id.0);
     raw[21..29].copy_from_slice(&claims.expires_at.0.to_be_bytes());
     raw[29..33].copy_from_slice(&claims.scopes.0.to_be_bytes());
-    raw[33..41].copy_from_slice(&random_bytes(8));
+    random.fill(&mut raw[33..41]);
     let tag = hmac::sign(&key.key, &raw[..BODY]);
     raw[BODY..].copy_from_slice(tag.as_ref());
     let mut out = String::with_capacity(PREFIX.len() + 94);
@@ -157,6 +157,7 @@ pub fn verify(keys: &[MacKey], token: &str, now: UnixTime) -> Result<AccessClaim
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::Counter;
 
     fn claims() -> AccessClaims {
         AccessClaims { grant_id: GrantId::generate(), expires_at: UnixTime(1000), scopes: ScopeSet(0b101) }
@@ -166,7 +167,7 @@ mod tests {
     fn a_minted_token_verifies_until_it_expires() {
         let key = MacKey::new(7, b"0123456789abcdef0123456789abcdef");
         let c = claims();
-        let t = mint(&key, &c);
+        let t = mint(&key, &c, &Counter::default());
         assert!(t.starts_with(PREFIX));
         assert_eq!(verify(std::slice::from_ref(&key), &t, UnixTime(999)), Ok(c));
         assert_eq!(verify(&[key], &t, UnixTime(1000)), Err(AccessTokenError::Expired));
@@ -176,19 +177,20 @@ mod tests {
     fn two_tokens_for_the_same_claims_differ() {
         let key = MacKey::new(1, b"k");
         let c = claims();
-        assert_ne!(mint(&key, &c), mint(&key, &c));
+        let rng = Counter::default();
+        assert_ne!(mint(&key, &c, &rng), mint(&key, &c, &rng));
     }
 
     #[test]
     fn a_tampered_token_or_an_unknown_key_is_invalid() {
         let key = MacKey::new(1, b"k");
-        let t = mint(&key, &claims());
+        let t = mint(&key, &claims(), &Counter::default());
         let mut bytes = t.into_bytes();
         let i = bytes.len() / 2;
         bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
         let tampered = String::from_utf8(bytes).unwrap();
         assert_eq!(verify(std::slice::from_ref(&key), &tampered, UnixTime(0)), Err(AccessTokenError::Invalid));
-        let other = mint(&MacKey::new(2, b"k"), &claims());
+        let other = mint(&MacKey::new(2, b"k"), &claims(), &Counter::default());
         assert_eq!(verify(&[key], &other, UnixTime(0)), Err(AccessTokenError::UnknownKey));
     }
 
@@ -202,9 +204,9 @@ mod tests {
 
     #[test]
     fn grant_ids_issued_together_are_neighbours_and_still_unique() {
-        let now = UnixTime(1_700_000_000);
-        let a = GrantId::generate_at(now);
-        let b = GrantId::generate_at(now);
+        let (now, rng) = (UnixTime(1_700_000_000), Counter::default());
+        let a = GrantId::generate_at(now, &rng);
+        let b = GrantId::generate_at(now, &rng);
         assert_ne!(a, b);
         assert_eq!(a.0[..4], b.0[..4], "same second");
         assert!(a.0[4..8] < b.0[4..8], "issuance order");

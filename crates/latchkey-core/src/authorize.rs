@@ -268,4 +268,4 @@ fn parse_prompt(value: Option<&str>) -> Result<Prompt, OAuthError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

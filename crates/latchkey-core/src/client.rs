@@ -88,7 +88,7 @@ pub struct Client {
     /// When the client last got tokens (recorded at most once an hour), if ever.
     pub last_used_at: Option<UnixTime>,
     /// Mobile: the App Check state, with the change on its way.
-    pub app_check: crate::app_check::AppCheck,
+    pub app_check: crate::app_check_setting::AppCheck,
     /// Browser extension: when owner verification last succeeded.
     pub ownership_verified_at: Option<UnixTime>,
 }
@@ -202,7 +202,7 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
         errors.push(field_error("name", "A client name is at most 100 characters."));
     }
     for uri in redirect_uris {
-        match crate::redirect::scheme_of(uri) {
+        match scheme_of(uri) {
             Some(_) if uri.contains('#') || uri.chars().any(char::is_whitespace) => {
                 errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}")));
             }
@@ -263,6 +263,14 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
         ClientType::Desktop => {}
     }
     errors
+}
+
+/// The scheme of an absolute URI (RFC 3986 §3.1), lower-cased comparison left to callers.
+pub fn scheme_of(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once(':')?;
+    let mut bytes = scheme.bytes();
+    let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic());
+    (first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))).then_some(scheme)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 
 use crate::access_token::MacKey;
 use crate::jws::{verify_es256, EcJwk};
-use crate::secret::random_bytes;
+use crate::secret::Random;
 use crate::time::UnixTime;
 use crate::{ErrorCode, OAuthError};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -237,11 +237,13 @@ pub fn jti_expiry(proof: &Proof, window: Window) -> UnixTime {
 }
 
 /// Issues a nonce valid until `expires_at`.
-pub fn issue_nonce(key: &MacKey, expires_at: UnixTime) -> String {
+pub fn issue_nonce(key: &MacKey, expires_at: UnixTime, random: &dyn Random) -> String {
     let mut body = Vec::with_capacity(24 + 32);
     body.extend_from_slice(&key.id.to_be_bytes());
     body.extend_from_slice(&expires_at.0.to_be_bytes());
-    body.extend_from_slice(&random_bytes(12));
+    let mut salt = [0u8; 12];
+    random.fill(&mut salt);
+    body.extend_from_slice(&salt);
     let tag = key.tag(&nonce_input(&body));
     body.extend_from_slice(&tag);
     URL_SAFE_NO_PAD.encode(body)

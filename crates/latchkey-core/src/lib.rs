@@ -5,10 +5,12 @@
 
 pub mod access_token;
 pub mod app_check;
+pub mod app_check_setting;
 pub mod authorize;
 pub mod client;
 pub mod dpop;
 pub mod error;
+pub mod flow;
 pub mod jws;
 pub mod pkce;
 pub mod redirect;

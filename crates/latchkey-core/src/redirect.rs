@@ -4,7 +4,7 @@
 //! URIs are compared as exact strings, never after URL normalisation. The one exception is RFC 8252 §7.3: for a
 //! loopback IP literal only the port may differ, and desktop apps need not register loopback URIs at all.
 
-use crate::client::{Client, ClientType};
+use crate::client::{scheme_of, Client, ClientType};
 use crate::{ErrorCode, OAuthError};
 
 /// The deprecated out-of-band redirect values.
@@ -71,14 +71,6 @@ fn type_allows(client: &Client, uri: &str) -> Result<(), OAuthError> {
 
 fn mismatch(text: &'static str) -> OAuthError {
     OAuthError::page(ErrorCode::RedirectUriMismatch, text)
-}
-
-/// The scheme of an absolute URI (RFC 3986 §3.1), lower-cased comparison left to callers.
-pub fn scheme_of(uri: &str) -> Option<&str> {
-    let (scheme, _) = uri.split_once(':')?;
-    let mut bytes = scheme.bytes();
-    let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic());
-    (first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))).then_some(scheme)
 }
 
 /// An `http` loopback redirect URI, split into its parts.

@@ -10,7 +10,9 @@
 //! them, and their grants are found by hash (the store's legacy lookup).
 
 use crate::access_token::GrantId;
-use crate::secret::{self, Secret};
+use crate::secret::{Random, Secret};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 
 /// The prefix of every refresh token.
 pub const PREFIX: &str = "lkr_";
@@ -20,8 +22,10 @@ const ID_CHARS: usize = 22;
 const SECRET_CHARS: usize = 43;
 
 /// A fresh refresh token for the grant `id`.
-pub fn generate(id: &GrantId) -> Secret {
-    Secret::new(format!("{PREFIX}{}{}", id.encode(), secret::random_b64(32)))
+pub fn generate(id: &GrantId, random: &dyn Random) -> Secret {
+    let mut bytes = [0u8; 32];
+    random.fill(&mut bytes);
+    Secret::new(format!("{PREFIX}{}{}", id.encode(), URL_SAFE_NO_PAD.encode(bytes)))
 }
 
 /// The grant a refresh token names, when it has this module's form; `None` for anything else (a token of the
@@ -37,12 +41,14 @@ pub fn grant_id(token: &str) -> Option<GrantId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::{self, Counter};
     use crate::time::UnixTime;
 
     #[test]
     fn a_token_names_its_grant_and_is_unique() {
-        let id = GrantId::generate_at(UnixTime(1_700_000_000));
-        let (a, b) = (generate(&id), generate(&id));
+        let rng = Counter::default();
+        let id = GrantId::generate_at(UnixTime(1_700_000_000), &rng);
+        let (a, b) = (generate(&id, &rng), generate(&id, &rng));
         assert_eq!(a.expose().len(), PREFIX.len() + ID_CHARS + SECRET_CHARS);
         assert!(a.expose().bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
         assert_eq!(grant_id(a.expose()), Some(id));

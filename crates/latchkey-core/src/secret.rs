@@ -45,6 +45,28 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// A source of random bytes. The token flows take theirs from the caller (the server passes the operating
+/// system's), so that the rules here read no randomness of their own.
+pub trait Random: Send + Sync {
+    /// Fills `buf` with random bytes.
+    fn fill(&self, buf: &mut [u8]);
+}
+
+/// A counter posing as randomness, for tests: every call gives different bytes.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct Counter(std::sync::atomic::AtomicU64);
+
+#[cfg(test)]
+impl Random for Counter {
+    fn fill(&self, buf: &mut [u8]) {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_be_bytes();
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = n[i % 8] ^ (i as u8);
+        }
+    }
+}
+
 /// `n` random bytes from the operating system, in base64url without padding.
 pub fn random_b64(n: usize) -> String {
     URL_SAFE_NO_PAD.encode(random_bytes(n))

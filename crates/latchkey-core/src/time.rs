@@ -16,20 +16,8 @@ impl UnixTime {
     }
 }
 
-/// A source of the current time; the server owns the only one that reads the system clock.
+/// A source of the current time; the only one that reads the system clock is the server's (`latchkey_server::clock`).
 pub trait Clock: Send + Sync {
     /// The current time.
     fn now(&self) -> UnixTime;
-}
-
-/// The system clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    #[allow(clippy::disallowed_methods)]
-    fn now(&self) -> UnixTime {
-        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        UnixTime(i64::try_from(secs).unwrap_or(i64::MAX))
-    }
 }

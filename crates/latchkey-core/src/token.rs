@@ -69,6 +69,27 @@ impl Grant {
     }
 }
 
+/// A grant with what decides whether it may still be used, as the store reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantState {
+    /// The grant.
+    pub grant: Grant,
+    /// When its user was disabled (a deleted user takes their grants along).
+    pub user_disabled_at: Option<UnixTime>,
+    /// When its client was deleted.
+    pub client_deleted_at: Option<UnixTime>,
+    /// Whether the client's project has the data API enabled.
+    pub api_enabled: bool,
+}
+
+impl GrantState {
+    /// Whether tokens of this grant work at `now`: the grant holds, its user is enabled and its client not
+    /// deleted. The one place this is decided (refresh, revocation's owner check and the data API ask here).
+    pub fn is_usable(&self, now: UnixTime) -> bool {
+        self.grant.is_active(now) && self.user_disabled_at.is_none() && self.client_deleted_at.is_none()
+    }
+}
+
 /// How the client authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthMethod {
@@ -248,7 +269,7 @@ pub fn parse(form: &Form<'_>, authorization: Option<&str>) -> Result<TokenReques
     Ok(TokenRequest { client: client_auth(form, authorization)?, grant })
 }
 
-/// The code-exchange checks, once the code is found and known unused.
+/// The code-exchange checks, in order, once the code is found and known unused (RFC 6749 §4.1.3, RFC 7636 §4.6).
 pub fn check_code(
     code: &AuthCode,
     client_id: &str,
@@ -256,15 +277,38 @@ pub fn check_code(
     verifier: Option<&Secret>,
     now: UnixTime,
 ) -> Result<(), OAuthError> {
+    code_is_the_clients(code, client_id)?;
+    code_unexpired(code, now)?;
+    same_redirect_uri(code, redirect_uri)?;
+    pkce_verified(code, verifier)
+}
+
+/// The code was issued to the client exchanging it.
+fn code_is_the_clients(code: &AuthCode, client_id: &str) -> Result<(), OAuthError> {
     if code.client_id != client_id {
         return Err(OAuthError::invalid_grant("The code was issued to another client."));
     }
+    Ok(())
+}
+
+/// The code is within its lifetime.
+fn code_unexpired(code: &AuthCode, now: UnixTime) -> Result<(), OAuthError> {
     if now >= code.expires_at {
         return Err(OAuthError::invalid_grant("The code has expired."));
     }
+    Ok(())
+}
+
+/// The redirect URI is the authorization request's, exactly.
+fn same_redirect_uri(code: &AuthCode, redirect_uri: &str) -> Result<(), OAuthError> {
     if code.redirect_uri != redirect_uri {
         return Err(OAuthError::invalid_grant("redirect_uri differs from the one of the authorization request."));
     }
+    Ok(())
+}
+
+/// The PKCE verifier matches the challenge; a verifier without a challenge, or the reverse, is refused.
+fn pkce_verified(code: &AuthCode, verifier: Option<&Secret>) -> Result<(), OAuthError> {
     match (&code.challenge, verifier) {
         (Some((method, challenge)), Some(v)) => pkce::verify(*method, challenge, v.expose()),
         (Some(_), None) => Err(OAuthError::invalid_grant("Missing code verifier.")),
@@ -273,17 +317,6 @@ pub fn check_code(
         )),
         (None, None) => Ok(()),
     }
-}
-
-/// The refresh checks, once the grant of the refresh token is found.
-pub fn check_refresh(grant: &Grant, client_id: &str, now: UnixTime) -> Result<(), OAuthError> {
-    if grant.client_id != client_id {
-        return Err(OAuthError::invalid_grant("The refresh token was issued to another client."));
-    }
-    if !grant.is_active(now) {
-        return Err(OAuthError::invalid_grant("Token has been expired or revoked."));
-    }
-    Ok(())
 }
 
 /// The scopes of the new access token on refresh: the intersection of `scope` with the grant's, ignoring

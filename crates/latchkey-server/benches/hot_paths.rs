@@ -12,6 +12,7 @@ use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::pkce::{self, ChallengeMethod};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
+use latchkey_server::clock::OsRandom;
 use latchkey_store::Replay;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
@@ -67,8 +68,8 @@ fn dpop_benches(c: &mut Criterion) {
     });
 
     let mac = MacKey::new(1, b"0123456789abcdef0123456789abcdef");
-    c.bench_function("dpop/issue_nonce", |b| b.iter(|| dpop::issue_nonce(&mac, NOW.plus(300))));
-    let n = dpop::issue_nonce(&mac, NOW.plus(300));
+    c.bench_function("dpop/issue_nonce", |b| b.iter(|| dpop::issue_nonce(&mac, NOW.plus(300), &OsRandom)));
+    let n = dpop::issue_nonce(&mac, NOW.plus(300), &OsRandom);
     c.bench_function("dpop/check_nonce", |b| {
         b.iter(|| dpop::check_nonce(std::slice::from_ref(&mac), black_box(&n), NOW).expect("valid"))
     });
@@ -82,8 +83,8 @@ fn token_benches(c: &mut Criterion) {
     });
     let mac = MacKey::new(1, b"0123456789abcdef0123456789abcdef");
     let claims = AccessClaims { grant_id: GrantId::generate(), expires_at: NOW.plus(3600), scopes: ScopeSet(0b11) };
-    c.bench_function("access_token/mint", |b| b.iter(|| access_token::mint(&mac, black_box(&claims))));
-    let t = access_token::mint(&mac, &claims);
+    c.bench_function("access_token/mint", |b| b.iter(|| access_token::mint(&mac, black_box(&claims), &OsRandom)));
+    let t = access_token::mint(&mac, &claims, &OsRandom);
     c.bench_function("access_token/verify", |b| {
         b.iter(|| access_token::verify(std::slice::from_ref(&mac), black_box(&t), NOW).expect("valid"))
     });

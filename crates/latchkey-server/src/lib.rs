@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod app_check;
+pub mod clock;
 pub mod config;
 pub mod data_dir;
 pub mod dpop;

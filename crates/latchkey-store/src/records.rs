@@ -1,7 +1,6 @@
 //! Records the store keeps beyond the protocol's own (clients, codes and grants live in `latchkey-core`).
 
 use latchkey_core::time::UnixTime;
-use latchkey_core::token::Grant;
 
 /// A developer project: it owns clients and enables the data API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,25 +99,8 @@ pub enum Redeemed {
     AlreadyUsed,
 }
 
-/// A grant with what decides whether it may still be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GrantState {
-    /// The grant.
-    pub grant: Grant,
-    /// When its user was disabled (a deleted user takes their grants along).
-    pub user_disabled_at: Option<UnixTime>,
-    /// When its client was deleted.
-    pub client_deleted_at: Option<UnixTime>,
-    /// Whether the client's project has the data API enabled.
-    pub api_enabled: bool,
-}
-
-impl GrantState {
-    /// Whether tokens of this grant work at `now`.
-    pub fn is_usable(&self, now: UnixTime) -> bool {
-        self.grant.is_active(now) && self.user_disabled_at.is_none() && self.client_deleted_at.is_none()
-    }
-}
+/// A grant with what decides whether it may still be used; its usability is decided in the core.
+pub use latchkey_core::token::GrantState;
 
 /// What a stored key is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

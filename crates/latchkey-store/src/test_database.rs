@@ -10,7 +10,6 @@
 //! decide at run time that it is skipped, so there such a test would count as passed (docs/design.md, "Tests").
 
 use latchkey_core::secret::random_bytes;
-use latchkey_core::time::{Clock, SystemClock};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Row};
 use std::fmt;
@@ -108,7 +107,9 @@ impl TestDatabase {
             }
         };
         static SWEPT: AtomicBool = AtomicBool::new(false);
-        let now = SystemClock.now().0;
+        // Test glue: throwaway databases are named by the wall clock, so that stale ones can be swept.
+        #[allow(clippy::disallowed_methods)]
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         if !SWEPT.swap(true, Ordering::SeqCst) {
             drop_stale(&mut admin, now).await;
         }

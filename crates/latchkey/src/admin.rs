@@ -10,8 +10,9 @@ use ids::{ClientId, ItemId, ProjectId, UserRef};
 use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
 use latchkey_server::admin::{self as ops, api_keys, members, AdminResult, ClientEdit, NewClient, StoreDirectory};
+use latchkey_server::clock::SystemClock;
 use std::io::Read;
 use std::process::ExitCode;
 

@@ -280,9 +280,9 @@ async fn call(dir: &Path, url: &str) -> Result<(), Failure> {
 }
 
 async fn status(dir: &Path) -> Result<(), Failure> {
-    let (_, session, saved) = open(dir).await?;
+    let (client, session, saved) = open(dir).await?;
     let tokens = session.tokens().await?.ok_or(Error::NotSignedIn)?;
-    let now = i64::try_from(std::time::UNIX_EPOCH.elapsed().map(|d| d.as_secs()).unwrap_or(0)).unwrap_or(0);
+    let now = client.now();
     let granted: Vec<&str> = tokens.scopes().collect();
     let denied: Vec<&String> = saved.requested.iter().filter(|s| !tokens.granted(s)).collect();
     let report = serde_json::json!({

@@ -1,7 +1,7 @@
 //! `latchkey serve`.
 
 use crate::ConfigArgs;
-use latchkey_core::time::SystemClock;
+use latchkey_server::clock::SystemClock;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;

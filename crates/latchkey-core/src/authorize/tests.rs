@@ -6,7 +6,8 @@ const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 const CHROME: &str =
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Safari/537.36";
 
-fn desktop() -> Client {
+/// A desktop client `app` (also the token flows' tests' client).
+pub(crate) fn desktop() -> Client {
     Client {
         client_id: "app".into(),
         project_id: "p".into(),

@@ -197,9 +197,9 @@ fn malformed_proofs_are_refused_not_a_panic() {
 
 #[test]
 fn nonces_verify_until_they_expire_and_only_with_our_keys() {
-    let k = MacKey::new(3, b"server key");
-    let n = issue_nonce(&k, NOW.plus(300));
-    assert_ne!(n, issue_nonce(&k, NOW.plus(300)), "nonces are unique");
+    let (k, rng) = (MacKey::new(3, b"server key"), crate::secret::Counter::default());
+    let n = issue_nonce(&k, NOW.plus(300), &rng);
+    assert_ne!(n, issue_nonce(&k, NOW.plus(300), &rng), "nonces are unique");
     assert_eq!(check_nonce(std::slice::from_ref(&k), &n, NOW), Ok(NOW.plus(300)));
     assert_eq!(check_nonce(std::slice::from_ref(&k), &n, NOW.plus(300)), Err(NonceError::Expired));
     assert_eq!(check_nonce(&[MacKey::new(3, b"other")], &n, NOW), Err(NonceError::Invalid));

@@ -38,7 +38,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<se
     }
     let now = state.clock.now();
     let claims = json!({
-        "iss": debug_issuer(state),
+        "iss": debug_issuer(&state.urls),
         "sub": client.client_id,
         "aud": client.client_id,
         "iat": now.0,

@@ -8,6 +8,8 @@ pub mod console;
 mod identity;
 mod login;
 mod metadata;
+mod paths;
+mod ports;
 mod revoke;
 mod token;
 
@@ -20,18 +22,7 @@ use axum::routing::get;
 use axum::Router;
 use std::time::Instant;
 
-/// The authorization endpoint's path.
-pub const AUTHORIZE_PATH: &str = "/o/oauth2/v2/auth";
-/// The token endpoint's path.
-pub const TOKEN_PATH: &str = "/token";
-/// The revocation endpoint's path.
-pub const REVOKE_PATH: &str = "/revoke";
-/// The UserInfo endpoint's path.
-pub const USERINFO_PATH: &str = "/v1/userinfo";
-/// The debug App Check provider's path.
-pub const APP_CHECK_DEBUG_PATH: &str = "/v1/appcheck/debug";
-/// The JWKS path.
-pub const JWKS_PATH: &str = "/oauth2/v3/certs";
+pub use paths::{APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 
 /// Every route of the service.
 pub fn router(state: AppState) -> Router {

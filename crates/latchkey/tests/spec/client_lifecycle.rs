@@ -5,9 +5,10 @@
 
 use crate::support::*;
 use latchkey_core::client::DAY;
-use latchkey_core::time::{Clock, SystemClock, UnixTime};
+use latchkey_core::time::{Clock, UnixTime};
 use latchkey_proto::TokenResponse;
 use latchkey_server::admin::{self, ClientEdit, Lifecycle};
+use latchkey_server::clock::SystemClock;
 use std::path::Path;
 use std::process::{Command, Stdio};
 

@@ -5,8 +5,9 @@
 
 use crate::support::*;
 use latchkey_core::secret;
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
 use latchkey_server::admin;
+use latchkey_server::clock::SystemClock;
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";

@@ -3,8 +3,9 @@
 //! (`LATCHKEY_TEST_BACKEND=postgres` for PostgreSQL).
 
 use crate::support::*;
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
 use latchkey_server::admin::{self, api_keys};
+use latchkey_server::clock::SystemClock;
 use latchkey_server::routes::console::api::{API_ROUTES, OPENAPI_PATH};
 use serde_json::{json, Value};
 

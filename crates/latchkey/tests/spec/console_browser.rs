@@ -7,7 +7,8 @@
 use crate::browser::{find, with_chrome};
 use crate::support::*;
 use fantoccini::Client;
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
+use latchkey_server::clock::SystemClock;
 use std::path::Path;
 
 const EMAIL: &str = "dev@example.com";

@@ -3,6 +3,7 @@
 
 use crate::support::*;
 use latchkey_core::time::{Clock, UnixTime};
+use latchkey_server::clock::OsRandom;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -309,7 +310,7 @@ async fn an_access_token_query_parameter_sent_twice_is_400() {
 async fn access_tokens_minted_before_a_key_rotation_keep_working() {
     let (server, app) = setup().await;
     let before = server.tokens(&app, ALICE, &[READONLY]).await;
-    let at = latchkey_core::time::SystemClock.now();
+    let at = latchkey_server::clock::SystemClock.now();
     let secrets = server.running.state.keys.secret_source();
     latchkey_server::admin::key_rotate(server.store(), secrets, latchkey_store::KeyKind::Mac, at)
         .await
@@ -334,7 +335,7 @@ async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without
     use latchkey_store::KeyKind;
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    let at = latchkey_core::time::SystemClock.now();
+    let at = latchkey_server::clock::SystemClock.now();
     // Another instance (or the admin CLI) adds a key; this instance has not reloaded yet.
     let keys = &server.running.state.keys;
     let new_id = latchkey_server::admin::key_rotate(server.store(), keys.secret_source(), KeyKind::Mac, at)
@@ -351,9 +352,9 @@ async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without
     let key = |id: u64| mac(stored.iter().find(|k| u64::from(k.id) == id).expect("key"));
     let old = stored.iter().find(|k| u64::from(k.id) != new_id).expect("old key");
     let claims = access_token::verify(&[mac(old)], &t.access_token, at).expect("claims");
-    let minted_elsewhere = access_token::mint(&key(new_id), &claims);
+    let minted_elsewhere = access_token::mint(&key(new_id), &claims, &OsRandom);
     assert_eq!(get(&server, "part=id&mine=true", &minted_elsewhere).await.status(), 200);
     // A forged key id is refused, and costs at most one reload per second.
-    let forged = access_token::mint(&MacKey::new(999_999, b"forged"), &claims);
+    let forged = access_token::mint(&MacKey::new(999_999, b"forged"), &claims, &OsRandom);
     assert_eq!(get(&server, "part=id&mine=true", &forged).await.status(), 401);
 }

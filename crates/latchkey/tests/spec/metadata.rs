@@ -140,7 +140,7 @@ fn at_hash(access_token: &str) -> String {
 }
 
 fn now() -> i64 {
-    latchkey_core::time::SystemClock.now().0
+    latchkey_server::clock::SystemClock.now().0
 }
 
 #[tokio::test]

@@ -13,8 +13,10 @@ use base64::Engine;
 use latchkey_core::access_token::MacKey;
 use latchkey_core::dpop::{code_jti, issue_nonce};
 use latchkey_core::jws::{sign_parts, EcJwk};
-use latchkey_core::time::{Clock, SystemClock, UnixTime};
+use latchkey_core::time::{Clock, UnixTime};
 use latchkey_proto::TokenResponse;
+use latchkey_server::clock::OsRandom;
+use latchkey_server::clock::SystemClock;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
@@ -336,8 +338,8 @@ async fn a_code_exchange_with_another_jti_needs_an_unused_nonce_of_this_server()
     let (code, pkce) = code_for(&server, &app).await;
     let form = exchange_form(&app, &code, &pkce);
     let mac = server.running.state.keys.get().mac_signer().id;
-    let foreign = issue_nonce(&MacKey::new(mac, b"not the key of this server"), UnixTime(now() + 300));
-    let expired = issue_nonce(server.running.state.keys.get().mac_signer(), UnixTime(now() - 1));
+    let foreign = issue_nonce(&MacKey::new(mac, b"not the key of this server"), UnixTime(now() + 300), &OsRandom);
+    let expired = issue_nonce(server.running.state.keys.get().mac_signer(), UnixTime(now() - 1), &OsRandom);
     for (nonce, what) in [(foreign.as_str(), "a nonce MAC'd by another key"), (expired.as_str(), "an expired nonce")] {
         let a = post(&server, &form, &[&key.proof(&claims(&server, &fresh_jti(), Some(nonce)))]).await;
         a.assert_refused("use_dpop_nonce", what);
@@ -469,8 +471,9 @@ async fn a_bound_refresh_with_a_forged_nonce_gets_use_dpop_nonce() {
     let mut b = Bound::new().await;
     let keys = b.server.running.state.keys.get();
     let signer = keys.mac_signer();
-    let foreign = issue_nonce(&MacKey::new(signer.id, b"not the key of this server"), UnixTime(now() + 300));
-    let unknown_key_id = issue_nonce(&MacKey::new(signer.id.wrapping_add(1000), b"x"), UnixTime(now() + 300));
+    let foreign = issue_nonce(&MacKey::new(signer.id, b"not the key of this server"), UnixTime(now() + 300), &OsRandom);
+    let unknown_key_id =
+        issue_nonce(&MacKey::new(signer.id.wrapping_add(1000), b"x"), UnixTime(now() + 300), &OsRandom);
     let mut tampered = URL_SAFE_NO_PAD.decode(&b.nonce).expect("base64url nonce");
     let last = tampered.len() - 1;
     tampered[last] ^= 1;
@@ -493,7 +496,7 @@ async fn a_bound_refresh_with_a_forged_nonce_gets_use_dpop_nonce() {
 #[tokio::test]
 async fn a_bound_refresh_with_an_expired_nonce_gets_use_dpop_nonce() {
     let b = Bound::new().await;
-    let expired = issue_nonce(b.server.running.state.keys.get().mac_signer(), UnixTime(now() - 1));
+    let expired = issue_nonce(b.server.running.state.keys.get().mac_signer(), UnixTime(now() - 1), &OsRandom);
     let a = b.refresh(&[&b.key.proof(&claims(&b.server, &fresh_jti(), Some(&expired)))]).await;
     a.assert_refused("use_dpop_nonce", "a genuine nonce past its expiry");
     let ok = b.refresh(&[&b.key.proof(&claims(&b.server, &fresh_jti(), Some(&a.nonce())))]).await;

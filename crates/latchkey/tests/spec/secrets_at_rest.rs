@@ -7,7 +7,8 @@
 use crate::support::{backend, channels, TestServer, READONLY};
 use latchkey_core::access_token::{self, MacKey};
 use latchkey_core::jws::SigningKey;
-use latchkey_core::time::{Clock, SystemClock};
+use latchkey_core::time::Clock;
+use latchkey_server::clock::SystemClock;
 use latchkey_server::secrets::{sealed_by, SecretsError, SystemSecrets};
 use latchkey_store::test_database::TestDatabase;
 use latchkey_store::KeyKind;

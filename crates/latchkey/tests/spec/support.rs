@@ -5,8 +5,8 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use latchkey_core::time::SystemClock;
 use latchkey_proto::TokenResponse;
+use latchkey_server::clock::SystemClock;
 use latchkey_server::config::Config;
 use latchkey_server::Running;
 use latchkey_store::test_database::TestDatabase;

@@ -1,0 +1,226 @@
+//! The token endpoint's and the revocation endpoint's flows: each an ordered list of named checks over
+//! [`Ports`], what the server provides (the store's records, its keys, App Check, randomness). Nothing here does
+//! I/O itself; the server implements the ports with its store and maps the outcome to HTTP.
+//!
+//! - [`token`]: the checks every token request shares, then the grant type's own list
+//!   ([`exchange`] for `authorization_code`, [`refresh`] for `refresh_token`).
+//! - [`revoke::revoke`]: RFC 7009.
+//! - [`proof`]: DPoP at the token endpoint, the stateless checks, the nonce rule and single use.
+//!
+//! Adding a grant type means one module with its list of checks and one arm in [`token`].
+
+pub mod exchange;
+pub mod proof;
+pub mod refresh;
+pub mod revoke;
+
+use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, MacKey};
+use crate::client::Client;
+use crate::dpop::{self, Window};
+use crate::refresh_token;
+use crate::scope::{ScopeRegistry, ScopeSet};
+use crate::secret::{self, Random};
+use crate::time::UnixTime;
+use crate::token::{self, AuthCode, ClientAuth, Form, Grant, GrantState, TokenGrant};
+use crate::{ErrorCode, OAuthError};
+use latchkey_proto::TokenResponse;
+
+/// The server's settings the flows read.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings<'a> {
+    /// The window in which a DPoP proof's `iat` is accepted.
+    pub dpop_window: Window,
+    /// Whether a code-exchange proof must use Base64url(SHA-256(code)) as its `jti`.
+    pub dpop_strict_code_jti: bool,
+    /// Seconds an access token lives (a time-limited grant may cut it short).
+    pub access_token_lifetime: i64,
+    /// The token endpoint's public URL, which a DPoP proof's `htu` must name.
+    pub token_endpoint: &'a str,
+    /// The scopes this deployment knows.
+    pub scopes: &'a ScopeRegistry,
+}
+
+/// What the flows ask of the server. Each method is one lookup or one write; the rules stay here. The server's
+/// implementation is concrete, so the futures of its `async fn`s are `Send` where the handlers need it.
+#[allow(async_fn_in_trait)]
+pub trait Ports: Sync {
+    /// The server's own failure (the store's), passed through; a protocol error becomes one.
+    type Error: From<OAuthError> + Send;
+    /// A user, as the server's id_token needs it.
+    type User: Send + Sync;
+
+    /// The settings in force.
+    fn settings(&self) -> Settings<'_>;
+    /// The randomness for ids, tokens and nonces.
+    fn random(&self) -> &dyn Random;
+    /// Calls `f` with the MAC keys, the signing one first.
+    fn with_mac_keys<R>(&self, f: impl FnOnce(&[MacKey]) -> R) -> R;
+    /// Reloads the keys because a token named a key id they lack; whether it did.
+    async fn reload_keys(&self, now: UnixTime) -> Result<bool, Self::Error>;
+    /// A client by id.
+    async fn client(&self, client_id: &str) -> Result<Option<Client>, Self::Error>;
+    /// Classifies and counts the request for App Check, refusing it when App Check is enforced.
+    async fn app_check(&self, client: &Client, now: UnixTime) -> Result<(), Self::Error>;
+    /// An authorization code by the hash of its value.
+    async fn code(&self, code_hash: &[u8]) -> Result<Option<AuthCode>, Self::Error>;
+    /// Revokes what a code issued; how many grants.
+    async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> Result<u64, Self::Error>;
+    /// A user by id, with when they were disabled.
+    async fn user(&self, user_id: &str) -> Result<Option<(Self::User, Option<UnixTime>)>, Self::Error>;
+    /// Marks the grant's code used and stores the grant, in one unit; `false` when the code was used already.
+    async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
+    /// The id_token of a code exchange for `user` and `code` (its client's), with the access token issued with it.
+    fn id_token(&self, user: &Self::User, code: &AuthCode, token: &str, now: UnixTime) -> Result<String, Self::Error>;
+    /// A grant by id.
+    async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, Self::Error>;
+    /// A grant by its refresh token's hash (tokens of the earlier form, which name no grant id).
+    async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> Result<Option<GrantState>, Self::Error>;
+    /// Revokes a grant; whether it was live.
+    async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> Result<bool, Self::Error>;
+    /// Records each value until its expiry unless one is recorded already: `None` when all were new, else the
+    /// index of the first that was not (nothing is recorded then).
+    async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
+}
+
+/// A token request as the handler read it.
+#[derive(Clone, Copy)]
+pub struct TokenCall<'a> {
+    /// The form body.
+    pub form: &'a Form<'a>,
+    /// The `Authorization` header; more than one is an error, raised after the code-reuse check.
+    pub authorization: Result<Option<&'a str>, &'a OAuthError>,
+    /// The values of the `DPoP` headers, as bytes.
+    pub dpop: &'a [&'a [u8]],
+    /// When the request came.
+    pub now: UnixTime,
+}
+
+/// What a grant type's checks run with, once the shared checks passed.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    /// The authenticated client.
+    pub client: &'a Client,
+    /// The request's DPoP proof, past its stateless checks.
+    pub proof: Option<&'a dpop::Proof>,
+    /// When the request came.
+    pub now: UnixTime,
+}
+
+/// A token response, with the client it was issued to.
+#[derive(Debug)]
+pub struct Issued {
+    /// The authenticated client.
+    pub client: Client,
+    /// The response body.
+    pub response: TokenResponse,
+}
+
+/// The token endpoint (RFC 6749 §3.2), in order: a reused code first, then the request, the client, App Check,
+/// the DPoP proof's stateless checks, and the grant type's own checks.
+pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P::Error> {
+    let now = call.now;
+    let code = unused_code(ports, call.form, now).await?;
+    let authorization = call.authorization.map_err(Clone::clone)?;
+    let request = token::parse(call.form, authorization)?;
+    let client = authenticate(ports, &request.client).await?;
+    ports.app_check(&client, now).await?;
+    let proof = proof::read(call.dpop, &ports.settings(), now)?;
+    let checked = Checked { client: &client, proof: proof.as_ref(), now };
+    let response = match request.grant {
+        TokenGrant::AuthorizationCode { code: value, code_verifier, redirect_uri } => {
+            let exchange = exchange::Exchange {
+                code: &value,
+                record: code,
+                verifier: code_verifier.as_ref(),
+                redirect_uri: &redirect_uri,
+            };
+            exchange::run(ports, exchange, checked).await?
+        }
+        TokenGrant::RefreshToken { refresh_token, scope } => {
+            let refresh = refresh::Refresh { token: refresh_token.expose(), scope: scope.as_deref() };
+            refresh::run(ports, refresh, checked).await?
+        }
+    };
+    Ok(Issued { client, response })
+}
+
+/// A code presented again revokes what it issued, whatever else is wrong with the request (client
+/// authentication, the DPoP proof, other parameters): so this check comes first. Returns the code's record
+/// when the request is a code exchange and the code is known.
+async fn unused_code<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Result<Option<AuthCode>, P::Error> {
+    let (Some("authorization_code"), Some(code)) = (form.get("grant_type"), form.get("code")) else {
+        return Ok(None);
+    };
+    let code_hash = secret::hash(code);
+    let record = ports.code(&code_hash).await?;
+    if record.as_ref().is_some_and(|r| r.used) {
+        return Err(code_reused(ports, &code_hash, now).await);
+    }
+    Ok(record)
+}
+
+/// A code presented again: everything issued from it is revoked (RFC 6749 §4.1.2).
+async fn code_reused<P: Ports>(ports: &P, code_hash: &[u8], now: UnixTime) -> P::Error {
+    match ports.revoke_grants_of_code(code_hash, now).await {
+        Ok(_) => {
+            OAuthError::invalid_grant("The authorization code was already used. Tokens issued from it are revoked.")
+                .into()
+        }
+        Err(e) => e,
+    }
+}
+
+/// Finds the client and checks its secret, if one was sent (RFC 6749 §2.3.1).
+pub async fn authenticate<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Client, P::Error> {
+    let client = ports
+        .client(&auth.client_id)
+        .await?
+        .ok_or_else(|| OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found."))?;
+    if client.deleted_at.is_some() {
+        return Err(OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was deleted.").into());
+    }
+    auth.check_secret(&client.secret_hash)?;
+    Ok(client)
+}
+
+/// An access token's claims: its MAC checked at `at`. A key id this instance does not know (a rotation made
+/// elsewhere) reloads the key ring once.
+pub async fn access_claims<P: Ports>(
+    ports: &P,
+    token: &str,
+    at: UnixTime,
+    now: UnixTime,
+) -> Result<Result<AccessClaims, AccessTokenError>, P::Error> {
+    let verify = || ports.with_mac_keys(|keys| access_token::verify(keys, token, at));
+    let mut result = verify();
+    if result == Err(AccessTokenError::UnknownKey) && ports.reload_keys(now).await? {
+        result = verify();
+    }
+    Ok(result)
+}
+
+/// The grant a refresh token belongs to: found through the grant id the token carries (by hash for a token of
+/// the earlier form), and only when the token's hash is the grant's, compared in constant time.
+pub async fn grant_of_refresh<P: Ports>(ports: &P, token: &str) -> Result<Option<GrantState>, P::Error> {
+    let hash = secret::hash(token);
+    let found = match refresh_token::grant_id(token) {
+        Some(id) => ports.grant(&id).await?,
+        None => ports.legacy_grant_by_refresh(&hash).await?,
+    };
+    Ok(found.filter(|g| secret::ct_eq(&g.grant.refresh_hash, &hash)))
+}
+
+/// Mints an access token for a grant; a time-limited grant caps its lifetime. Returns it with its lifetime.
+fn mint<P: Ports>(ports: &P, grant: &Grant, scopes: ScopeSet, now: UnixTime) -> Result<(String, u64), OAuthError> {
+    let mut expires_at = now.plus(ports.settings().access_token_lifetime);
+    if let Some(end) = grant.expires_at {
+        expires_at = expires_at.min(end);
+    }
+    let claims = AccessClaims { grant_id: grant.id, expires_at, scopes };
+    let token = ports.with_mac_keys(|keys| keys.first().map(|key| access_token::mint(key, &claims, ports.random())));
+    let token = token.ok_or_else(|| OAuthError::new(ErrorCode::ServerError, "No key to sign access tokens."))?;
+    Ok((token, now.until(expires_at)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,14 @@
+//! The paths of the protocol's endpoints.
+
+/// The authorization endpoint's path.
+pub const AUTHORIZE_PATH: &str = "/o/oauth2/v2/auth";
+/// The token endpoint's path.
+pub const TOKEN_PATH: &str = "/token";
+/// The revocation endpoint's path.
+pub const REVOKE_PATH: &str = "/revoke";
+/// The UserInfo endpoint's path.
+pub const USERINFO_PATH: &str = "/v1/userinfo";
+/// The debug App Check provider's path.
+pub const APP_CHECK_DEBUG_PATH: &str = "/v1/appcheck/debug";
+/// The JWKS path.
+pub const JWKS_PATH: &str = "/oauth2/v3/certs";
