@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 
 /// Cycles known and left to their owners, as "a <-> b" of module paths.
 const KNOWN: &[&str] = &[
-    // The console rewrite (issue 19, item 2) replaces these two pages' modules.
-    "latchkey-server: routes::console::app_check <-> routes::console::clients",
     // Found by this check, in code outside the token flows, left to its owners: `config` names
     // `secrets::MIN_SECRET_LEN` while `secrets::source` reads `config::Config`, and `admin` and
     // `admin::signing_keys` reach `config` and `keys` through them.
