@@ -197,6 +197,8 @@ pub async fn admin_ok(database_url: &str, args: &[&str], stdin: &str) -> serde_j
 /// A project with the data API on, a desktop client and the user [`EMAIL`], made with the admin CLI; returns the
 /// client id.
 pub async fn provision(database_url: &str) -> String {
+    // Only `migrate` (or `serve`) creates a store; the other admin commands refuse a missing one.
+    admin_ok(database_url, &["migrate"], "").await;
     let project = admin_ok(database_url, &["project", "create", "--name", "Many"], "").await;
     let project = project["project_id"].as_str().expect("project_id").to_owned();
     admin_ok(database_url, &["project", "enable-api", "--project", &project], "").await;

@@ -111,7 +111,10 @@ async fn two_instances_on_an_empty_database_behind_a_round_robin_balancer_serve_
     let mut c = Cluster::start(&[]).await?;
     // The operator's explicit migration step finds nothing left to do, and says which backend it ran on.
     let migrated = admin_ok(&c.db.url, &["migrate"], "").await;
-    assert_eq!(migrated, json!({ "migrated": true, "backend": "postgres" }));
+    assert_eq!(
+        migrated,
+        json!({ "migrated": true, "backend": "postgres", "store": "the PostgreSQL database of database_url" })
+    );
     let http = http(&c.tls, true);
     for base in [&c.a.base, &c.b.base] {
         let meta: Value = http
