@@ -35,8 +35,8 @@ pub enum AppCheckError {
     /// Enabling needs a bundle ID without `*`.
     #[error("the bundle ID must be set and must not contain * to enable App Check")]
     BadBundleId,
-    /// Enforcing and unenforcing must be confirmed.
-    #[error("{0} must be confirmed (--confirm)")]
+    /// Enforcing and unenforcing must be confirmed (each surface says how: a flag, a form field, a JSON key).
+    #[error("{0} must be confirmed")]
     NotConfirmed(&'static str),
     /// The action does not apply to the state.
     #[error("App Check cannot be {action} when it is {state}")]

@@ -251,7 +251,6 @@ pub async fn app_check_post(
         Err(e) => {
             let e = match e {
                 AdminError::Invalid(m) => {
-                    let m = m.replace(" (--confirm)", "");
                     AdminError::Invalid(m.trim_start_matches(&format!("client {}: ", c.client_id)).to_owned())
                 }
                 other => other,
