@@ -371,6 +371,8 @@ pub struct Urls {
     pub auth: String,
     /// Base of the token and revocation endpoints.
     pub token: String,
+    /// The token endpoint's full URL (what a DPoP proof's `htu` names), made once.
+    pub token_endpoint: String,
     /// Base of the data API.
     pub api: String,
 }
@@ -386,9 +388,11 @@ impl Urls {
             }
         });
         let or_issuer = |u: &Option<String>| u.clone().unwrap_or_else(|| issuer.clone());
+        let token = or_issuer(&config.token_url);
         Self {
             auth: or_issuer(&config.auth_url),
-            token: or_issuer(&config.token_url),
+            token_endpoint: format!("{token}{}", crate::routes::paths::TOKEN_PATH),
+            token,
             api: or_issuer(&config.api_base_url),
             issuer,
         }

@@ -1,6 +1,6 @@
 //! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery) and the id_token JWKS.
 
-use super::{AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+use super::{AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
 use crate::error::no_store_json;
 use crate::state::AppState;
 use axum::extract::State;
@@ -16,7 +16,7 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
     let body = ServerMetadata {
         issuer: u.issuer.clone(),
         authorization_endpoint: format!("{}{AUTHORIZE_PATH}", u.auth),
-        token_endpoint: format!("{}{TOKEN_PATH}", u.token),
+        token_endpoint: u.token_endpoint.clone(),
         revocation_endpoint: format!("{}{REVOKE_PATH}", u.token),
         userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
         jwks_uri: format!("{}{JWKS_PATH}", u.issuer),

@@ -8,7 +8,7 @@ pub mod console;
 mod identity;
 mod login;
 mod metadata;
-mod paths;
+pub(crate) mod paths;
 mod ports;
 mod revoke;
 mod token;

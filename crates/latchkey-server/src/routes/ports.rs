@@ -2,7 +2,6 @@
 //! `latchkey_core::flow::Ports` for one request. Each method is one lookup or one write; the rules are the core's.
 
 use super::identity;
-use super::paths::TOKEN_PATH;
 use crate::app_check::{debug_issuer, HEADER};
 use crate::clock::OsRandom;
 use crate::error::TokenError;
@@ -23,15 +22,13 @@ use latchkey_store::{Redeemed, User};
 pub struct StorePorts<'a> {
     state: &'a AppState,
     headers: &'a HeaderMap,
-    token_endpoint: String,
     random: OsRandom,
 }
 
 impl<'a> StorePorts<'a> {
     /// The ports for a request with `headers` (App Check reads its header and the `User-Agent`).
     pub fn new(state: &'a AppState, headers: &'a HeaderMap) -> Self {
-        let token_endpoint = format!("{}{TOKEN_PATH}", state.urls.token);
-        Self { state, headers, token_endpoint, random: OsRandom }
+        Self { state, headers, random: OsRandom }
     }
 }
 
@@ -45,7 +42,7 @@ impl Ports for StorePorts<'_> {
             dpop_window: Window { max_age: config.dpop_max_age, max_future: config.dpop_max_future },
             dpop_strict_code_jti: config.dpop_strict_code_jti,
             access_token_lifetime: config.access_token_lifetime,
-            token_endpoint: &self.token_endpoint,
+            token_endpoint: &self.state.urls.token_endpoint,
             scopes: &self.state.scopes,
         }
     }
