@@ -5,6 +5,7 @@ use crate::{BenchArgs, StoreArgs, TargetKind};
 use anyhow::{anyhow, bail, Context};
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::Clock;
+use latchkey_server::admin::Actor;
 use latchkey_server::admin::{self as ops, NewClient};
 use latchkey_server::clock::SystemClock;
 use latchkey_server::config::Config;
@@ -135,11 +136,11 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
 async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Result<(String, String)> {
     let store = &*latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
     let now = SystemClock.now();
-    let project_id = ops::project_create(store, "bench", now).await?.project_id;
-    ops::project_set_api(store, &project_id, true).await?;
+    let project_id = ops::project_create(store, &Actor::Operator, "bench", None, now).await?.project_id;
+    ops::project_set_api(store, &Actor::Operator, &project_id, true).await?;
     let (client_type, details) = (ClientType::Desktop, ClientDetails::default());
     let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
-    let client_id = ops::client_create(store, new, now).await?.client_id;
+    let client_id = ops::client_create(store, &Actor::Operator, new, now).await?.client_id;
     let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6).to_lowercase());
     ops::user_create(store, &email, password, Some("Bench"), now).await?;
     Ok((client_id, email))

@@ -4,11 +4,14 @@
 //! is checked in [`members`]; the console's API keys live in [`api_keys`], the signing keys and the system
 //! secrets that encrypt them in [`signing_keys`].
 
+pub mod actor;
 pub mod api_keys;
 pub mod members;
 pub mod results;
 pub mod signing_keys;
 
+pub use actor::{Access, Actor, ClientRef, Right};
+pub use members::{project_create, project_delete, project_list, project_set_api, project_show};
 pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
 
 use crate::password;
@@ -16,11 +19,10 @@ use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckStat
 use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError, RestoreRefusal};
 use latchkey_core::secret::{random_bytes, Secret};
 use latchkey_core::time::UnixTime;
-use latchkey_store::{Channel, NewUser, Project, Store, StoreError, User};
+use latchkey_store::{Channel, NewUser, Store, StoreError, User};
 use results::{
-    ApiSwitched, AppCheckMetrics, AppCheckStatus, ClientChanged, ClientList, ClientView, DebugSecret, HourCount,
-    ProjectDeleted, ProjectDetail, ProjectList, ProjectView, Purged, UserChanged, UserCreated, UserDetail, UserList,
-    UserView,
+    AppCheckMetrics, AppCheckStatus, ClientChanged, ClientList, ClientView, DebugSecret, HourCount, Purged,
+    UserChanged, UserCreated, UserDetail, UserList, UserView,
 };
 
 mod listings;
@@ -75,53 +77,6 @@ fn random_digits(len: usize) -> String {
     random_bytes(len).into_iter().map(|b| char::from(b'0' + b % 10)).collect()
 }
 
-/// Creates a project.
-pub async fn project_create(store: &dyn Store, name: &str, now: UnixTime) -> AdminResult<ProjectView> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(AdminError::Invalid("a project needs a name".into()));
-    }
-    let id = format!("project-{}", random_id(10));
-    store.create_project(&Project { id: id.clone(), name: name.into(), api_enabled: false, created_at: now }).await?;
-    Ok(ProjectView { project_id: id, name: name.into(), api_enabled: false, created_at: None, role: None })
-}
-
-/// Enables or disables the data API of a project.
-pub async fn project_set_api(store: &dyn Store, id: &str, enabled: bool) -> AdminResult<ApiSwitched> {
-    if !store.set_api_enabled(id, enabled).await? {
-        return Err(AdminError::NotFound(format!("project {id}")));
-    }
-    Ok(ApiSwitched { project_id: id.into(), api_enabled: enabled })
-}
-
-/// Lists projects.
-pub async fn project_list(store: &dyn Store) -> AdminResult<ProjectList> {
-    Ok(ProjectList { projects: store.projects().await?.iter().map(|p| ProjectView::of(p, None)).collect() })
-}
-
-/// Shows a project with its clients.
-pub async fn project_show(store: &dyn Store, id: &str) -> AdminResult<ProjectDetail> {
-    let p = store.project(id).await?.ok_or_else(|| AdminError::NotFound(format!("project {id}")))?;
-    project_detail(store, ProjectView::of(&p, None)).await
-}
-
-/// A project with its clients.
-pub(crate) async fn project_detail(store: &dyn Store, project: ProjectView) -> AdminResult<ProjectDetail> {
-    let clients = store.clients(Some(&project.project_id)).await?.iter().map(ClientView::from).collect();
-    Ok(ProjectDetail { project, clients })
-}
-
-/// Deletes a project for good, with every client of it (live ones, and deleted ones still in their restore
-/// window: none can be restored) and their grants and authorization codes, and its memberships. Apps using its
-/// clients stop working at once. `clients_deleted` counts the clients it had.
-pub async fn project_delete(store: &dyn Store, id: &str) -> AdminResult<ProjectDeleted> {
-    let clients = store.clients(Some(id)).await?.len();
-    if !store.delete_project(id).await? {
-        return Err(AdminError::NotFound(format!("project {id}")));
-    }
-    Ok(ProjectDeleted { project_id: id.into(), deleted: true, clients_deleted: clients })
-}
-
 /// What a new client is made of.
 #[derive(Debug, Clone)]
 pub struct NewClient {
@@ -165,10 +120,8 @@ fn foreign_fields(t: ClientType, given: &[(&'static str, bool)]) -> Vec<FieldErr
 }
 
 /// Creates a client; the secret is shown this once. A type-specific field of another type is refused.
-pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> AdminResult<ClientView> {
-    if store.project(&new.project_id).await?.is_none() {
-        return Err(AdminError::NotFound(format!("project {}", new.project_id)));
-    }
+pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now: UnixTime) -> AdminResult<ClientView> {
+    actor.project(store, &new.project_id, Right::Edit).await?;
     let d = &new.details;
     let foreign = foreign_fields(
         new.client_type,
@@ -214,19 +167,32 @@ pub async fn client_create(store: &dyn Store, new: NewClient, now: UnixTime) -> 
     Ok(ClientView { client_secret: Some(secret.into_inner()), ..ClientView::from(&client) })
 }
 
-/// Lists clients, of one project or all.
-pub async fn client_list(store: &dyn Store, project_id: Option<&str>) -> AdminResult<ClientList> {
+/// Lists clients, of one project or (the operator) all.
+pub async fn client_list(store: &dyn Store, actor: &Actor, project_id: Option<&str>) -> AdminResult<ClientList> {
+    match (actor, project_id) {
+        (_, Some(project_id)) => drop(actor.project(store, project_id, Right::View).await?),
+        (Actor::Operator, None) => {}
+        (Actor::Developer(_), None) => {
+            return Err(AdminError::Invalid("name the project whose clients to list".into()))
+        }
+    }
     Ok(ClientList { clients: store.clients(project_id).await?.iter().map(ClientView::from).collect() })
 }
 
 /// Shows a client (never its secret, which is stored only as a hash).
-pub async fn client_show(store: &dyn Store, client_id: &str) -> AdminResult<ClientView> {
-    Ok(ClientView::from(&find_client(store, client_id).await?))
+pub async fn client_show(store: &dyn Store, actor: &Actor, at: ClientRef<'_>) -> AdminResult<ClientView> {
+    Ok(ClientView::from(&actor.client(store, at, Right::View).await?))
 }
 
 /// Deletes a client (restorable for `client_restore_days`, 30 by default); a deleted one is refused.
-pub async fn client_delete(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult<ClientChanged> {
-    let c = find_client(store, client_id).await?;
+pub async fn client_delete(
+    store: &dyn Store,
+    actor: &Actor,
+    at: ClientRef<'_>,
+    now: UnixTime,
+) -> AdminResult<ClientChanged> {
+    let client_id = at.id;
+    let c = actor.client(store, at, Right::Edit).await?;
     if c.deleted_at.is_some() || !store.delete_client(client_id, now).await? {
         return Err(AdminError::AlreadyDeleted(client_id.into()));
     }
@@ -255,11 +221,13 @@ pub(crate) async fn find_client(store: &dyn Store, client_id: &str) -> Result<Cl
 /// Restores a deleted client within the restore window: its grants work again.
 pub async fn client_restore(
     store: &dyn Store,
-    client_id: &str,
+    actor: &Actor,
+    at: ClientRef<'_>,
     lifecycle: Lifecycle,
     now: UnixTime,
 ) -> AdminResult<ClientChanged> {
-    let c = find_client(store, client_id).await?;
+    let client_id = at.id;
+    let c = actor.client(store, at, Right::Edit).await?;
     let refused = |e| AdminError::NotRestorable(client_id.into(), e);
     client::check_restore(c.deleted_at, now, lifecycle.restore_days).map_err(refused)?;
     // Restored or purged meanwhile.
@@ -292,8 +260,14 @@ pub struct ClientEdit {
 
 /// Edits a live client: a field of another type is refused, the type's rules are checked again and the bundle
 /// ID is frozen once App Check is used.
-pub async fn client_update(store: &dyn Store, client_id: &str, edit: ClientEdit) -> AdminResult<ClientView> {
-    let old = find_client(store, client_id).await?;
+pub async fn client_update(
+    store: &dyn Store,
+    actor: &Actor,
+    at: ClientRef<'_>,
+    edit: ClientEdit,
+) -> AdminResult<ClientView> {
+    let client_id = at.id;
+    let old = actor.client(store, at, Right::Edit).await?;
     let foreign = foreign_fields(
         old.client_type,
         &[
@@ -354,13 +328,15 @@ pub async fn client_purge(store: &dyn Store, lifecycle: Lifecycle, now: UnixTime
 /// `propagation_secs` (`app_check_propagation_secs`).
 pub async fn client_app_check(
     store: &dyn Store,
-    client_id: &str,
+    actor: &Actor,
+    at: ClientRef<'_>,
     action: AppCheckAction,
     confirmed: bool,
     propagation_secs: i64,
     now: UnixTime,
 ) -> AdminResult<AppCheckStatus> {
-    let mut c = find_client(store, client_id).await?;
+    let client_id = at.id;
+    let mut c = actor.client(store, at, Right::Edit).await?;
     if c.deleted_at.is_some() {
         return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
     }
@@ -377,18 +353,24 @@ pub async fn client_app_check(
 }
 
 /// The App Check state in force and the change on its way.
-pub async fn client_app_check_status(store: &dyn Store, client_id: &str, now: UnixTime) -> AdminResult<AppCheckStatus> {
-    Ok(AppCheckStatus::of(&find_client(store, client_id).await?, now))
+pub async fn client_app_check_status(
+    store: &dyn Store,
+    actor: &Actor,
+    at: ClientRef<'_>,
+    now: UnixTime,
+) -> AdminResult<AppCheckStatus> {
+    Ok(AppCheckStatus::of(&actor.client(store, at, Right::View).await?, now))
 }
 
 /// App Check counts of the last `hours` hours, per hour and category.
 pub async fn client_app_check_metrics(
     store: &dyn Store,
-    client_id: &str,
+    actor: &Actor,
+    at: ClientRef<'_>,
     hours: i64,
     now: UnixTime,
 ) -> AdminResult<AppCheckMetrics> {
-    let c = find_client(store, client_id).await?;
+    let c = actor.client(store, at, Right::View).await?;
     let since = UnixTime(now.0 - now.0.rem_euclid(3600) - (hours.max(1) - 1) * 3600);
     let counts = store.app_check_metrics(&c.client_id, since).await?;
     let totals = Category::ALL
@@ -400,8 +382,13 @@ pub async fn client_app_check_metrics(
 }
 
 /// Registers a new debug secret for a mobile client (replacing any earlier one); shown this once.
-pub async fn client_app_check_debug_secret(store: &dyn Store, client_id: &str) -> AdminResult<DebugSecret> {
-    let c = find_client(store, client_id).await?;
+pub async fn client_app_check_debug_secret(
+    store: &dyn Store,
+    actor: &Actor,
+    at: ClientRef<'_>,
+) -> AdminResult<DebugSecret> {
+    let client_id = at.id;
+    let c = actor.client(store, at, Right::Edit).await?;
     if c.client_type != ClientType::Mobile {
         return Err(AdminError::Invalid("App Check is available for mobile-platform clients only".into()));
     }

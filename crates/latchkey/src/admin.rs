@@ -11,7 +11,9 @@ use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::Clock;
-use latchkey_server::admin::{self as ops, api_keys, members, AdminResult, ClientEdit, NewClient, StoreDirectory};
+use latchkey_server::admin::{
+    self as ops, api_keys, members, Actor, AdminResult, ClientEdit, ClientRef, NewClient, StoreDirectory,
+};
 use latchkey_server::clock::SystemClock;
 use std::io::Read;
 use std::process::ExitCode;
@@ -421,29 +423,29 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Ok(output::fail(Exit::Unreachable, "unreachable", format!("cannot open {name}: {e}"))),
     };
     let store = &*store;
+    let op = &Actor::Operator;
     let now = SystemClock.now();
     let result = match args.noun {
         Noun::Project(cmd) => match cmd {
-            ProjectCmd::Create { name, owner: None } => out(ops::project_create(store, &name, now).await),
-            ProjectCmd::Create { name, owner: Some(owner) } => {
-                out(members::project_create_for(store, &name, &owner, now).await)
+            ProjectCmd::Create { name, owner } => {
+                out(ops::project_create(store, op, &name, owner.as_deref(), now).await)
             }
-            ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, &project, true).await),
-            ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, &project, false).await),
-            ProjectCmd::List => out(ops::project_list(store).await),
-            ProjectCmd::Show(id) => out(ops::project_show(store, &id.get()).await),
-            ProjectCmd::Delete(id) => out(ops::project_delete(store, &id.get()).await),
+            ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, op, &project, true).await),
+            ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, op, &project, false).await),
+            ProjectCmd::List => out(ops::project_list(store, op).await),
+            ProjectCmd::Show(id) => out(ops::project_show(store, op, &id.get()).await),
+            ProjectCmd::Delete(id) => out(ops::project_delete(store, op, &id.get()).await),
             ProjectCmd::Member(cmd) => match cmd {
                 MemberCmd::Add { project, email, role } => match members::parse_role(&role) {
-                    Ok(role) => out(members::member_add(store, &project, &email, role, now).await),
+                    Ok(role) => out(members::member_add(store, op, &project, &email, role, now).await),
                     Err(e) => Err(e),
                 },
-                MemberCmd::Remove { project, email } => out(members::member_remove(store, &project, &email).await),
+                MemberCmd::Remove { project, email } => out(members::member_remove(store, op, &project, &email).await),
                 MemberCmd::SetRole { project, email, role } => match members::parse_role(&role) {
-                    Ok(role) => out(members::member_set_role(store, &project, &email, role).await),
+                    Ok(role) => out(members::member_set_role(store, op, &project, &email, role).await),
                     Err(e) => Err(e),
                 },
-                MemberCmd::List { project } => out(members::member_list(store, &project).await),
+                MemberCmd::List { project } => out(members::member_list(store, op, &project).await),
             },
         },
         Noun::ApiKey(cmd) => match cmd {
@@ -468,13 +470,16 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                         extension_item_id: c.extension_item_id,
                     },
                 };
-                out(ops::client_create(store, new, now).await)
+                out(ops::client_create(store, op, new, now).await)
             }
-            ClientCmd::List { project } => out(ops::client_list(store, project.as_deref()).await),
-            ClientCmd::Show { client_id } => out(ops::client_show(store, &client_id.get()).await),
-            ClientCmd::Delete { client_id } => out(ops::client_delete(store, &client_id.get(), now).await),
+            ClientCmd::List { project } => out(ops::client_list(store, op, project.as_deref()).await),
+            ClientCmd::Show { client_id } => out(ops::client_show(store, op, ClientRef::id(&client_id.get())).await),
+            ClientCmd::Delete { client_id } => {
+                out(ops::client_delete(store, op, ClientRef::id(&client_id.get()), now).await)
+            }
             ClientCmd::Restore { client_id } => {
-                out(ops::client_restore(store, &client_id.get(), config.client_lifecycle(), now).await)
+                out(ops::client_restore(store, op, ClientRef::id(&client_id.get()), config.client_lifecycle(), now)
+                    .await)
             }
             ClientCmd::Update(u) => {
                 let redirect_uris = if u.clear_redirect_uris {
@@ -492,16 +497,22 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                     package_sid: u.package_sid,
                     extension_item_id: u.extension_item_id,
                 };
-                out(ops::client_update(store, &u.client_id.get(), edit).await)
+                out(ops::client_update(store, op, ClientRef::id(&u.client_id.get()), edit).await)
             }
             ClientCmd::Purge => out(ops::client_purge(store, config.client_lifecycle(), now).await),
-            ClientCmd::VerifyOwnership { client_id, developer } => {
-                out(ops::verify_ownership(store, &StoreDirectory(store), &client_id.get(), &developer, now).await)
-            }
+            ClientCmd::VerifyOwnership { client_id, developer } => out(ops::verify_ownership(
+                store,
+                op,
+                &StoreDirectory(store),
+                ClientRef::id(&client_id.get()),
+                &developer,
+                now,
+            )
+            .await),
             ClientCmd::AppCheck(cmd) => {
                 let delay = config.app_check_propagation_secs;
                 let act = |id: String, action, confirmed| async move {
-                    out(ops::client_app_check(store, &id, action, confirmed, delay, now).await)
+                    out(ops::client_app_check(store, op, ClientRef::id(&id), action, confirmed, delay, now).await)
                 };
                 match cmd {
                     AppCheckCmd::Enable { client_id } => act(client_id.get(), AppCheckAction::Enable, false).await,
@@ -513,13 +524,13 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                     }
                     AppCheckCmd::Disable { client_id } => act(client_id.get(), AppCheckAction::Disable, false).await,
                     AppCheckCmd::Status { client_id } => {
-                        out(ops::client_app_check_status(store, &client_id.get(), now).await)
+                        out(ops::client_app_check_status(store, op, ClientRef::id(&client_id.get()), now).await)
                     }
                     AppCheckCmd::Metrics { client_id, hours } => {
-                        out(ops::client_app_check_metrics(store, &client_id.get(), hours, now).await)
+                        out(ops::client_app_check_metrics(store, op, ClientRef::id(&client_id.get()), hours, now).await)
                     }
                     AppCheckCmd::DebugSecret { client_id } => {
-                        out(ops::client_app_check_debug_secret(store, &client_id.get()).await)
+                        out(ops::client_app_check_debug_secret(store, op, ClientRef::id(&client_id.get())).await)
                     }
                 }
             }

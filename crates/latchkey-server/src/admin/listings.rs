@@ -2,7 +2,7 @@
 //! browser-extension clients against it.
 
 use super::results::{ListingRemoved, ListingView, OwnershipVerified};
-use super::{find_client, valid_email, AdminError, AdminResult};
+use super::{valid_email, Actor, AdminError, AdminResult, ClientRef, Right};
 use latchkey_core::client::ClientType;
 use latchkey_core::time::UnixTime;
 use latchkey_store::{Listing, Publisher, Store, StoreError};
@@ -76,12 +76,14 @@ impl ListingDirectory for StoreDirectory<'_> {
 /// `ownership_verified_at`.
 pub async fn verify_ownership(
     store: &dyn Store,
+    actor: &Actor,
     directory: &dyn ListingDirectory,
-    client_id: &str,
+    at: ClientRef<'_>,
     developer_email: &str,
     now: UnixTime,
 ) -> AdminResult<OwnershipVerified> {
-    let c = find_client(store, client_id).await?;
+    let client_id = at.id;
+    let c = actor.client(store, at, Right::Edit).await?;
     let item_id = match (c.client_type, c.details.extension_item_id.as_deref()) {
         (ClientType::BrowserExtension, Some(id)) => id.to_owned(),
         _ => return Err(AdminError::Invalid("owner verification is for browser-extension clients".into())),

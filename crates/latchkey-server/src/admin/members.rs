@@ -1,84 +1,57 @@
-//! Project members: who may see and change a project. Owners and editors manage the project and its clients;
-//! only owners manage the members, and a project always keeps one owner. A developer who is not a member is told
-//! the project does not exist, whether it does or not.
+//! Projects and their members. Owners and editors manage a project and its clients; only owners manage the
+//! members and delete the project, and a project always keeps one owner (who may do what: [`super::actor`]).
 
-use super::results::{MemberChanged, MemberList, MemberView, ProjectDeleted, ProjectDetail, ProjectList, ProjectView};
-use super::{find_client, find_user, project_create, project_detail, AdminError, AdminResult};
-use latchkey_core::client::{Client, FieldError};
+use super::actor::{no_project, Access, Actor, Right};
+use super::results::{
+    ApiSwitched, ClientView, MemberChanged, MemberList, MemberView, ProjectDeleted, ProjectDetail, ProjectList,
+    ProjectView,
+};
+use super::{find_user, random_id, AdminError, AdminResult};
+use latchkey_core::client::FieldError;
 use latchkey_core::time::UnixTime;
 use latchkey_store::{MemberChange, Project, ProjectMember, ProjectRole, Store};
 
-/// A developer's access to a project.
-#[derive(Debug, Clone)]
-pub struct Access {
-    /// The project.
-    pub project: Project,
-    /// The developer's role in it.
-    pub role: ProjectRole,
+/// A project with its clients.
+async fn project_detail(store: &dyn Store, project: ProjectView) -> AdminResult<ProjectDetail> {
+    let clients = store.clients(Some(&project.project_id)).await?.iter().map(ClientView::from).collect();
+    Ok(ProjectDetail { project, clients })
 }
 
 impl Access {
-    /// Refuses an editor: member management is for owners.
-    pub fn require_owner(&self) -> Result<(), AdminError> {
-        self.owners_only("manage its members")
-    }
-
-    /// Refuses an editor what only owners do (`what`: "manage its members", "delete it").
-    pub fn owners_only(&self, what: &str) -> Result<(), AdminError> {
-        match self.role {
-            ProjectRole::Owner => Ok(()),
-            ProjectRole::Editor => Err(AdminError::Forbidden(format!("only the project's owners {what}"))),
-        }
-    }
-}
-
-/// The error for a project the developer cannot see: the same whether it exists or not.
-fn no_project(project_id: &str) -> AdminError {
-    AdminError::NotFound(format!("project {project_id}"))
-}
-
-/// The developer's access to a project: `NotFound` unless they are a member.
-pub async fn project_access(store: &dyn Store, project_id: &str, user_id: &str) -> Result<Access, AdminError> {
-    let role = store.project_role(project_id, user_id).await?.ok_or_else(|| no_project(project_id))?;
-    let project = store.project(project_id).await?.ok_or_else(|| no_project(project_id))?;
-    Ok(Access { project, role })
-}
-
-/// A client of the project the developer has access to: `NotFound` for another project's client.
-pub async fn client_of(store: &dyn Store, access: &Access, client_id: &str) -> Result<Client, AdminError> {
-    match find_client(store, client_id).await {
-        Ok(c) if c.project_id == access.project.id => Ok(c),
-        Ok(_) | Err(AdminError::NotFound(_)) => Err(AdminError::NotFound(format!("client {client_id}"))),
-        Err(e) => Err(e),
-    }
-}
-
-impl Access {
-    /// The project as the developer sees it: with their role.
+    /// The project as the actor sees it: with a developer's role.
     pub fn view(&self) -> ProjectView {
-        ProjectView::of(&self.project, Some(self.role))
-    }
-
-    /// The project as the developer sees it, with its clients.
-    pub async fn detail(&self, store: &dyn Store) -> AdminResult<ProjectDetail> {
-        project_detail(store, self.view()).await
+        ProjectView::of(&self.project, self.role)
     }
 }
 
-/// Creates a project owned by the developer who asks.
-pub async fn project_create_owned(
+/// Creates a project. A developer owns the project they create; the operator may name an existing account, by
+/// e-mail address or id, as its owner (`admin project create --owner`), or none.
+pub async fn project_create(
     store: &dyn Store,
+    actor: &Actor,
     name: &str,
-    owner_id: &str,
+    owner: Option<&str>,
     now: UnixTime,
 ) -> AdminResult<ProjectView> {
-    let created = project_create(store, name, now).await.map_err(|e| match e {
-        AdminError::Invalid(m) => AdminError::Fields(vec![FieldError { field: "name", message: m }]),
-        other => other,
-    })?;
-    let id = created.project_id.clone();
-    let owner =
-        ProjectMember { project_id: id.clone(), user_id: owner_id.into(), role: ProjectRole::Owner, added_at: now };
+    let owner_id = match (actor, owner) {
+        (Actor::Developer(user), _) => Some(user.id.clone()),
+        (Actor::Operator, Some(owner)) => Some(find_user(store, owner).await?.id),
+        (Actor::Operator, None) => None,
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        let message = "a project needs a name".into();
+        return Err(match owner_id {
+            Some(_) => AdminError::Fields(vec![FieldError { field: "name", message }]),
+            None => AdminError::Invalid(message),
+        });
+    }
+    let id = format!("project-{}", random_id(10));
+    store.create_project(&Project { id: id.clone(), name: name.into(), api_enabled: false, created_at: now }).await?;
+    let created =
+        ProjectView { project_id: id.clone(), name: name.into(), api_enabled: false, created_at: None, role: None };
+    let Some(owner_id) = owner_id else { return Ok(created) };
+    let owner = ProjectMember { project_id: id.clone(), user_id: owner_id, role: ProjectRole::Owner, added_at: now };
     if let Err(e) = store.add_project_member(&owner).await {
         // Without its owner nobody could see the project: take it back.
         let _ = store.delete_project(&id).await;
@@ -87,23 +60,42 @@ pub async fn project_create_owned(
     Ok(ProjectView { role: Some(ProjectRole::Owner.as_str()), ..created })
 }
 
-/// Creates a project owned by an existing account, named by e-mail address or id (`admin project create --owner`).
-pub async fn project_create_for(store: &dyn Store, name: &str, owner: &str, now: UnixTime) -> AdminResult<ProjectView> {
-    let owner = find_user(store, owner).await?;
-    project_create_owned(store, name, &owner.id, now).await
-}
-
-/// Deletes a project for its owner (an editor is refused): [`super::project_delete`], the operation the CLI
-/// runs, so its clients go with it for good.
-pub async fn project_delete_owned(store: &dyn Store, access: &Access) -> AdminResult<ProjectDeleted> {
-    access.owners_only("delete it")?;
-    super::project_delete(store, &access.project.id).await
-}
-
-/// The projects the developer is a member of.
-pub async fn projects_of(store: &dyn Store, user_id: &str) -> AdminResult<ProjectList> {
-    let projects = store.projects_of(user_id).await?.iter().map(|(p, role)| ProjectView::of(p, Some(*role))).collect();
+/// The projects the actor sees: every one for the operator, a developer's own with their role.
+pub async fn project_list(store: &dyn Store, actor: &Actor) -> AdminResult<ProjectList> {
+    let projects = match actor {
+        Actor::Operator => store.projects().await?.iter().map(|p| ProjectView::of(p, None)).collect(),
+        Actor::Developer(user) => {
+            store.projects_of(&user.id).await?.iter().map(|(p, role)| ProjectView::of(p, Some(*role))).collect()
+        }
+    };
     Ok(ProjectList { projects })
+}
+
+/// A project with its clients.
+pub async fn project_show(store: &dyn Store, actor: &Actor, project_id: &str) -> AdminResult<ProjectDetail> {
+    let access = actor.project(store, project_id, Right::View).await?;
+    project_detail(store, access.view()).await
+}
+
+/// Deletes a project for good, with every client of it (live ones, and deleted ones still in their restore
+/// window: none can be restored) and their grants and authorization codes, and its memberships. Apps using its
+/// clients stop working at once. `clients_deleted` counts the clients it had. Owners only.
+pub async fn project_delete(store: &dyn Store, actor: &Actor, project_id: &str) -> AdminResult<ProjectDeleted> {
+    actor.project(store, project_id, Right::Delete).await?;
+    let clients = store.clients(Some(project_id)).await?.len();
+    if !store.delete_project(project_id).await? {
+        return Err(no_project(project_id));
+    }
+    Ok(ProjectDeleted { project_id: project_id.into(), deleted: true, clients_deleted: clients })
+}
+
+/// Enables or disables the data API of a project.
+pub async fn project_set_api(store: &dyn Store, actor: &Actor, project_id: &str, on: bool) -> AdminResult<ApiSwitched> {
+    actor.project(store, project_id, Right::Edit).await?;
+    if !store.set_api_enabled(project_id, on).await? {
+        return Err(no_project(project_id));
+    }
+    Ok(ApiSwitched { project_id: project_id.into(), api_enabled: on })
 }
 
 /// Parses a role's name.
@@ -114,10 +106,8 @@ pub fn parse_role(name: &str) -> Result<ProjectRole, AdminError> {
 }
 
 /// The members of a project.
-pub async fn member_list(store: &dyn Store, project_id: &str) -> AdminResult<MemberList> {
-    if store.project(project_id).await?.is_none() {
-        return Err(no_project(project_id));
-    }
+pub async fn member_list(store: &dyn Store, actor: &Actor, project_id: &str) -> AdminResult<MemberList> {
+    actor.project(store, project_id, Right::View).await?;
     let members = store.project_members(project_id).await?.iter().map(MemberView::from).collect();
     Ok(MemberList { project_id: project_id.into(), members })
 }
@@ -125,14 +115,13 @@ pub async fn member_list(store: &dyn Store, project_id: &str) -> AdminResult<Mem
 /// Adds the account with this e-mail address to a project.
 pub async fn member_add(
     store: &dyn Store,
+    actor: &Actor,
     project_id: &str,
     email: &str,
     role: ProjectRole,
     now: UnixTime,
 ) -> AdminResult<MemberChanged> {
-    if store.project(project_id).await?.is_none() {
-        return Err(no_project(project_id));
-    }
+    actor.project(store, project_id, Right::ManageMembers).await?;
     let email = email.trim();
     let user = match store.user_by_email(email).await? {
         Some(u) => u,
@@ -169,7 +158,13 @@ fn change_result(change: MemberChange, project_id: &str, user_id: &str) -> Resul
 }
 
 /// Removes a member (by user id or e-mail address); the last owner stays.
-pub async fn member_remove(store: &dyn Store, project_id: &str, user: &str) -> AdminResult<MemberChanged> {
+pub async fn member_remove(
+    store: &dyn Store,
+    actor: &Actor,
+    project_id: &str,
+    user: &str,
+) -> AdminResult<MemberChanged> {
+    actor.project(store, project_id, Right::ManageMembers).await?;
     let user_id = member_id(store, user).await?;
     change_result(store.remove_project_member(project_id, &user_id).await?, project_id, &user_id)?;
     Ok(MemberChanged { project_id: project_id.into(), user_id, email: None, role: None, removed: Some(true) })
@@ -178,10 +173,12 @@ pub async fn member_remove(store: &dyn Store, project_id: &str, user: &str) -> A
 /// Changes a member's role (by user id or e-mail address); the last owner stays one.
 pub async fn member_set_role(
     store: &dyn Store,
+    actor: &Actor,
     project_id: &str,
     user: &str,
     role: ProjectRole,
 ) -> AdminResult<MemberChanged> {
+    actor.project(store, project_id, Right::ManageMembers).await?;
     let user_id = member_id(store, user).await?;
     change_result(store.set_project_member_role(project_id, &user_id, role).await?, project_id, &user_id)?;
     Ok(MemberChanged { project_id: project_id.into(), user_id, email: None, role: Some(role.as_str()), removed: None })

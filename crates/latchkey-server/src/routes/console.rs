@@ -6,7 +6,7 @@
 //! client's secret, an App Check debug secret and an API key are rendered in the POST's answer (never cached)
 //! so that the plaintext is never stored, not even for a moment. Handlers call the operations of
 //! [`crate::admin`]; a developer acts only on the projects they are a member of
-//! ([`crate::admin::members::project_access`]), and a project they are not a member of does not exist for them.
+//! ([`crate::admin::Actor`]), and a project they are not a member of does not exist for them.
 
 /// The value of a lookup that answers with a page when it fails (no such project or client, no access): `Ok` gives
 /// the value, `Err` returns the page from the handler.
@@ -27,8 +27,7 @@ mod forms;
 mod keys;
 mod projects;
 
-use crate::admin::members::{self, Access};
-use crate::admin::AdminError;
+use crate::admin::{Access, AdminError, ClientRef, Right};
 use crate::error::{admin_message, admin_status};
 use crate::state::AppState;
 use crate::views::console::{Layout, MessagePage};
@@ -126,10 +125,8 @@ async fn access_client(
     project: &str,
     client_id: &str,
 ) -> Result<(Access, Client), Response> {
-    let store = &*state.store;
-    let access = members::project_access(store, project, &dev.user.id).await.map_err(|e| dev.failure(&e))?;
-    let client = members::client_of(store, &access, client_id).await.map_err(|e| dev.failure(&e))?;
-    Ok((access, client))
+    let at = ClientRef::within(project, client_id);
+    dev.actor().client_in_project(&*state.store, at, Right::View).await.map_err(|e| dev.failure(&e))
 }
 
 impl Developer {

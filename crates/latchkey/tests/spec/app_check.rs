@@ -10,6 +10,7 @@ use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::jws::SigningKey;
 use latchkey_core::time::Clock;
 use latchkey_server::admin::{self, NewClient, StoreDirectory};
+use latchkey_server::admin::{Actor, ClientRef};
 use latchkey_server::clock::SystemClock;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,12 +34,21 @@ async fn phone(server: &TestServer) -> App {
             ..Default::default()
         },
     };
-    let c = admin::client_create(server.store(), new, SystemClock.now()).await.expect("create");
+    let c = admin::client_create(server.store(), &Actor::Operator, new, SystemClock.now()).await.expect("create");
     App { project_id: base.project_id, client_id: c.client_id, client_secret: c.client_secret.expect("secret") }
 }
 
 async fn act(server: &TestServer, app: &App, action: AppCheckAction) -> Value {
-    let s = admin::client_app_check(server.store(), &app.client_id, action, true, 0, SystemClock.now()).await;
+    let s = admin::client_app_check(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        action,
+        true,
+        0,
+        SystemClock.now(),
+    )
+    .await;
     serde_json::to_value(s.expect("action")).expect("json")
 }
 
@@ -60,7 +70,9 @@ async fn request(server: &TestServer, app: &App, token: Option<&str>, ua: Option
 
 /// The debug provider's token for `app`.
 async fn debug_token(server: &TestServer, app: &App) -> String {
-    let secret = admin::client_app_check_debug_secret(server.store(), &app.client_id).await.expect("secret");
+    let secret = admin::client_app_check_debug_secret(server.store(), &Actor::Operator, ClientRef::id(&app.client_id))
+        .await
+        .expect("secret");
     let secret = secret.debug_secret.as_str();
     let r = server
         .http()
@@ -76,7 +88,14 @@ async fn debug_token(server: &TestServer, app: &App) -> String {
 }
 
 async fn totals(server: &TestServer, app: &App) -> Value {
-    let m = admin::client_app_check_metrics(server.store(), &app.client_id, 24, SystemClock.now()).await;
+    let m = admin::client_app_check_metrics(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        24,
+        SystemClock.now(),
+    )
+    .await;
     serde_json::to_value(m.expect("metrics").totals).expect("json")
 }
 
@@ -161,15 +180,26 @@ async fn a_change_takes_effect_after_the_propagation_delay() {
     let server = TestServer::start().await; // the default delay, 15 minutes
     let app = phone(&server).await;
     let now = SystemClock.now();
-    let s = admin::client_app_check(server.store(), &app.client_id, AppCheckAction::Enable, false, 900, now)
-        .await
-        .expect("enable");
+    let s = admin::client_app_check(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        AppCheckAction::Enable,
+        false,
+        900,
+        now,
+    )
+    .await
+    .expect("enable");
     assert_eq!(s.state, "disabled");
     assert_eq!(s.pending.map(|p| (p.state, p.effective_at)), Some(("enabled", now.0 + 900)));
     // Not yet in force: the request is neither counted nor checked.
     assert_eq!(request(&server, &app, None, None).await.0, 400);
     assert_eq!(totals(&server, &app).await["unverified_unknown_origin"], 0);
-    let later = admin::client_app_check_status(server.store(), &app.client_id, now.plus(900)).await.expect("status");
+    let later =
+        admin::client_app_check_status(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), now.plus(900))
+            .await
+            .expect("status");
     assert_eq!(later.state, "enabled");
     assert!(later.pending.is_none());
 }
@@ -179,14 +209,24 @@ async fn the_state_table_refuses_what_it_does_not_allow() {
     let server = TestServer::start_with(|c| c.app_check_propagation_secs = 0).await;
     let app = phone(&server).await;
     let now = SystemClock.now();
-    let run = |action, confirmed| admin::client_app_check(server.store(), &app.client_id, action, confirmed, 0, now);
+    let run = |action, confirmed| {
+        admin::client_app_check(
+            server.store(),
+            &Actor::Operator,
+            ClientRef::id(&app.client_id),
+            action,
+            confirmed,
+            0,
+            now,
+        )
+    };
     assert!(run(AppCheckAction::Enforce, true).await.is_err(), "not enabled");
     run(AppCheckAction::Enable, false).await.expect("enable");
     let e = run(AppCheckAction::Enforce, false).await.expect_err("unconfirmed");
     assert!(e.to_string().contains("must be confirmed"), "{e}");
     // With App Check used, the bundle ID is frozen.
     let edit = admin::ClientEdit { bundle_id: Some("com.example.other".into()), ..Default::default() };
-    assert!(admin::client_update(server.store(), &app.client_id, edit).await.is_err());
+    assert!(admin::client_update(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), edit).await.is_err());
 
     // Enabling needs a team ID and a bundle ID without *.
     let base = server.app().await;
@@ -197,11 +237,30 @@ async fn the_state_table_refuses_what_it_does_not_allow() {
         redirect_uris: vec![],
         details: ClientDetails { bundle_id: Some("com.example.*".into()), ..Default::default() },
     };
-    let wild = admin::client_create(server.store(), new, now).await.expect("create");
+    let wild = admin::client_create(server.store(), &Actor::Operator, new, now).await.expect("create");
     let id = wild.client_id.as_str();
-    let e = admin::client_app_check(server.store(), id, AppCheckAction::Enable, false, 0, now).await.expect_err("team");
+    let e = admin::client_app_check(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(id),
+        AppCheckAction::Enable,
+        false,
+        0,
+        now,
+    )
+    .await
+    .expect_err("team");
     assert!(e.to_string().contains("team ID"), "{e}");
-    let e = admin::client_app_check(server.store(), &base.client_id, AppCheckAction::Enable, false, 0, now).await;
+    let e = admin::client_app_check(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&base.client_id),
+        AppCheckAction::Enable,
+        false,
+        0,
+        now,
+    )
+    .await;
     assert!(e.expect_err("desktop").to_string().contains("mobile-platform clients only"));
 }
 
@@ -239,7 +298,9 @@ async fn the_debug_provider_refuses_a_wrong_secret() {
     let form = [("client_id", app.client_id.as_str()), ("debug_secret", "lkd_wrong")];
     let r = server.http().post(server.url("/v1/appcheck/debug")).form(&form).send().await.expect("debug");
     assert_eq!(error_of(r).await, (401, "invalid_client".into()));
-    admin::client_app_check_debug_secret(server.store(), &app.client_id).await.expect("register");
+    admin::client_app_check_debug_secret(server.store(), &Actor::Operator, ClientRef::id(&app.client_id))
+        .await
+        .expect("register");
     let r = server.http().post(server.url("/v1/appcheck/debug")).form(&form).send().await.expect("debug");
     assert_eq!(error_of(r).await, (401, "invalid_client".into()));
 }
@@ -258,10 +319,11 @@ async fn owner_verification_needs_a_listing_published_by_the_developer_or_their_
         redirect_uris: vec![],
         details: ClientDetails { extension_item_id: Some(item.clone()), ..Default::default() },
     };
-    let ext = admin::client_create(store, new, now).await.expect("create");
+    let ext = admin::client_create(store, &Actor::Operator, new, now).await.expect("create");
     let id = ext.client_id.as_str();
     let dir = StoreDirectory(store);
-    let verify = |dev: &'static str| admin::verify_ownership(store, &dir, id, dev, now);
+    let verify =
+        |dev: &'static str| admin::verify_ownership(store, &Actor::Operator, &dir, ClientRef::id(id), dev, now);
 
     let e = verify("dev@example.com").await.expect_err("no listing");
     let wording = "a listing with the same item ID";
@@ -279,7 +341,9 @@ async fn owner_verification_needs_a_listing_published_by_the_developer_or_their_
     assert_eq!(shown["group"], "Studio");
     admin::listing_remove(store, &item).await.expect("remove");
     assert!(verify("b@example.com").await.is_err());
-    let e = admin::verify_ownership(store, &dir, &base.client_id, "dev@example.com", now).await;
+    let e =
+        admin::verify_ownership(store, &Actor::Operator, &dir, ClientRef::id(&base.client_id), "dev@example.com", now)
+            .await;
     assert!(e.expect_err("desktop").to_string().contains("browser-extension"));
 }
 

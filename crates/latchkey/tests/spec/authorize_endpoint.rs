@@ -4,6 +4,7 @@
 //! redirect); after that the error travels back to the app's redirect URI with `state` and `iss` (RFC 9207).
 
 use crate::support::*;
+use latchkey_server::admin::{Actor, ClientRef};
 use url::Url;
 
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
@@ -135,9 +136,14 @@ async fn an_unknown_client_gets_an_invalid_client_page() {
 async fn a_deleted_client_gets_a_deleted_client_page() {
     let server = TestServer::start().await;
     let app = server.app().await;
-    latchkey_server::admin::client_delete(server.store(), &app.client_id, latchkey_core::time::UnixTime(1_700_000_100))
-        .await
-        .expect("delete");
+    latchkey_server::admin::client_delete(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        latchkey_core::time::UnixTime(1_700_000_100),
+    )
+    .await
+    .expect("delete");
     let pkce = Pkce::new();
     let page = server.browser().get(&url_of(&server, &good_pairs(&app, &pkce))).await;
     assert_error_page(&page, 400, "deleted_client");

@@ -8,6 +8,7 @@ use latchkey_core::client::DAY;
 use latchkey_core::time::{Clock, UnixTime};
 use latchkey_proto::TokenResponse;
 use latchkey_server::admin::{self, ClientEdit, Lifecycle};
+use latchkey_server::admin::{Actor, ClientRef};
 use latchkey_server::clock::SystemClock;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -26,11 +27,18 @@ async fn a_restored_client_works_again_with_its_tokens() {
     server.user(ALICE).await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     let now = SystemClock.now();
-    admin::client_delete(server.store(), &app.client_id, now).await.expect("delete");
+    admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), now).await.expect("delete");
     assert_eq!(error_of(refresh(&server, &app, &t).await).await, (401, "invalid_client".to_string()));
     assert_eq!(channels(&server, &t.access_token).await.status(), 401, "the access token stops working");
 
-    let restored = admin::client_restore(server.store(), &app.client_id, Lifecycle::default(), now).await;
+    let restored = admin::client_restore(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        Lifecycle::default(),
+        now,
+    )
+    .await;
     assert_eq!(restored.expect("restore").restored, Some(true));
     assert_eq!(refresh(&server, &app, &t).await.status(), 200, "the refresh token works again");
     assert_eq!(channels(&server, &t.access_token).await.status(), 200, "and the access token");
@@ -43,20 +51,47 @@ async fn a_client_deleted_more_than_30_days_ago_cannot_be_restored() {
     let server = TestServer::start().await;
     let app = server.app().await;
     let deleted = UnixTime(1_700_000_000);
-    admin::client_delete(server.store(), &app.client_id, deleted).await.expect("delete");
-    let late = admin::client_restore(server.store(), &app.client_id, Lifecycle::default(), deleted.plus(30 * DAY + 1))
+    admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), deleted)
         .await
-        .expect_err("too late");
+        .expect("delete");
+    let late = admin::client_restore(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        Lifecycle::default(),
+        deleted.plus(30 * DAY + 1),
+    )
+    .await
+    .expect_err("too late");
     assert!(late.to_string().contains("more than 30 days ago"), "{late}");
     assert!(server.store().client(&app.client_id).await.expect("get").expect("kept").deleted_at.is_some());
     // A shorter configured window applies the same way.
     let short = Lifecycle { unused_days: 180, restore_days: 7 };
-    let late = admin::client_restore(server.store(), &app.client_id, short, deleted.plus(8 * DAY)).await;
+    let late = admin::client_restore(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        short,
+        deleted.plus(8 * DAY),
+    )
+    .await;
     assert!(late.expect_err("too late").to_string().contains("more than 7 days ago"));
-    admin::client_restore(server.store(), &app.client_id, Lifecycle::default(), deleted.plus(30 * DAY))
-        .await
-        .expect("on the last day");
-    let live = admin::client_restore(server.store(), &app.client_id, Lifecycle::default(), deleted.plus(30 * DAY));
+    admin::client_restore(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        Lifecycle::default(),
+        deleted.plus(30 * DAY),
+    )
+    .await
+    .expect("on the last day");
+    let live = admin::client_restore(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(&app.client_id),
+        Lifecycle::default(),
+        deleted.plus(30 * DAY),
+    );
     assert!(live.await.expect_err("not deleted").to_string().contains("not deleted"));
 }
 
@@ -73,7 +108,8 @@ async fn getting_tokens_records_the_clients_last_use() {
     // Within the hour, further token requests do not write again.
     assert_eq!(refresh(&server, &app, &t).await.status(), 200);
     assert_eq!(server.store().client(&app.client_id).await.expect("get").expect("c").last_used_at, Some(used));
-    let shown = admin::client_show(server.store(), &app.client_id).await.expect("show");
+    let shown =
+        admin::client_show(server.store(), &Actor::Operator, ClientRef::id(&app.client_id)).await.expect("show");
     assert_eq!(shown.last_used_at, Some(used.0));
 }
 
@@ -94,7 +130,9 @@ async fn unused_clients_are_deleted_and_deleted_clients_purged_with_their_grants
     // Within the restore window nothing is purged; after it the client goes, with its grants.
     let counts = admin::client_purge(server.store(), Lifecycle::default(), now.plus(30 * DAY)).await.expect("purge");
     assert_eq!(counts.purged, 0, "{counts:?}");
-    admin::client_delete(server.store(), &used.client_id, now).await.expect("delete the used one too");
+    admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&used.client_id), now)
+        .await
+        .expect("delete the used one too");
     let counts = admin::client_purge(server.store(), Lifecycle::default(), now.plus(31 * DAY)).await.expect("purge");
     assert_eq!(counts.purged, 2, "{counts:?}");
     assert!(server.store().client(&unused.client_id).await.expect("get").is_none());
@@ -120,26 +158,34 @@ async fn an_edit_re_runs_the_type_rules_and_the_bundle_id_is_frozen_once_app_che
             ..Default::default()
         },
     };
-    let mobile = admin::client_create(server.store(), new, now).await.expect("create");
+    let mobile = admin::client_create(server.store(), &Actor::Operator, new, now).await.expect("create");
     let id = mobile.client_id.as_str();
-    let renamed =
-        admin::client_update(server.store(), id, ClientEdit { name: Some("Phone 2".into()), ..Default::default() })
-            .await
-            .expect("rename");
+    let renamed = admin::client_update(
+        server.store(),
+        &Actor::Operator,
+        ClientRef::id(id),
+        ClientEdit { name: Some("Phone 2".into()), ..Default::default() },
+    )
+    .await
+    .expect("rename");
     assert_eq!(renamed.name, "Phone 2");
     let edit = ClientEdit { bundle_id: Some("com.example.other".into()), ..Default::default() };
-    let frozen = admin::client_update(server.store(), id, edit).await.expect_err("frozen");
+    let frozen =
+        admin::client_update(server.store(), &Actor::Operator, ClientRef::id(id), edit).await.expect_err("frozen");
     assert!(frozen.to_string().contains("frozen once App Check is used"), "{frozen}");
     let edit = ClientEdit { store_id: Some("abc".into()), ..Default::default() };
-    let bad = admin::client_update(server.store(), id, edit).await.expect_err("digits");
+    let bad =
+        admin::client_update(server.store(), &Actor::Operator, ClientRef::id(id), edit).await.expect_err("digits");
     assert!(bad.to_string().contains("store_id"), "{bad}");
     assert_eq!(server.store().client(id).await.expect("get").expect("c").name, "Phone 2");
 
     let edit = ClientEdit { redirect_uris: Some(vec!["not a uri".into()]), ..Default::default() };
-    assert!(admin::client_update(server.store(), &app.client_id, edit).await.is_err());
-    admin::client_delete(server.store(), &app.client_id, now).await.expect("delete");
+    assert!(admin::client_update(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), edit).await.is_err());
+    admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), now).await.expect("delete");
     let edit = ClientEdit { name: Some("x".into()), ..Default::default() };
-    let deleted = admin::client_update(server.store(), &app.client_id, edit).await.expect_err("deleted");
+    let deleted = admin::client_update(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), edit)
+        .await
+        .expect_err("deleted");
     assert!(deleted.to_string().contains("restore it first"), "{deleted}");
 }
 

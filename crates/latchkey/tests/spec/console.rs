@@ -7,6 +7,7 @@ use crate::support::*;
 use latchkey_core::secret;
 use latchkey_core::time::Clock;
 use latchkey_server::admin;
+use latchkey_server::admin::{Actor, ClientRef};
 use latchkey_server::clock::SystemClock;
 
 const ALICE: &str = "alice@example.com";
@@ -141,7 +142,7 @@ async fn a_new_project_is_owned_by_its_creator_and_a_missing_name_is_shown_next_
     assert_eq!(page.status, 200);
     assert!(page.body.contains("Project created. You are its owner."));
     assert!(page.body.contains("your role: owner"));
-    let members = admin::members::member_list(server.store(), &id).await.expect("members");
+    let members = admin::members::member_list(server.store(), &Actor::Operator, &id).await.expect("members");
     assert_eq!(members.members[0].email, ALICE);
     assert_eq!(members.members[0].role, "owner");
 
@@ -546,7 +547,8 @@ async fn app_check_follows_the_state_table_with_confirmations_and_the_propagatio
 
     admin::client_update(
         server.store(),
-        &id,
+        &Actor::Operator,
+        ClientRef::id(&id),
         admin::ClientEdit { team_id: Some("TEAM1".into()), ..Default::default() },
     )
     .await

@@ -3,6 +3,7 @@
 
 use crate::support::*;
 use latchkey_core::time::{Clock, UnixTime};
+use latchkey_server::admin::{Actor, ClientRef};
 use latchkey_server::clock::OsRandom;
 use serde_json::Value;
 use std::time::Duration;
@@ -254,10 +255,14 @@ async fn disabling_the_projects_api_after_issuance_is_403_access_not_configured(
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 200);
-    latchkey_server::admin::project_set_api(server.store(), &app.project_id, false).await.expect("disable api");
+    latchkey_server::admin::project_set_api(server.store(), &Actor::Operator, &app.project_id, false)
+        .await
+        .expect("disable api");
     let r = get(&server, "part=id&mine=true", &t.access_token).await;
     assert_eq!(reason_of(r).await, (403, "accessNotConfigured".to_string()));
-    latchkey_server::admin::project_set_api(server.store(), &app.project_id, true).await.expect("enable api");
+    latchkey_server::admin::project_set_api(server.store(), &Actor::Operator, &app.project_id, true)
+        .await
+        .expect("enable api");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 200);
 }
 
@@ -265,7 +270,9 @@ async fn disabling_the_projects_api_after_issuance_is_403_access_not_configured(
 async fn a_token_of_a_deleted_client_is_401() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::client_delete(server.store(), &app.client_id, NOW).await.expect("delete");
+    latchkey_server::admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
+        .await
+        .expect("delete");
     let r = get(&server, "part=id&mine=true", &t.access_token).await;
     assert_eq!(r.status(), 401);
     assert!(www_authenticate(&r).contains("error=\"invalid_token\""));

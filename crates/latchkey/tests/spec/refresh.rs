@@ -4,6 +4,7 @@
 use crate::support::*;
 use latchkey_core::time::UnixTime;
 use latchkey_proto::TokenResponse;
+use latchkey_server::admin::{Actor, ClientRef};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -193,7 +194,9 @@ async fn a_deleted_user_cannot_refresh() {
 async fn a_deleted_client_cannot_refresh() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::client_delete(server.store(), &app.client_id, NOW).await.expect("delete");
+    latchkey_server::admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
+        .await
+        .expect("delete");
     assert_eq!(error_of(refresh(&server, &app, rt(&t)).await).await, (401, "invalid_client".to_string()));
 }
 

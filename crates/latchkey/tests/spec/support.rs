@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+use latchkey_server::admin::Actor;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use latchkey_proto::TokenResponse;
@@ -135,11 +137,16 @@ impl TestServer {
     /// A project (data API on or off) with a desktop client registering `redirect_uris`.
     pub async fn app_with(&self, api_enabled: bool, redirect_uris: &[&str]) -> App {
         let now = latchkey_core::time::UnixTime(1_700_000_000);
-        let p = latchkey_server::admin::project_create(self.store(), "Test project", now).await.expect("project");
+        let p = latchkey_server::admin::project_create(self.store(), &Actor::Operator, "Test project", None, now)
+            .await
+            .expect("project");
         let project_id = p.project_id;
-        latchkey_server::admin::project_set_api(self.store(), &project_id, api_enabled).await.expect("api");
+        latchkey_server::admin::project_set_api(self.store(), &Actor::Operator, &project_id, api_enabled)
+            .await
+            .expect("api");
         let c = latchkey_server::admin::client_create(
             self.store(),
+            &Actor::Operator,
             latchkey_server::admin::NewClient {
                 project_id: project_id.clone(),
                 client_type: latchkey_core::client::ClientType::Desktop,

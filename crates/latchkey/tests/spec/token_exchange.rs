@@ -3,6 +3,7 @@
 
 use crate::support::*;
 use latchkey_core::time::UnixTime;
+use latchkey_server::admin::{Actor, ClientRef};
 use serde_json::Value;
 
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
@@ -422,7 +423,9 @@ async fn a_code_of_a_deleted_user_is_invalid_grant() {
 async fn a_code_of_a_deleted_client_is_401_invalid_client() {
     let (server, app) = setup().await;
     let (code, pkce) = code_for(&server, &app).await;
-    latchkey_server::admin::client_delete(server.store(), &app.client_id, NOW).await.expect("delete");
+    latchkey_server::admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
+        .await
+        .expect("delete");
     assert_eq!(error_of(server.token(&exchange_form(&app, &code, &pkce.verifier)).await).await, invalid_client());
 }
 

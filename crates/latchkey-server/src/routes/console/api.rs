@@ -6,8 +6,7 @@
 //! [`API_ROUTES`]: the router is built from it, and `docs/openapi.json` (served at [`OPENAPI_PATH`]) describes
 //! exactly these operations.
 
-use crate::admin::members::{self, Access};
-use crate::admin::{self, api_keys, AdminError, ClientEdit, NewClient, StoreDirectory};
+use crate::admin::{self, api_keys, members, Actor, AdminError, ClientEdit, ClientRef, NewClient, StoreDirectory};
 use crate::error::ConsoleApiError;
 use crate::extract;
 use crate::state::AppState;
@@ -184,23 +183,15 @@ fn body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, Con
     serde_json::from_slice(bytes).map_err(|e| ConsoleApiError::bad_request(format!("The JSON body is not valid: {e}")))
 }
 
-async fn access(state: &AppState, caller: &Caller, project: &str) -> Result<Access, ConsoleApiError> {
-    Ok(members::project_access(&*state.store, project, &caller.0.id).await?)
-}
-
-async fn access_client(
-    state: &AppState,
-    caller: &Caller,
-    project: &str,
-    client: &str,
-) -> Result<Access, ConsoleApiError> {
-    let access = access(state, caller, project).await?;
-    members::client_of(&*state.store, &access, client).await?;
-    Ok(access)
+impl Caller {
+    /// The caller as an actor of administrative operations: their project roles decide ([`Actor`]).
+    fn actor(&self) -> Actor {
+        Actor::Developer(self.0.clone())
+    }
 }
 
 async fn projects_get(State(state): State<AppState>, caller: Caller) -> ApiResult {
-    ok(members::projects_of(&*state.store, &caller.0.id).await?)
+    ok(admin::project_list(&*state.store, &caller.actor()).await?)
 }
 
 #[derive(Deserialize)]
@@ -211,17 +202,16 @@ struct NewProject {
 
 async fn projects_post(State(state): State<AppState>, caller: Caller, headers: HeaderMap, bytes: Bytes) -> ApiResult {
     let p: NewProject = body(&headers, &bytes)?;
-    created(members::project_create_owned(&*state.store, &p.name, &caller.0.id, state.clock.now()).await?)
+    created(admin::project_create(&*state.store, &caller.actor(), &p.name, None, state.clock.now()).await?)
 }
 
 async fn project_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
-    ok(access(&state, &caller, &project).await?.detail(&*state.store).await?)
+    ok(admin::project_show(&*state.store, &caller.actor(), &project).await?)
 }
 
 /// Owners only; the clients go with the project, for good (`admin::project_delete`).
 async fn project_delete(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
-    let access = access(&state, &caller, &project).await?;
-    ok(members::project_delete_owned(&*state.store, &access).await?)
+    ok(admin::project_delete(&*state.store, &caller.actor(), &project).await?)
 }
 
 #[derive(Deserialize)]
@@ -237,14 +227,12 @@ async fn project_api_put(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    access(&state, &caller, &project).await?;
     let s: ApiSwitch = body(&headers, &bytes)?;
-    ok(admin::project_set_api(&*state.store, &project, s.enabled).await?)
+    ok(admin::project_set_api(&*state.store, &caller.actor(), &project, s.enabled).await?)
 }
 
 async fn members_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
-    access(&state, &caller, &project).await?;
-    ok(members::member_list(&*state.store, &project).await?)
+    ok(members::member_list(&*state.store, &caller.actor(), &project).await?)
 }
 
 #[derive(Deserialize)]
@@ -262,10 +250,9 @@ async fn members_post(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    access(&state, &caller, &project).await?.require_owner()?;
     let m: NewMember = body(&headers, &bytes)?;
     let role = members::parse_role(m.role.as_deref().unwrap_or("editor"))?;
-    created(members::member_add(&*state.store, &project, &m.email, role, state.clock.now()).await?)
+    created(members::member_add(&*state.store, &caller.actor(), &project, &m.email, role, state.clock.now()).await?)
 }
 
 #[derive(Deserialize)]
@@ -281,10 +268,9 @@ async fn member_patch(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    access(&state, &caller, &project).await?.require_owner()?;
     let r: RoleChange = body(&headers, &bytes)?;
     let role = members::parse_role(&r.role)?;
-    ok(members::member_set_role(&*state.store, &project, &user, role).await?)
+    ok(members::member_set_role(&*state.store, &caller.actor(), &project, &user, role).await?)
 }
 
 async fn member_delete(
@@ -292,13 +278,11 @@ async fn member_delete(
     caller: Caller,
     Path((project, user)): Path<(String, String)>,
 ) -> ApiResult {
-    access(&state, &caller, &project).await?.require_owner()?;
-    ok(members::member_remove(&*state.store, &project, &user).await?)
+    ok(members::member_remove(&*state.store, &caller.actor(), &project, &user).await?)
 }
 
 async fn clients_get(State(state): State<AppState>, caller: Caller, Path(project): Path<String>) -> ApiResult {
-    access(&state, &caller, &project).await?;
-    ok(admin::client_list(&*state.store, Some(&project)).await?)
+    ok(admin::client_list(&*state.store, &caller.actor(), Some(&project)).await?)
 }
 
 /// The type-specific fields of a request, whichever the client's type: `admin::client_create` and
@@ -335,7 +319,6 @@ async fn clients_post(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    access(&state, &caller, &project).await?;
     let b: NewClientBody = body(&headers, &bytes)?;
     let Some(t) = ClientType::parse(&b.client_type) else {
         let message = "The type is one of desktop, mobile, universal-desktop, browser-extension.".into();
@@ -357,7 +340,7 @@ async fn clients_post(
             extension_item_id: f.extension_item_id,
         },
     };
-    created(admin::client_create(&*state.store, new, state.clock.now()).await?)
+    created(admin::client_create(&*state.store, &caller.actor(), new, state.clock.now()).await?)
 }
 
 async fn client_get(
@@ -365,8 +348,7 @@ async fn client_get(
     caller: Caller,
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
-    ok(admin::client_show(&*state.store, &client).await?)
+    ok(admin::client_show(&*state.store, &caller.actor(), ClientRef::within(&project, &client)).await?)
 }
 
 #[derive(Deserialize)]
@@ -385,7 +367,6 @@ async fn client_patch(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
     let p: ClientPatch = body(&headers, &bytes)?;
     let f = p.fields;
     let edit = ClientEdit {
@@ -398,7 +379,7 @@ async fn client_patch(
         package_sid: f.package_sid,
         extension_item_id: f.extension_item_id,
     };
-    ok(admin::client_update(&*state.store, &client, edit).await?)
+    ok(admin::client_update(&*state.store, &caller.actor(), ClientRef::within(&project, &client), edit).await?)
 }
 
 async fn client_delete(
@@ -406,8 +387,8 @@ async fn client_delete(
     caller: Caller,
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
-    ok(admin::client_delete(&*state.store, &client, state.clock.now()).await?)
+    ok(admin::client_delete(&*state.store, &caller.actor(), ClientRef::within(&project, &client), state.clock.now())
+        .await?)
 }
 
 async fn client_restore_post(
@@ -415,9 +396,15 @@ async fn client_restore_post(
     caller: Caller,
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
     let lifecycle = state.config.client_lifecycle();
-    ok(admin::client_restore(&*state.store, &client, lifecycle, state.clock.now()).await?)
+    ok(admin::client_restore(
+        &*state.store,
+        &caller.actor(),
+        ClientRef::within(&project, &client),
+        lifecycle,
+        state.clock.now(),
+    )
+    .await?)
 }
 
 async fn app_check_get(
@@ -425,8 +412,13 @@ async fn app_check_get(
     caller: Caller,
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
-    ok(admin::client_app_check_status(&*state.store, &client, state.clock.now()).await?)
+    ok(admin::client_app_check_status(
+        &*state.store,
+        &caller.actor(),
+        ClientRef::within(&project, &client),
+        state.clock.now(),
+    )
+    .await?)
 }
 
 #[derive(Deserialize)]
@@ -444,7 +436,6 @@ async fn app_check_post(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
     let b: AppCheckBody = body(&headers, &bytes)?;
     let action = match b.action.as_str() {
         "enable" => AppCheckAction::Enable,
@@ -457,7 +448,16 @@ async fn app_check_post(
         }
     };
     let delay = state.config.app_check_propagation_secs;
-    ok(admin::client_app_check(&*state.store, &client, action, b.confirm, delay, state.clock.now()).await?)
+    ok(admin::client_app_check(
+        &*state.store,
+        &caller.actor(),
+        ClientRef::within(&project, &client),
+        action,
+        b.confirm,
+        delay,
+        state.clock.now(),
+    )
+    .await?)
 }
 
 #[derive(Deserialize)]
@@ -471,9 +471,15 @@ async fn metrics_get(
     Path((project, client)): Path<(String, String)>,
     Query(q): Query<Hours>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
     let hours = q.hours.unwrap_or(24).clamp(1, 24 * 90);
-    ok(admin::client_app_check_metrics(&*state.store, &client, hours, state.clock.now()).await?)
+    ok(admin::client_app_check_metrics(
+        &*state.store,
+        &caller.actor(),
+        ClientRef::within(&project, &client),
+        hours,
+        state.clock.now(),
+    )
+    .await?)
 }
 
 async fn debug_secret_post(
@@ -481,8 +487,10 @@ async fn debug_secret_post(
     caller: Caller,
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
-    created(admin::client_app_check_debug_secret(&*state.store, &client).await?)
+    created(
+        admin::client_app_check_debug_secret(&*state.store, &caller.actor(), ClientRef::within(&project, &client))
+            .await?,
+    )
 }
 
 async fn verify_ownership_post(
@@ -490,9 +498,16 @@ async fn verify_ownership_post(
     caller: Caller,
     Path((project, client)): Path<(String, String)>,
 ) -> ApiResult {
-    access_client(&state, &caller, &project, &client).await?;
     let store = &*state.store;
-    ok(admin::verify_ownership(store, &StoreDirectory(store), &client, &caller.0.email, state.clock.now()).await?)
+    ok(admin::verify_ownership(
+        store,
+        &caller.actor(),
+        &StoreDirectory(store),
+        ClientRef::within(&project, &client),
+        &caller.0.email,
+        state.clock.now(),
+    )
+    .await?)
 }
 
 /// The caller's own keys (never the keys themselves).

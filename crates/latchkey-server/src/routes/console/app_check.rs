@@ -5,9 +5,8 @@
 use super::auth::{Developer, Posted};
 use super::projects::row;
 use super::{access_client, see_other};
-use crate::admin::members::Access;
 use crate::admin::results::HourCount;
-use crate::admin::{self, AdminError, StoreDirectory};
+use crate::admin::{self, Access, AdminError, ClientRef, StoreDirectory};
 use crate::error::admin_status;
 use crate::state::AppState;
 use crate::views::console::{
@@ -70,7 +69,12 @@ fn details(c: &Client) -> Vec<Detail> {
     }
 }
 
-async fn app_check_view(state: &AppState, c: &Client, now: UnixTime) -> Result<AppCheckView, AdminError> {
+async fn app_check_view(
+    state: &AppState,
+    dev: &Developer,
+    c: &Client,
+    now: UnixTime,
+) -> Result<AppCheckView, AdminError> {
     let propagation = state.config.app_check_propagation_secs;
     let pending = c.app_check.pending.filter(|(_, at)| *at > now).map(|(s, at)| {
         format!(
@@ -87,7 +91,14 @@ async fn app_check_view(state: &AppState, c: &Client, now: UnixTime) -> Result<A
         }
         _ => None,
     };
-    let m = admin::client_app_check_metrics(&*state.store, &c.client_id, 24, now).await?;
+    let m = admin::client_app_check_metrics(
+        &*state.store,
+        &dev.actor(),
+        ClientRef::within(&c.project_id, &c.client_id),
+        24,
+        now,
+    )
+    .await?;
     let mut hours: Vec<(i64, Vec<u64>)> = Vec::new();
     for &HourCount { hour, category: cat, count: n } in &m.hourly {
         if hours.last().is_none_or(|(last, _)| *last != hour) {
@@ -143,7 +154,7 @@ pub(super) async fn client_page(
 ) -> Response {
     let now = state.clock.now();
     let app_check = match c.client_type {
-        ClientType::Mobile => match app_check_view(state, c, now).await {
+        ClientType::Mobile => match app_check_view(state, &dev, c, now).await {
             Ok(v) => Some(v),
             Err(e) => return dev.failure(&e),
         },
@@ -243,7 +254,17 @@ pub async fn app_check_post(
     };
     let confirmed = form.get("confirm") == "yes";
     let delay = state.config.app_check_propagation_secs;
-    match admin::client_app_check(&*state.store, &c.client_id, action, confirmed, delay, state.clock.now()).await {
+    match admin::client_app_check(
+        &*state.store,
+        &form.dev.actor(),
+        ClientRef::within(&project, &c.client_id),
+        action,
+        confirmed,
+        delay,
+        state.clock.now(),
+    )
+    .await
+    {
         Ok(_) => see_other(&format!(
             "/console/projects/{project}/clients/{client}?done=app-check-{}#app-check",
             form.get("action")
@@ -267,7 +288,13 @@ pub async fn debug_secret_post(
     form: Posted,
 ) -> Response {
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
-    match admin::client_app_check_debug_secret(&*state.store, &c.client_id).await {
+    match admin::client_app_check_debug_secret(
+        &*state.store,
+        &form.dev.actor(),
+        ClientRef::within(&project, &c.client_id),
+    )
+    .await
+    {
         Ok(v) => {
             let view = SecretPage {
                 layout: form.dev.layout,
@@ -296,7 +323,16 @@ pub async fn verify_ownership_post(
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let store = &*state.store;
     let email = form.dev.user.email.clone();
-    match admin::verify_ownership(store, &StoreDirectory(store), &c.client_id, &email, state.clock.now()).await {
+    match admin::verify_ownership(
+        store,
+        &form.dev.actor(),
+        &StoreDirectory(store),
+        ClientRef::within(&project, &c.client_id),
+        &email,
+        state.clock.now(),
+    )
+    .await
+    {
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=ownership-verified#ownership")),
         Err(e) => refused(&state, form.dev, &access, &c, e).await,
     }

@@ -1,6 +1,7 @@
 //! Who is asking: a signed-in developer (pages; sent to the sign-in page and back when not signed in), with the
 //! CSRF check of every posted form.
 
+use crate::admin::Actor;
 use crate::extract::{self, Pairs};
 use crate::session;
 use crate::state::AppState;
@@ -20,6 +21,13 @@ pub struct Developer {
     pub session: Session,
     /// The page header (e-mail address, CSRF token).
     pub layout: Layout,
+}
+
+impl Developer {
+    /// The developer as an actor of administrative operations ([`Actor`]: their project roles decide).
+    pub fn actor(&self) -> Actor {
+        Actor::Developer(self.user.clone())
+    }
 }
 
 /// Where the sign-in page sends a developer back to: this page, or the console's start for a form post.

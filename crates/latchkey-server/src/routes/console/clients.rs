@@ -4,8 +4,7 @@ use super::app_check::client_page;
 use super::auth::{Developer, Posted};
 use super::projects::{refused, row};
 use super::{access_client, forms, see_other, Done};
-use crate::admin::members::{self, Access};
-use crate::admin::{self, AdminError};
+use crate::admin::{self, Access, AdminError, ClientRef, Right};
 use crate::state::AppState;
 use crate::views::console::{ClientFormPage, ClientTypePage, ConfirmPage, SecretPage, Shown};
 use crate::views::page;
@@ -64,7 +63,7 @@ pub async fn client_new_get(
     Path(project): Path<String>,
     Query(q): Query<TypeQuery>,
 ) -> Response {
-    let access = match members::project_access(&*state.store, &project, &dev.user.id).await {
+    let access = match dev.actor().project(&*state.store, &project, Right::View).await {
         Ok(a) => a,
         Err(e) => return dev.failure(&e),
     };
@@ -87,14 +86,15 @@ pub async fn client_new_get(
 /// `POST /console/projects/{project}/clients`: creates the client and shows its secret, this once.
 pub async fn clients_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
     let store = &*state.store;
-    let access = match members::project_access(store, &project, &form.dev.user.id).await {
+    let access = match form.dev.actor().project(store, &project, Right::View).await {
         Ok(a) => a,
         Err(e) => return form.dev.failure(&e),
     };
     let Some(t) = ClientType::parse(form.get("type")) else {
         return see_other(&format!("/console/projects/{project}/clients/new"));
     };
-    match admin::client_create(store, forms::new_client(&form, &project, t), state.clock.now()).await {
+    match admin::client_create(store, &form.dev.actor(), forms::new_client(&form, &project, t), state.clock.now()).await
+    {
         Ok(v) => {
             let id = v.client_id;
             let view = SecretPage {
@@ -166,7 +166,14 @@ pub async fn edit_post(
     form: Posted,
 ) -> Response {
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
-    match admin::client_update(&*state.store, &c.client_id, forms::edit(&form, &c)).await {
+    match admin::client_update(
+        &*state.store,
+        &form.dev.actor(),
+        ClientRef::within(&project, &c.client_id),
+        forms::edit(&form, &c),
+    )
+    .await
+    {
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=client-saved")),
         Err(AdminError::Fields(errors)) => invalid_form(access, form, c.client_type, Some(&c), &errors),
         Err(e) => form.dev.failure(&e),
@@ -204,7 +211,14 @@ pub async fn delete_post(
     form: Posted,
 ) -> Response {
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
-    match admin::client_delete(&*state.store, &c.client_id, state.clock.now()).await {
+    match admin::client_delete(
+        &*state.store,
+        &form.dev.actor(),
+        ClientRef::within(&project, &c.client_id),
+        state.clock.now(),
+    )
+    .await
+    {
         Ok(_) => see_other(&format!("/console/projects/{project}?done=client-deleted")),
         Err(e) => refused(&state, form.dev, access, e).await,
     }
@@ -218,7 +232,15 @@ pub async fn restore_post(
 ) -> Response {
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let lifecycle = state.config.client_lifecycle();
-    match admin::client_restore(&*state.store, &c.client_id, lifecycle, state.clock.now()).await {
+    match admin::client_restore(
+        &*state.store,
+        &form.dev.actor(),
+        ClientRef::within(&project, &c.client_id),
+        lifecycle,
+        state.clock.now(),
+    )
+    .await
+    {
         Ok(_) => see_other(&format!("/console/projects/{project}?done=client-restored")),
         Err(e) => refused(&state, form.dev, access, e).await,
     }

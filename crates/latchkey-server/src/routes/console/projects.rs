@@ -2,8 +2,7 @@
 
 use super::auth::{Developer, Posted};
 use super::{notice, see_other, Done};
-use crate::admin::members::{self, Access};
-use crate::admin::{self, AdminError};
+use crate::admin::{self, members, Access, AdminError, Right};
 use crate::error::admin_status;
 use crate::state::AppState;
 use crate::views::console::{
@@ -21,7 +20,7 @@ pub(super) fn row(access: &Access) -> ProjectRow {
     ProjectRow {
         id: access.project.id.clone(),
         name: access.project.name.clone(),
-        role: access.role.as_str(),
+        role: access.role.map_or("", |r| r.as_str()),
         api_enabled: access.project.api_enabled,
         created: date(access.project.created_at),
     }
@@ -44,7 +43,7 @@ async fn projects_page(
         Ok(p) => p,
         Err(e) => return dev.failure(&e.into()),
     };
-    let projects = projects.into_iter().map(|(project, role)| row(&Access { project, role })).collect();
+    let projects = projects.into_iter().map(|(project, role)| row(&Access { project, role: Some(role) })).collect();
     page(status, &ProjectsPage { layout: dev.layout, notice, projects, name, name_error })
 }
 
@@ -52,7 +51,7 @@ async fn projects_page(
 pub async fn projects_post(State(state): State<AppState>, form: Posted) -> Response {
     let now = state.clock.now();
     let name = form.get("name").to_owned();
-    match members::project_create_owned(&*state.store, &name, &form.dev.user.id, now).await {
+    match admin::project_create(&*state.store, &form.dev.actor(), &name, None, now).await {
         Ok(v) => see_other(&format!("/console/projects/{}?done=project-created", v.project_id)),
         Err(AdminError::Fields(errors)) => {
             let message = errors.into_iter().map(|e| e.message).collect::<Vec<_>>().join(" ");
@@ -126,7 +125,7 @@ pub(super) async fn project_page(
         layout: dev.layout,
         notice,
         error,
-        is_owner: access.role == ProjectRole::Owner,
+        is_owner: access.role == Some(ProjectRole::Owner),
         project: row(&access),
         clients,
         deleted,
@@ -146,7 +145,7 @@ pub async fn project_get(
     Path(project): Path<String>,
     Query(q): Query<Done>,
 ) -> Response {
-    match members::project_access(&*state.store, &project, &dev.user.id).await {
+    match dev.actor().project(&*state.store, &project, Right::View).await {
         Ok(access) => {
             let n = notice(q.done.as_deref());
             project_page(&state, dev, access, StatusCode::OK, n, None, MemberForm::default()).await
@@ -168,11 +167,8 @@ pub(super) async fn refused(state: &AppState, dev: Developer, access: Access, e:
 /// `POST /console/projects/{project}/api`: enables (`enabled=true`) or disables the data API.
 pub async fn api_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
     let store = &*state.store;
-    if let Err(e) = members::project_access(store, &project, &form.dev.user.id).await {
-        return form.dev.failure(&e);
-    }
     let enabled = form.get("enabled") == "true";
-    match admin::project_set_api(store, &project, enabled).await {
+    match admin::project_set_api(store, &form.dev.actor(), &project, enabled).await {
         Ok(_) => {
             let done = if enabled { "api-enabled" } else { "api-disabled" };
             see_other(&format!("/console/projects/{project}?done={done}"))
@@ -184,17 +180,15 @@ pub async fn api_post(State(state): State<AppState>, Path(project): Path<String>
 /// `POST /console/projects/{project}/members`: an owner adds a developer by e-mail address.
 pub async fn members_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
     let store = &*state.store;
-    let access = match members::project_access(store, &project, &form.dev.user.id).await {
+    let actor = form.dev.actor();
+    let access = match actor.project(store, &project, Right::ManageMembers).await {
         Ok(a) => a,
         Err(e) => return form.dev.failure(&e),
     };
-    if let Err(e) = access.require_owner() {
-        return form.dev.failure(&e);
-    }
     let email = form.get("email").trim().to_owned();
     let role_name = Some(form.get("role")).filter(|r| !r.is_empty()).unwrap_or("editor").to_owned();
     let result = match members::parse_role(&role_name) {
-        Ok(role) => members::member_add(store, &project, &email, role, state.clock.now()).await,
+        Ok(role) => members::member_add(store, &actor, &project, &email, role, state.clock.now()).await,
         Err(e) => Err(e),
     };
     match result {
@@ -230,17 +224,15 @@ pub async fn member_role_post(
 
 async fn member_change(state: AppState, project: String, user: String, form: Posted, role: Option<String>) -> Response {
     let store = &*state.store;
-    let access = match members::project_access(store, &project, &form.dev.user.id).await {
+    let actor = form.dev.actor();
+    let access = match actor.project(store, &project, Right::ManageMembers).await {
         Ok(a) => a,
         Err(e) => return form.dev.failure(&e),
     };
-    if let Err(e) = access.require_owner() {
-        return form.dev.failure(&e);
-    }
     let (result, done) = match role {
-        None => (members::member_remove(store, &project, &user).await, "member-removed"),
+        None => (members::member_remove(store, &actor, &project, &user).await, "member-removed"),
         Some(name) => match members::parse_role(&name) {
-            Ok(role) => (members::member_set_role(store, &project, &user, role).await, "role-changed"),
+            Ok(role) => (members::member_set_role(store, &actor, &project, &user, role).await, "role-changed"),
             Err(e) => (Err(e), ""),
         },
     };
@@ -255,13 +247,10 @@ async fn member_change(state: AppState, project: String, user: String, form: Pos
 /// `GET /console/projects/{project}/delete`: an owner is asked to confirm, told what happens to the clients.
 pub async fn delete_get(State(state): State<AppState>, dev: Developer, Path(project): Path<String>) -> Response {
     let store = &*state.store;
-    let access = match members::project_access(store, &project, &dev.user.id).await {
+    let access = match dev.actor().project(store, &project, Right::Delete).await {
         Ok(a) => a,
         Err(e) => return dev.failure(&e),
     };
-    if let Err(e) = access.owners_only("delete it") {
-        return dev.failure(&e);
-    }
     let clients = match store.clients(Some(&project)).await {
         Ok(c) => c,
         Err(e) => return dev.failure(&e.into()),
@@ -288,14 +277,10 @@ pub async fn delete_get(State(state): State<AppState>, dev: Developer, Path(proj
     page(StatusCode::OK, &view)
 }
 
-/// `POST /console/projects/{project}/delete`: owners only ([`members::project_delete_owned`]).
+/// `POST /console/projects/{project}/delete`: owners only ([`admin::project_delete`]).
 pub async fn delete_post(State(state): State<AppState>, Path(project): Path<String>, form: Posted) -> Response {
     let store = &*state.store;
-    let access = match members::project_access(store, &project, &form.dev.user.id).await {
-        Ok(a) => a,
-        Err(e) => return form.dev.failure(&e),
-    };
-    match members::project_delete_owned(store, &access).await {
+    match admin::project_delete(store, &form.dev.actor(), &project).await {
         Ok(_) => see_other("/console?done=project-deleted"),
         Err(e) => form.dev.failure(&e),
     }
