@@ -3,13 +3,19 @@
 //!
 //! State lives in one directory (`--state-dir`, `LATCHKEY_APP_DIR`, or `~/.config/latchkey/app`): `app.json`
 //! (issuer, client, options), `tokens.json` and `dpop.key`, all mode 0600.
+//!
+//! Each command prints one JSON object on stdout the way `admin` does ([`crate::output`]), except `call`, which
+//! prints the API's body as it came. A failure is one JSON object on stderr with an exit code of [`Exit`]
+//! (`login` also writes the authorization URL and its progress as text on stderr).
 
+use crate::output::{self, Exit};
 use clap::{Args, Subcommand};
 use latchkey_client::{
     browser, write_private, AppConfig, DpopKey, Error, FileKeyStore, FileTokenStore, HttpClient, HttpRequest, KeyStore,
-    LoopbackListener, OAuthClient, ReqwestHttp, Session, TokenStore,
+    LoopbackListener, OAuthClient, ReqwestHttp, Session, TokenSet, TokenStore,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,6 +27,9 @@ pub struct AppArgs {
     /// Where the app keeps its settings, tokens and DPoP key.
     #[arg(long, env = "LATCHKEY_APP_DIR", global = true)]
     state_dir: Option<PathBuf>,
+    /// Indents the JSON printed (the default on a terminal).
+    #[arg(long, global = true)]
+    pretty: bool,
     #[command(subcommand)]
     command: AppCommand,
 }
@@ -29,9 +38,9 @@ pub struct AppArgs {
 enum AppCommand {
     /// Signs in through the system browser and says what was granted.
     Login(LoginArgs),
-    /// Prints a valid access token, refreshing it if needed.
+    /// Prints a valid access token and its expiry, refreshing it if needed.
     Token,
-    /// Performs an authenticated GET and prints the body.
+    /// Performs an authenticated GET and prints the body as it came.
     Call {
         /// The URL to call.
         url: String,
@@ -82,59 +91,90 @@ struct Saved {
 
 /// Runs one app command.
 pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
-    let dir = state_dir(args.state_dir)?;
-    let result = match args.command {
-        AppCommand::Login(login_args) => login(&dir, login_args).await,
-        AppCommand::Token => {
-            with_session(&dir, |s| async move {
-                println!("{}", s.access_token().await?);
-                Ok(())
-            })
-            .await
-        }
-        AppCommand::Call { url } => call(&dir, &url).await,
-        AppCommand::Status => status(&dir).await,
-        AppCommand::Revoke => {
-            with_session(&dir, |s| async move {
-                s.revoke().await?;
-                println!("Revoked: the app's access is withdrawn and its tokens are forgotten.");
-                Ok(())
-            })
-            .await
-        }
-        AppCommand::Logout => logout(&dir),
+    let result = match state_dir(args.state_dir) {
+        Ok(dir) => command(&dir, args.command).await,
+        Err(e) => Err(Failure::Other(e)),
     };
-    match result {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(Failure::App(Error::SignInAgain(why))) => {
-            eprintln!("Sign in again ({why}): run `latchkey app login ...`.");
-            Ok(ExitCode::from(3))
+    Ok(match result {
+        Ok(Some(value)) => output::print(value, args.pretty),
+        Ok(None) => ExitCode::SUCCESS,
+        Err(failure) => {
+            let (exit, error, description) = failure.describe();
+            output::fail(exit, &error, description)
         }
-        Err(Failure::App(Error::NotSignedIn)) => {
-            eprintln!("Not signed in: run `latchkey app login ...` first.");
-            Ok(ExitCode::from(3))
+    })
+}
+
+/// Runs one command; its result to print, or none when it printed its own (`call`).
+async fn command(dir: &Path, command: AppCommand) -> Result<Option<Value>, Failure> {
+    match command {
+        AppCommand::Login(login_args) => login(dir, login_args).await.map(Some),
+        AppCommand::Token => {
+            let (_, session, _) = open(dir).await?;
+            let access_token = session.access_token().await?;
+            let expires_at = session.tokens().await?.map(|t| t.expires_at);
+            Ok(Some(json!({ "access_token": access_token, "token_type": "Bearer", "expires_at": expires_at })))
         }
-        Err(Failure::App(Error::AccessDenied)) => {
-            eprintln!("Access was not granted: the sign-in was cancelled in the browser.");
-            Ok(ExitCode::from(4))
+        AppCommand::Call { url } => call(dir, &url).await.map(|()| None),
+        AppCommand::Status => status(dir).await.map(Some),
+        AppCommand::Revoke => {
+            let (_, session, _) = open(dir).await?;
+            session.revoke().await?;
+            Ok(Some(json!({ "revoked": true })))
         }
-        Err(Failure::Cancelled) => {
-            eprintln!("Cancelled.");
-            Ok(ExitCode::from(130))
-        }
-        Err(Failure::App(e)) => {
-            eprintln!("latchkey app: {e}");
-            Ok(ExitCode::FAILURE)
-        }
-        Err(Failure::Other(e)) => Err(e),
+        AppCommand::Logout => logout(dir).map(Some),
     }
 }
 
 /// Why a command stopped.
 enum Failure {
     App(Error),
+    /// The API called answered with this status.
+    Status(u16),
     Cancelled,
     Other(anyhow::Error),
+}
+
+impl Failure {
+    /// The exit code, the `error` code and the `error_description` printed for this failure.
+    fn describe(self) -> (Exit, String, String) {
+        let login = "run `latchkey app login ...`";
+        let (exit, error, description) = match self {
+            Self::App(Error::OAuth { code, description }) => {
+                let exit = match code.as_str() {
+                    "temporarily_unavailable" => Exit::Unreachable,
+                    "server_error" => Exit::Failure,
+                    _ => Exit::Refused,
+                };
+                let text = format!("The server answered {code}: {description}");
+                return (exit, code, text);
+            }
+            Self::App(Error::NotSignedIn) => {
+                (Exit::NotFound, "not_signed_in", format!("Not signed in: {login} first."))
+            }
+            Self::App(Error::SignInAgain(why)) => {
+                (Exit::Refused, "invalid_grant", format!("Sign in again ({why}): {login}."))
+            }
+            Self::App(Error::AccessDenied) => (
+                Exit::Refused,
+                "access_denied",
+                "Access was not granted: the sign-in was cancelled in the browser.".into(),
+            ),
+            Self::App(e @ Error::Transport(_)) => (Exit::Unreachable, "unreachable", e.to_string()),
+            Self::App(e @ Error::Timeout(_)) => (Exit::Failure, "timeout", e.to_string()),
+            Self::App(e @ (Error::StateMismatch | Error::IssuerMismatch(_))) => {
+                (Exit::Failure, "mismatched_response", e.to_string())
+            }
+            Self::App(e @ Error::Protocol(_)) => (Exit::Failure, "unexpected_response", e.to_string()),
+            Self::App(e) => (Exit::Failure, "failure", e.to_string()),
+            Self::Status(status) => {
+                (Exit::for_status(status), "http_error", format!("The API answered HTTP {status}."))
+            }
+            Self::Cancelled => (Exit::Interrupted, "cancelled", "Cancelled.".into()),
+            Self::Other(e) => (Exit::Failure, "failure", format!("{e:#}")),
+        };
+        (exit, error.to_owned(), description)
+    }
 }
 
 impl From<Error> for Failure {
@@ -188,15 +228,6 @@ async fn connect(dir: &Path, saved: &Saved) -> Result<(Arc<OAuthClient>, Session
     Ok((client, session))
 }
 
-async fn with_session<F, Fut>(dir: &Path, f: F) -> Result<(), Failure>
-where
-    F: FnOnce(Session) -> Fut,
-    Fut: std::future::Future<Output = Result<(), Error>>,
-{
-    let (_, session, _) = open(dir).await?;
-    Ok(f(session).await?)
-}
-
 /// Creates the state directory readable by its owner only (0700); its files are 0600.
 fn private_dir(dir: &Path) -> Result<(), Failure> {
     let mut builder = std::fs::DirBuilder::new();
@@ -209,7 +240,8 @@ fn private_dir(dir: &Path) -> Result<(), Failure> {
     builder.create(dir).map_err(|e| Failure::Other(anyhow::anyhow!("{}: {e}", dir.display())))
 }
 
-async fn login(dir: &Path, args: LoginArgs) -> Result<(), Failure> {
+/// Signs in; the result is the new sign-in's [`report`].
+async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
     let requested: Vec<String> = args.scopes.iter().flat_map(|s| s.split_whitespace()).map(str::to_owned).collect();
     let saved = Saved {
         issuer: args.issuer.trim_end_matches('/').to_owned(),
@@ -241,25 +273,16 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<(), Failure> {
         _ = tokio::signal::ctrl_c() => return Err(Failure::Cancelled),
     };
     let tokens = client.exchange(pending, &response, key.as_ref()).await?;
-    let granted: Vec<&str> = tokens.scopes().collect();
-    let denied: Vec<&str> = scope_refs.iter().copied().filter(|s| !tokens.granted(s)).collect();
     let bytes = serde_json::to_vec_pretty(&saved).map_err(|e| Failure::Other(e.into()))?;
     write_private(&dir.join("app.json"), &bytes)?;
-    session.save(tokens.clone()).await?;
-    println!("Signed in to {}.", saved.issuer);
-    println!("Granted: {}", if granted.is_empty() { "(nothing)".into() } else { granted.join(" ") });
-    if !denied.is_empty() {
-        println!("Not granted: {}", denied.join(" "));
-    }
-    if let Some(jkt) = &tokens.dpop_jkt {
-        println!("The refresh token is bound to this device's DPoP key ({jkt}).");
-    }
-    Ok(())
+    let result = report(&tokens, &saved);
+    session.save(tokens).await?;
+    Ok(result)
 }
 
+/// Sends an authenticated GET and prints the body as it came, also with an error status.
 async fn call(dir: &Path, url: &str) -> Result<(), Failure> {
-    let saved = saved(dir)?;
-    let (_, session, _) = open(dir).await?;
+    let (_, session, saved) = open(dir).await?;
     let token = session.access_token().await?;
     let http = ReqwestHttp::with_ca_file(saved.ca_file.as_deref())?;
     let response = http
@@ -275,34 +298,38 @@ async fn call(dir: &Path, url: &str) -> Result<(), Failure> {
     if (200..300).contains(&response.status) {
         Ok(())
     } else {
-        Err(Failure::App(Error::Protocol(format!("HTTP {}", response.status))))
+        Err(Failure::Status(response.status))
     }
 }
 
-async fn status(dir: &Path) -> Result<(), Failure> {
-    let (client, session, saved) = open(dir).await?;
+/// The stored sign-in's [`report`].
+async fn status(dir: &Path) -> Result<Value, Failure> {
+    let (_, session, saved) = open(dir).await?;
     let tokens = session.tokens().await?.ok_or(Error::NotSignedIn)?;
-    let now = client.now();
+    Ok(report(&tokens, &saved))
+}
+
+/// What `login` and `status` print: the grant, what was asked and not granted, the expiries (Unix seconds, which
+/// [`output::print`] writes in RFC 3339) and the DPoP key's thumbprint.
+fn report(tokens: &TokenSet, saved: &Saved) -> Value {
     let granted: Vec<&str> = tokens.scopes().collect();
     let denied: Vec<&String> = saved.requested.iter().filter(|s| !tokens.granted(s)).collect();
-    let report = serde_json::json!({
+    json!({
         "issuer": tokens.issuer,
         "client_id": tokens.client_id,
         "granted": granted,
         "not_granted": denied,
-        "access_token_expires_in": (tokens.expires_at - now).max(0),
+        "access_token_expires_at": tokens.expires_at,
         "refresh_token": tokens.refresh_token.is_some(),
-        "refresh_token_expires_in": tokens.refresh_expires_at.map(|e| (e - now).max(0)),
+        "refresh_token_expires_at": tokens.refresh_expires_at,
         "dpop_bound": tokens.dpop_jkt,
-    });
-    println!("{}", serde_json::to_string_pretty(&report).map_err(|e| Failure::Other(e.into()))?);
-    Ok(())
+    })
 }
 
-fn logout(dir: &Path) -> Result<(), Failure> {
+/// Forgets the sign-in on this device only.
+fn logout(dir: &Path) -> Result<Value, Failure> {
     FileTokenStore::new(dir.join("tokens.json")).clear()?;
     FileKeyStore::new(dir.join("dpop.key")).clear()?;
     let _ = std::fs::remove_file(dir.join("app.json"));
-    println!("Signed out on this device (the server was not contacted; use `latchkey app revoke` to withdraw access).");
-    Ok(())
+    Ok(json!({ "signed_out": true }))
 }

@@ -1,5 +1,5 @@
-//! What the `admin` commands print: one JSON object on stdout, compact, or indented with `--pretty` or on a
-//! terminal, with times (`*_at`, `since`, `hour`) in RFC 3339; and a failure as one JSON object on stderr,
+//! What the `admin` and `app` commands print: one JSON object on stdout, compact, or indented with `--pretty` or
+//! on a terminal, with times (`*_at`, `since`, `hour`) in RFC 3339; and a failure as one JSON object on stderr,
 //! `{"error", "error_description", "fields"}`, with an exit code of [`Exit`] (documented in the README).
 
 use latchkey_server::admin::AdminError;
@@ -25,6 +25,21 @@ pub enum Exit {
     Refused = 5,
     /// The store or the server cannot be reached.
     Unreachable = 6,
+    /// The user interrupted the command (Ctrl-C): 128 + SIGINT, as shells report it.
+    Interrupted = 130,
+}
+
+impl Exit {
+    /// The exit code that means what an HTTP status means.
+    pub fn for_status(status: u16) -> Self {
+        match status {
+            404 => Self::NotFound,
+            409 => Self::Conflict,
+            400 | 401 | 403 => Self::Refused,
+            503 => Self::Unreachable,
+            _ => Self::Failure,
+        }
+    }
 }
 
 /// Prints a result on stdout.
@@ -48,13 +63,7 @@ pub fn fail(exit: Exit, error: &str, description: String) -> ExitCode {
 /// Prints an administrative error on stderr and gives its exit code.
 pub fn admin_failure(e: &AdminError) -> ExitCode {
     let (status, error) = admin_status(e);
-    let exit = match status.as_u16() {
-        404 => Exit::NotFound,
-        409 => Exit::Conflict,
-        400 | 403 => Exit::Refused,
-        503 => Exit::Unreachable,
-        _ => Exit::Failure,
-    };
+    let exit = Exit::for_status(status.as_u16());
     let how = if matches!(e, AdminError::Unconfirmed(_)) { " (--confirm)" } else { "" };
     let mut body = json!({ "error": error, "error_description": format!("{e}{how}") });
     if let AdminError::Fields(fields) = e {

@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
+use time::format_description::well_known::Rfc3339;
+
+mod output;
 
 const BIN: &str = env!("CARGO_BIN_EXE_latchkey");
 const EMAIL: &str = "app-user@example.com";
@@ -40,6 +43,48 @@ impl Out {
         assert_eq!(self.code, Some(0), "{what} succeeds: {self:?}");
         &self.stdout
     }
+
+    /// Asserts success and returns stdout's one JSON object, printed compact on one line (stdout is no terminal).
+    fn json(&self, what: &str) -> Value {
+        let stdout = self.ok(what);
+        assert_eq!(stdout.matches('\n').collect::<Vec<_>>(), ["\n"], "{what} prints one line: {stdout}");
+        serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{what} prints JSON ({e}): {self:?}"))
+    }
+
+    /// Asserts a failure with exit code `code`, nothing on stdout, and stderr's only line the JSON error `error`
+    /// (`{"error", "error_description"}`, as `admin` prints it); returns the description.
+    fn failure(&self, code: i32, error: &str) -> String {
+        assert_eq!(self.stderr.lines().count(), 1, "one line on stderr: {self:?}");
+        self.login_failure(code, error)
+    }
+
+    /// Like [`Out::failure`] for `login`, whose stderr starts with the authorization URL and its progress as text:
+    /// the JSON error is the last line and the only JSON one.
+    fn login_failure(&self, code: i32, error: &str) -> String {
+        assert_eq!(self.code, Some(code), "exit code {code}: {self:?}");
+        assert_eq!(self.stdout, "", "nothing on stdout: {self:?}");
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        let (last, before) = lines.split_last().unwrap_or_else(|| panic!("an error on stderr: {self:?}"));
+        assert!(!before.iter().any(|l| l.starts_with('{')), "one JSON line: {self:?}");
+        let body: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("a JSON error ({e}): {self:?}"));
+        let description = body["error_description"].as_str().expect("an error_description").to_owned();
+        assert_eq!(body, serde_json::json!({ "error": error, "error_description": description }), "{self:?}");
+        description
+    }
+}
+
+/// An RFC 3339 time in UTC as `output` prints it (`2026-01-01T00:00:00Z`), in Unix seconds.
+fn rfc3339(value: &Value) -> i64 {
+    let text = value.as_str().unwrap_or_else(|| panic!("an RFC 3339 string: {value}"));
+    let field = |range: std::ops::Range<usize>| -> i32 {
+        text.get(range).and_then(|f| f.parse().ok()).unwrap_or_else(|| panic!("RFC 3339: {text}"))
+    };
+    let month = time::Month::try_from(field(5..7) as u8).expect("a month");
+    let date = time::Date::from_calendar_date(field(0..4), month, field(8..10) as u8).expect("a date");
+    let at = time::Time::from_hms(field(11..13) as u8, field(14..16) as u8, field(17..19) as u8).expect("a time");
+    let time = date.with_time(at).assume_utc();
+    assert_eq!(time.format(&Rfc3339).ok().as_deref(), Some(text), "RFC 3339 in UTC, to the second");
+    time.unix_timestamp()
 }
 
 /// The installed app's side of a test: its state directory, the server's certificate, and a `$BROWSER` script.
@@ -122,15 +167,20 @@ impl AppSide {
 
     /// `app status`, parsed.
     async fn status(&self) -> Value {
-        let out = self.run(&["status"]).await;
-        serde_json::from_str(out.ok("app status")).unwrap_or_else(|e| panic!("status is JSON ({e}): {out:?}"))
+        self.run(&["status"]).await.json("app status")
     }
 
-    /// `app token`, which must succeed and print an access token.
+    /// `app token`, which must succeed and print an access token, its type and its expiry, in the stored tokens.
     async fn token(&self) -> String {
-        let out = self.run(&["token"]).await;
-        let token = out.ok("app token").trim().to_owned();
+        let out = self.run(&["token"]).await.json("app token");
+        let token = out["access_token"].as_str().unwrap_or_else(|| panic!("an access token: {out}")).to_owned();
         assert!(token.starts_with("lka_"), "an access token: {token}");
+        let stored = self.tokens();
+        assert_eq!(rfc3339(&out["expires_at"]), stored["expires_at"], "the stored expiry: {out}");
+        assert_eq!(
+            out,
+            serde_json::json!({ "access_token": token, "token_type": "Bearer", "expires_at": out["expires_at"] })
+        );
         token
     }
 }
@@ -268,11 +318,15 @@ async fn an_app_without_dpop_signs_in_hears_that_an_unticked_scope_was_not_grant
         let page = sign_in_and_decide(&browser, &url, &[READONLY], "allow").await;
         assert!(page.contains("return to the app"), "{page}");
         let out = login.finish().await;
-        let stdout = out.ok("login");
+        let signed_in = out.json("login");
         assert!(out.stderr.contains(&url), "the login prints the URL on stderr: {}", out.stderr);
-        assert!(stdout.contains(&format!("Granted: {READONLY}\n")), "{stdout}");
-        assert!(stdout.contains(&format!("Not granted: {UPLOAD}\n")), "the unticked scope is reported: {stdout}");
-        assert!(!stdout.contains("DPoP"), "no DPoP without --dpop: {stdout}");
+        assert_eq!(signed_in["granted"], serde_json::json!([READONLY]), "{signed_in}");
+        assert_eq!(
+            signed_in["not_granted"],
+            serde_json::json!([UPLOAD]),
+            "the unticked scope is reported: {signed_in}"
+        );
+        assert_eq!(signed_in["dpop_bound"], Value::Null, "no DPoP without --dpop: {signed_in}");
         for file in ["tokens.json", "app.json"] {
             assert_eq!(mode(&side.state().join(file)), 0o600, "{file} is private");
         }
@@ -288,8 +342,9 @@ async fn an_app_without_dpop_signs_in_hears_that_an_unticked_scope_was_not_grant
             (status["issuer"].as_str(), status["client_id"].as_str()),
             (Some(&*server.base), Some(&*app.client_id))
         );
-        let left = status["access_token_expires_in"].as_i64().expect("expiry");
+        let left = rfc3339(&status["access_token_expires_at"]) - SystemClock.now().0;
         assert!((3500..=3600).contains(&left), "an hour's access token: {left}");
+        assert_eq!(status, signed_in, "status says what login said");
 
         let token = side.token().await;
         assert_eq!(token, side.tokens()["access_token"], "a fresh token is reused, not refreshed");
@@ -303,7 +358,7 @@ async fn an_app_without_dpop_signs_in_hears_that_an_unticked_scope_was_not_grant
 
         let refresh_token = side.tokens()["refresh_token"].as_str().expect("a refresh token").to_owned();
         let out = side.run(&["revoke"]).await;
-        assert!(out.ok("revoke").contains("Revoked"), "{out:?}");
+        assert_eq!(out.json("revoke"), serde_json::json!({ "revoked": true }), "{out:?}");
         assert!(!side.state().join("tokens.json").exists(), "the tokens are forgotten");
         assert_eq!(channels(&server, &token).await.status(), 401, "the access token is revoked at the server");
         let refreshed = server
@@ -311,9 +366,8 @@ async fn an_app_without_dpop_signs_in_hears_that_an_unticked_scope_was_not_grant
             .await;
         assert_eq!(error_of(refreshed).await, (400, "invalid_grant".to_owned()), "so is the refresh token");
         let out = side.run(&["token"]).await;
-        assert_eq!(out.code, Some(3), "no token after revoking: {out:?}");
-        assert!(out.stderr.contains("Not signed in"), "{}", out.stderr);
-        assert!(out.stdout.is_empty(), "nothing on stdout: {}", out.stdout);
+        let why = out.failure(3, "not_signed_in");
+        assert!(why.starts_with("Not signed in"), "no token after revoking: {why}");
     })
     .await;
 }
@@ -323,11 +377,11 @@ async fn with_30_second_access_tokens_app_token_refreshes_each_time_until_a_revo
     with_chrome(|browser| async move {
         let (server, app) = server_with_user(|c| c.access_token_lifetime = 30).await;
         let side = AppSide::new(&server, &app);
-        let out = login(&browser, &side, &[READONLY], &[READONLY], &[]).await;
-        assert!(out.ok("login").contains(&format!("Granted: {READONLY}\n")), "{out:?}");
-        assert!(!out.stdout.contains("Not granted"), "{out:?}");
+        let out = login(&browser, &side, &[READONLY], &[READONLY], &[]).await.json("login");
+        assert_eq!(out["granted"], serde_json::json!([READONLY]), "{out}");
+        assert_eq!(out["not_granted"], serde_json::json!([]), "{out}");
         let first = side.tokens()["access_token"].as_str().expect("access token").to_owned();
-        let left = side.status().await["access_token_expires_in"].as_i64().expect("expiry");
+        let left = rfc3339(&side.status().await["access_token_expires_at"]) - SystemClock.now().0;
         assert!((0..=30).contains(&left), "the configured lifetime: {left}");
 
         // Less than the SDK's 60-second margin is left, so every call refreshes.
@@ -345,11 +399,11 @@ async fn with_30_second_access_tokens_app_token_refreshes_each_time_until_a_revo
         let r = server.http().post(server.url("/revoke")).form(&[("token", &refresh_token)]).send().await;
         assert_eq!(r.expect("revoke").status(), 200);
         let out = side.run(&["token"]).await;
-        assert_eq!(out.code, Some(3), "the refresh fails with invalid_grant: {out:?}");
-        assert!(out.stderr.contains("Sign in again"), "the user is told to sign in again: {}", out.stderr);
+        let why = out.failure(5, "invalid_grant");
+        assert!(why.starts_with("Sign in again"), "the user is told to sign in again: {why}");
         assert!(!side.state().join("tokens.json").exists(), "the dead tokens are forgotten");
         let out = side.run(&["status"]).await;
-        assert_eq!(out.code, Some(3), "not signed in any more: {out:?}");
+        out.failure(3, "not_signed_in");
     })
     .await;
 }
@@ -360,12 +414,12 @@ async fn an_app_with_dpop_keeps_a_private_key_refreshes_with_proofs_and_its_refr
         let (server, app) = server_with_user(|c| c.access_token_lifetime = 30).await;
         let side = AppSide::new(&server, &app);
         let out = login(&browser, &side, &[READONLY], &[READONLY], &["--dpop"]).await;
-        let stdout = out.ok("login with --dpop");
+        let signed_in = out.json("login with --dpop");
         let key_file = side.state().join("dpop.key");
         assert_eq!(mode(&key_file), 0o600, "the key file is private");
         assert_eq!(mode(&side.state().join("tokens.json")), 0o600, "the token file is private");
         let key = DpopKey::from_pkcs8(&std::fs::read(&key_file).expect("key")).expect("a P-256 key");
-        assert!(stdout.contains(&format!("bound to this device's DPoP key ({})", key.thumbprint())), "{stdout}");
+        assert_eq!(signed_in["dpop_bound"], key.thumbprint(), "bound to this device's DPoP key: {signed_in}");
         let status = side.status().await;
         assert_eq!(status["dpop_bound"], key.thumbprint(), "status names the key: {status}");
         assert_eq!(status["granted"], serde_json::json!([READONLY]));
@@ -406,7 +460,7 @@ async fn an_app_with_dpop_keeps_a_private_key_refreshes_with_proofs_and_its_refr
 
         // A second login that is abandoned (here without --dpop) leaves the working sign-in as it was.
         let out = side.login(&[READONLY, UPLOAD], &["--timeout", "1"]).finish().await;
-        assert_eq!(out.code, Some(1), "the abandoned login fails: {out:?}");
+        out.login_failure(1, "timeout");
         let fifth = side.token().await;
         assert!(fifth != fourth, "the DPoP-bound session still refreshes after the abandoned login");
         let status = side.status().await;
@@ -414,19 +468,19 @@ async fn an_app_with_dpop_keeps_a_private_key_refreshes_with_proofs_and_its_refr
         assert_eq!(status["not_granted"], serde_json::json!([]), "the request of the session, not the abandoned one");
 
         let out = side.run(&["logout"]).await;
-        assert!(out.ok("logout").contains("Signed out"), "{out:?}");
+        assert_eq!(out.json("logout"), serde_json::json!({ "signed_out": true }), "{out:?}");
         for file in ["tokens.json", "dpop.key", "app.json"] {
             assert!(!side.state().join(file).exists(), "logout removes {file}");
         }
         let out = side.run(&["token"]).await;
-        assert_eq!(out.code, Some(3), "signed out: {out:?}");
-        assert!(out.stderr.contains("Not signed in"), "{}", out.stderr);
+        let why = out.failure(3, "not_signed_in");
+        assert!(why.starts_with("Not signed in"), "signed out: {why}");
     })
     .await;
 }
 
 #[tokio::test]
-async fn a_user_who_clicks_cancel_makes_the_login_exit_4_with_nothing_stored() {
+async fn a_user_who_clicks_cancel_makes_the_login_exit_5_access_denied_with_nothing_stored() {
     with_chrome(|browser| async move {
         let (server, app) = server_with_user(|_| {}).await;
         let side = AppSide::new(&server, &app);
@@ -437,11 +491,10 @@ async fn a_user_who_clicks_cancel_makes_the_login_exit_4_with_nothing_stored() {
         let page = sign_in_and_decide(&browser, &url, &[READONLY], "deny").await;
         assert!(page.contains("not completed"), "the listener says access was not granted: {page}");
         let out = login.finish().await;
-        assert_eq!(out.code, Some(4), "access denied: {out:?}");
-        assert!(out.stderr.contains("Access was not granted"), "{}", out.stderr);
-        assert!(!out.stdout.contains("Signed in"), "{}", out.stdout);
+        let why = out.login_failure(5, "access_denied");
+        assert!(why.starts_with("Access was not granted"), "{why}");
         assert!(!side.state().join("tokens.json").exists(), "no tokens after Cancel");
-        assert_eq!(side.run(&["token"]).await.code, Some(3));
+        side.run(&["token"]).await.failure(3, "not_signed_in");
     })
     .await;
 }
@@ -455,8 +508,8 @@ async fn a_login_nobody_completes_times_out_with_a_clear_message() {
     login.url().await;
     let out = login.finish().await;
     assert!(started.elapsed() < Duration::from_secs(15), "it gives up after about 2 s: {:?}", started.elapsed());
-    assert!(!matches!(out.code, Some(0) | Some(3) | Some(4) | None), "a plain failure: {out:?}");
-    assert!(out.stderr.contains("no authorization response arrived within 2 seconds"), "{}", out.stderr);
+    let why = out.login_failure(1, "timeout");
+    assert_eq!(why, "no authorization response arrived within 2 seconds", "a plain failure");
     assert!(!side.state().join("tokens.json").exists());
 }
 
@@ -471,6 +524,5 @@ async fn ctrl_c_during_the_login_exits_130() {
     let pid = login.child.as_ref().expect("child").id().to_string();
     assert!(Command::new("kill").args(["-INT", &pid]).status().expect("kill").success());
     let out = login.finish().await;
-    assert_eq!(out.code, Some(130), "{out:?}");
-    assert!(out.stderr.contains("Cancelled"), "{}", out.stderr);
+    assert_eq!(out.login_failure(130, "cancelled"), "Cancelled.");
 }
