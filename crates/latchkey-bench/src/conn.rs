@@ -7,7 +7,7 @@ use crate::TargetKind;
 use anyhow::{bail, Context};
 use latchkey_client::DpopKey;
 use latchkey_core::time::Clock;
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use reqwest::redirect::Policy;
 use reqwest::Url;
 use std::sync::Arc;
@@ -60,7 +60,7 @@ pub struct Pkce {
 impl Pkce {
     /// A new random pair.
     pub fn new() -> Self {
-        let verifier = latchkey_core::secret::random_b64(32);
+        let verifier = latchkey_core::secret::random_b64(32, &OsRandom);
         let challenge = latchkey_core::pkce::s256_challenge(&verifier);
         Self { verifier, challenge }
     }
@@ -142,7 +142,7 @@ impl Conn {
         for attempt in 0..2 {
             let mut req = self.http.post(url).form(form);
             if let Some(Dpop { key, nonce }) = &dpop {
-                let jti = latchkey_core::secret::random_b64(16);
+                let jti = latchkey_core::secret::random_b64(16, &OsRandom);
                 req = req.header("DPoP", key.proof("POST", url, &jti, nonce.as_deref(), SystemClock.now().0)?);
             }
             let r = req.send().await?;

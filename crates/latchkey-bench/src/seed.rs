@@ -13,7 +13,7 @@ use latchkey_core::scope::ScopeSet;
 use latchkey_core::secret::{random_b64, random_bytes};
 use latchkey_core::time::{Clock, UnixTime};
 use latchkey_core::token::Grant;
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_store::seed::SeedStore;
 use latchkey_store::{Channel, NewUser, Project};
 use serde_json::{json, Value};
@@ -64,7 +64,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         name: "Seed".into(),
         client_type: ClientType::Desktop,
         redirect_uris: vec!["http://127.0.0.1/callback".into()],
-        secret_hash: random_bytes(32),
+        secret_hash: random_bytes(32, &OsRandom),
         details: ClientDetails::default(),
         created_at: now,
         deleted_at: None,
@@ -79,7 +79,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         let mut users: Vec<(NewUser, Channel)> = Vec::new();
         let mut grants = Vec::new();
         // One read of the random source per batch.
-        let random = random_bytes(usize::try_from(n).unwrap_or(0) * RANDOM_PER_GRANT);
+        let random = random_bytes(usize::try_from(n).unwrap_or(0) * RANDOM_PER_GRANT, &OsRandom);
         for (i, r) in (done..).zip(random.chunks_exact(RANDOM_PER_GRANT)) {
             if i % per_user == 0 || users.is_empty() {
                 users.push(seed_user(now));
@@ -127,7 +127,7 @@ fn seed_user(now: UnixTime) -> (NewUser, Channel) {
         created_at: now,
     };
     let channel = Channel {
-        id: format!("UC{}", random_b64(16)),
+        id: format!("UC{}", random_b64(16, &OsRandom)),
         user_id: id,
         title: "Seed".into(),
         description: String::new(),
@@ -138,5 +138,5 @@ fn seed_user(now: UnixTime) -> (NewUser, Channel) {
 
 /// `len` random decimal digits.
 fn random_digits(len: usize) -> String {
-    random_bytes(len).iter().map(|b| char::from(b'0' + b % 10)).collect()
+    random_bytes(len, &OsRandom).iter().map(|b| char::from(b'0' + b % 10)).collect()
 }

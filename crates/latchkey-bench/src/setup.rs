@@ -7,7 +7,7 @@ use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::Clock;
 use latchkey_server::admin::Actor;
 use latchkey_server::admin::{self as ops, NewClient};
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_server::config::Config;
 use std::io::Read;
 use std::path::PathBuf;
@@ -116,7 +116,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
     let (client_id, email, ca_file) = if args.setup {
         let config = store_config(&args.store)?;
         if password.is_empty() {
-            password = latchkey_core::secret::random_b64(18);
+            password = latchkey_core::secret::random_b64(18, &OsRandom);
         }
         let (client_id, email) = create_client_and_user(&config, &password).await.map_err(|e| anyhow!("setup: {e}"))?;
         (client_id, email, args.ca_file.clone().unwrap_or_else(|| config.data_dir.join("tls/cert.pem")))
@@ -141,7 +141,7 @@ async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Resu
     let (client_type, details) = (ClientType::Desktop, ClientDetails::default());
     let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
     let client_id = ops::client_create(store, &Actor::Operator, new, now).await?.client_id;
-    let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6).to_lowercase());
+    let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6, &OsRandom).to_lowercase());
     ops::user_create(store, &email, password, Some("Bench"), now).await?;
     Ok((client_id, email))
 }

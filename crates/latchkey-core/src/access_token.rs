@@ -7,7 +7,7 @@
 //! Layout before base64url: `version(1) | key_id(4) | grant_id(16) | expires_at(8) | scopes(4) | salt(8) | mac(32)`.
 
 use crate::scope::ScopeSet;
-use crate::secret::{random_bytes, Random};
+use crate::secret::Random;
 use crate::time::UnixTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -25,10 +25,10 @@ const LEN: usize = BODY + 32;
 pub struct GrantId(pub [u8; 16]);
 
 impl GrantId {
-    /// A fresh random identifier.
-    pub fn generate() -> Self {
+    /// A fresh identifier of 16 bytes from `random`.
+    pub fn generate(random: &dyn Random) -> Self {
         let mut id = [0u8; 16];
-        id.copy_from_slice(&random_bytes(16));
+        random.fill(&mut id);
         Self(id)
     }
 
@@ -160,7 +160,11 @@ mod tests {
     use crate::secret::Counter;
 
     fn claims() -> AccessClaims {
-        AccessClaims { grant_id: GrantId::generate(), expires_at: UnixTime(1000), scopes: ScopeSet(0b101) }
+        AccessClaims {
+            grant_id: GrantId::generate(&Counter::default()),
+            expires_at: UnixTime(1000),
+            scopes: ScopeSet(0b101),
+        }
     }
 
     #[test]

@@ -2,10 +2,11 @@
 //!
 //! The JWS compact form is three base64url parts; signing and verifying it is a few lines over `ring`, which
 //! also lets the DPoP check verify over the exact bytes received and refuse anything but raw R|S signatures.
+//! Making, loading and using a key takes randomness from the caller ([`Random::ring`] says why in *ring*'s form).
 
+use crate::secret::Random;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair};
 use serde::Serialize;
 
@@ -78,16 +79,16 @@ impl std::fmt::Debug for SigningKey {
 }
 
 impl SigningKey {
-    /// A fresh key, as PKCS#8 DER to store.
-    pub fn generate_pkcs8() -> Result<Vec<u8>, JwsError> {
-        EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+    /// A fresh key from `random`, as PKCS#8 DER to store.
+    pub fn generate_pkcs8(random: &dyn Random) -> Result<Vec<u8>, JwsError> {
+        EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, random.ring())
             .map(|d| d.as_ref().to_vec())
             .map_err(|_| JwsError("cannot generate a P-256 key"))
     }
 
-    /// The key stored as PKCS#8 DER.
-    pub fn from_pkcs8(der: &[u8]) -> Result<Self, JwsError> {
-        let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, &SystemRandom::new())
+    /// The key stored as PKCS#8 DER; *ring* seeds the key's signature nonces from `random`.
+    pub fn from_pkcs8(der: &[u8], random: &dyn Random) -> Result<Self, JwsError> {
+        let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, der, random.ring())
             .map_err(|_| JwsError("not a P-256 PKCS#8 key"))?;
         let jwk = EcJwk::from_point(pair.public_key().as_ref()).ok_or(JwsError("unexpected public key form"))?;
         let kid = jwk.thumbprint();
@@ -104,21 +105,27 @@ impl SigningKey {
         &self.jwk
     }
 
-    /// Signs `claims` as a compact JWS with header `{"alg":"ES256","kid":...,"typ":typ}`.
-    pub fn sign<T: Serialize>(&self, typ: &str, claims: &T) -> Result<String, JwsError> {
+    /// Signs `claims` as a compact JWS with header `{"alg":"ES256","kid":...,"typ":typ}`, with a nonce drawn
+    /// from `random`.
+    pub fn sign<T: Serialize>(&self, typ: &str, claims: &T, random: &dyn Random) -> Result<String, JwsError> {
         let header = serde_json::json!({ "alg": "ES256", "kid": self.kid, "typ": typ });
-        sign_parts(&self.pair, &header, claims)
+        sign_parts(&self.pair, &header, claims, random)
     }
 }
 
-/// Signs a header and claims with a key pair: `b64(header).b64(claims).b64(R|S)`.
-pub fn sign_parts<H: Serialize, T: Serialize>(pair: &EcdsaKeyPair, header: &H, claims: &T) -> Result<String, JwsError> {
+/// Signs a header and claims with a key pair, with a nonce drawn from `random`: `b64(header).b64(claims).b64(R|S)`.
+pub fn sign_parts<H: Serialize, T: Serialize>(
+    pair: &EcdsaKeyPair,
+    header: &H,
+    claims: &T,
+    random: &dyn Random,
+) -> Result<String, JwsError> {
     let h = serde_json::to_vec(header).map_err(|_| JwsError("header is not JSON"))?;
     let c = serde_json::to_vec(claims).map_err(|_| JwsError("claims are not JSON"))?;
     let mut out = URL_SAFE_NO_PAD.encode(h);
     out.push('.');
     URL_SAFE_NO_PAD.encode_string(c, &mut out);
-    let sig = pair.sign(&SystemRandom::new(), out.as_bytes()).map_err(|_| JwsError("signing failed"))?;
+    let sig = pair.sign(random.ring(), out.as_bytes()).map_err(|_| JwsError("signing failed"))?;
     out.push('.');
     URL_SAFE_NO_PAD.encode_string(sig.as_ref(), &mut out);
     Ok(out)
@@ -150,8 +157,9 @@ mod tests {
 
     #[test]
     fn a_signed_jws_verifies_with_its_public_key_and_not_after_tampering() {
-        let key = SigningKey::from_pkcs8(&SigningKey::generate_pkcs8().unwrap()).unwrap();
-        let jws = key.sign("JWT", &serde_json::json!({"sub": "u"})).unwrap();
+        let rng = crate::secret::Counter::default();
+        let key = SigningKey::from_pkcs8(&SigningKey::generate_pkcs8(&rng).unwrap(), &rng).unwrap();
+        let jws = key.sign("JWT", &serde_json::json!({"sub": "u"}), &rng).unwrap();
         let (input, sig) = jws.rsplit_once('.').unwrap();
         let sig = URL_SAFE_NO_PAD.decode(sig).unwrap();
         let point = key.public_jwk().to_point().unwrap();

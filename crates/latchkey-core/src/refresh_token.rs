@@ -57,10 +57,11 @@ mod tests {
 
     #[test]
     fn other_forms_name_no_grant() {
-        let legacy = Secret::generate(PREFIX);
+        let rng = Counter::default();
+        let legacy = Secret::generate(PREFIX, &rng);
         assert_eq!(grant_id(legacy.expose()), None, "the earlier form: lkr_ and 43 characters");
-        let id = GrantId::generate().encode();
-        let secret = secret::random_b64(32);
+        let id = GrantId::generate(&rng).encode();
+        let secret = secret::random_b64(32, &rng);
         assert_eq!(grant_id(&format!("lka_{id}{secret}")), None, "another prefix");
         assert_eq!(grant_id(&format!("{PREFIX}{id}{secret}x")), None, "too long");
         assert_eq!(grant_id(&format!("{PREFIX}{}{secret}", "!".repeat(22))), None, "not base64url");

@@ -5,7 +5,6 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use rand::RngCore;
 use std::fmt;
 use subtle::ConstantTimeEq;
 
@@ -18,9 +17,15 @@ impl Secret {
         Self(s)
     }
 
-    /// A fresh random secret: `prefix` followed by 32 random bytes in base64url (unreserved characters only).
-    pub fn generate(prefix: &str) -> Self {
-        Self(format!("{prefix}{}", random_b64(32)))
+    /// A fresh random secret: `prefix` followed by 32 bytes from `random` in base64url (unreserved characters
+    /// only).
+    pub fn generate(prefix: &str, random: &dyn Random) -> Self {
+        let mut bytes = [0u8; 32];
+        random.fill(&mut bytes);
+        let mut s = String::with_capacity(prefix.len() + 43);
+        s.push_str(prefix);
+        URL_SAFE_NO_PAD.encode_string(bytes, &mut s);
+        Self(s)
     }
 
     /// The secret itself, for the one place it is sent.
@@ -45,37 +50,29 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// A source of random bytes. The token flows take theirs from the caller (the server passes the operating
-/// system's), so that the rules here read no randomness of their own.
+/// A source of random bytes. Everything in this crate that needs randomness takes it from the caller (the server
+/// and the binary pass the operating system's, `latchkey_server::clock::OsRandom`), so that the rules here read
+/// no randomness of their own and tests can pass a source they control.
 pub trait Random: Send + Sync {
     /// Fills `buf` with random bytes.
     fn fill(&self, buf: &mut [u8]);
+
+    /// The source as *ring* takes it, for ECDSA key generation, loading and signing ([`crate::jws`]). *ring*
+    /// accepts randomness only through its `SecureRandom` trait, which is sealed: no type outside *ring* can
+    /// implement it, so bytes from [`Random::fill`] cannot be handed to it, and the one implementation there is,
+    /// *ring*'s `SystemRandom`, is what a source returns here. The core never makes one itself.
+    fn ring(&self) -> &dyn ring::rand::SecureRandom;
 }
 
-/// A counter posing as randomness, for tests: every call gives different bytes.
-#[cfg(test)]
-#[derive(Debug, Default)]
-pub(crate) struct Counter(std::sync::atomic::AtomicU64);
-
-#[cfg(test)]
-impl Random for Counter {
-    fn fill(&self, buf: &mut [u8]) {
-        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_be_bytes();
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = n[i % 8] ^ (i as u8);
-        }
-    }
+/// `n` bytes from `random`, in base64url without padding.
+pub fn random_b64(n: usize, random: &dyn Random) -> String {
+    URL_SAFE_NO_PAD.encode(random_bytes(n, random))
 }
 
-/// `n` random bytes from the operating system, in base64url without padding.
-pub fn random_b64(n: usize) -> String {
-    URL_SAFE_NO_PAD.encode(random_bytes(n))
-}
-
-/// `n` random bytes from the operating system.
-pub fn random_bytes(n: usize) -> Vec<u8> {
+/// `n` bytes from `random`.
+pub fn random_bytes(n: usize, random: &dyn Random) -> Vec<u8> {
     let mut buf = vec![0u8; n];
-    rand::rngs::OsRng.fill_bytes(&mut buf);
+    random.fill(&mut buf);
     buf
 }
 
@@ -95,22 +92,55 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+pub(crate) use tests::Counter;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A counter posing as randomness, for tests: every call gives different bytes, the same in every run.
+    /// *ring*'s ECDSA still takes the operating system's ([`Random::ring`]).
+    #[derive(Debug)]
+    pub(crate) struct Counter(std::sync::atomic::AtomicU64, ring::rand::SystemRandom);
+
+    impl Default for Counter {
+        fn default() -> Self {
+            Self(std::sync::atomic::AtomicU64::new(0), ring::rand::SystemRandom::new())
+        }
+    }
+
+    impl Random for Counter {
+        fn fill(&self, buf: &mut [u8]) {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_be_bytes();
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = n[i % 8] ^ (i as u8);
+            }
+        }
+
+        fn ring(&self) -> &dyn ring::rand::SecureRandom {
+            &self.1
+        }
+    }
+
     #[test]
     fn generated_secrets_are_unreserved_unique_and_redacted() {
-        let a = Secret::generate("lks_");
-        let b = Secret::generate("lks_");
+        let rng = Counter::default();
+        let a = Secret::generate("lks_", &rng);
+        let b = Secret::generate("lks_", &rng);
         assert_ne!(a.expose(), b.expose());
         assert!(a.expose().bytes().all(|c| c.is_ascii_alphanumeric() || b"-._~".contains(&c)));
         assert_eq!(a.expose().len(), 4 + 43);
+        assert_eq!(
+            a.expose(),
+            "lks_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+            "the source's first 32 bytes, 0 to 31"
+        );
         assert_eq!(format!("{a:?}"), "Secret(<redacted>)");
     }
 
     #[test]
     fn hashes_match_only_their_secret() {
-        let s = Secret::generate("x");
+        let s = Secret::generate("x", &Counter::default());
         assert!(matches_hash(s.expose(), &s.hash()));
         assert!(!matches_hash("other", &s.hash()));
     }

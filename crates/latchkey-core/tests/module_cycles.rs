@@ -2,40 +2,13 @@
 //! out) names it: `crate::a::b`, `super::x`, `self::x`, or a child module by name. A module's use of its
 //! ancestors' items does not count: the parent is the namespace its children live in.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+mod crate_sources;
 
-/// Cycles known and left to their owners, as "a <-> b" of module paths.
-const KNOWN: &[&str] = &[
-    // Found by this check, in code outside the token flows, left to its owners: `config` names
-    // `secrets::MIN_SECRET_LEN` while `secrets::source` reads `config::Config`, and `admin` and
-    // `admin::signing_keys` reach `config` and `keys` through them.
-    "latchkey-server: admin <-> admin::signing_keys",
-    "latchkey-server: admin <-> config",
-    "latchkey-server: admin::signing_keys <-> keys",
-    "latchkey-server: admin::signing_keys <-> secrets",
-    "latchkey-server: config <-> secrets",
-    "latchkey-server: config <-> secrets::source",
-    "latchkey-server: keys <-> secrets",
-    "latchkey-server: secrets <-> secrets::source",
-    // `db`'s unit of work names `grants::Redemption`, and `grants` runs on `db`.
-    "latchkey-store: db <-> grants",
-];
+use crate_sources::{code, sources};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 type Module = Vec<String>;
-
-/// Every `.rs` file under `dir`, but the tests' (`tests.rs`, `tests/`).
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if path.is_dir() && name != "tests" {
-            sources(&path, out);
-        } else if name.ends_with(".rs") && name != "tests.rs" {
-            out.push(path);
-        }
-    }
-}
 
 /// The module a file holds: `a/b.rs` and `a/b/mod.rs` are `a::b`; `lib.rs` and `main.rs` the root.
 fn module_of(src: &Path, file: &Path) -> Module {
@@ -45,12 +18,6 @@ fn module_of(src: &Path, file: &Path) -> Module {
         parts.pop();
     }
     parts
-}
-
-/// The code of a file without its comments and its test module.
-fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
-    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
 }
 
 /// The paths a piece of code names, each as its segments (`use a::{b, c::d}` gives `a::b` and `a::c::d`).
@@ -185,10 +152,7 @@ fn no_crate_has_a_module_cycle() {
             all.extend(cycles(&entry.path()).into_iter().map(|c| format!("{krate}: {c}")));
         }
     }
-    let new: Vec<&String> = all.iter().filter(|c| !KNOWN.contains(&c.as_str())).collect();
-    assert!(new.is_empty(), "module cycles: {new:#?}");
-    let gone: Vec<&&str> = KNOWN.iter().filter(|k| !all.iter().any(|c| c == *k)).collect();
-    assert!(gone.is_empty(), "cycles fixed: take them off KNOWN: {gone:#?}");
+    assert!(all.is_empty(), "module cycles: {all:#?}");
 }
 
 #[test]

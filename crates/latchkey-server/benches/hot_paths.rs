@@ -34,6 +34,7 @@ fn proof(k: &EcdsaKeyPair, jti: &str) -> String {
         k,
         &json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": jwk }),
         &json!({ "jti": jti, "htm": "POST", "htu": URL, "iat": NOW.0 }),
+        &OsRandom,
     )
     .expect("sign")
 }
@@ -82,7 +83,8 @@ fn token_benches(c: &mut Criterion) {
         b.iter(|| pkce::verify(ChallengeMethod::S256, challenge, black_box(verifier)).expect("valid"))
     });
     let mac = MacKey::new(1, b"0123456789abcdef0123456789abcdef");
-    let claims = AccessClaims { grant_id: GrantId::generate(), expires_at: NOW.plus(3600), scopes: ScopeSet(0b11) };
+    let claims =
+        AccessClaims { grant_id: GrantId::generate(&OsRandom), expires_at: NOW.plus(3600), scopes: ScopeSet(0b11) };
     c.bench_function("access_token/mint", |b| b.iter(|| access_token::mint(&mac, black_box(&claims), &OsRandom)));
     let t = access_token::mint(&mac, &claims, &OsRandom);
     c.bench_function("access_token/verify", |b| {

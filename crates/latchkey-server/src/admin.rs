@@ -14,6 +14,7 @@ pub use actor::{Access, Actor, ClientRef, Right};
 pub use members::{project_create, project_delete, project_list, project_set_api, project_show};
 pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
 
+use crate::clock::OsRandom;
 use crate::password;
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
 use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError, RestoreRefusal};
@@ -70,11 +71,11 @@ pub type AdminResult<T = serde_json::Value> = Result<T, AdminError>;
 /// A random identifier of lower-case letters and digits.
 pub(crate) fn random_id(len: usize) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    random_bytes(len).into_iter().map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char).collect()
+    random_bytes(len, &OsRandom).into_iter().map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char).collect()
 }
 
 fn random_digits(len: usize) -> String {
-    random_bytes(len).into_iter().map(|b| char::from(b'0' + b % 10)).collect()
+    random_bytes(len, &OsRandom).into_iter().map(|b| char::from(b'0' + b % 10)).collect()
 }
 
 /// What a new client is made of.
@@ -142,7 +143,7 @@ pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now
     if !errors.is_empty() {
         return Err(AdminError::Fields(errors));
     }
-    let secret = Secret::generate("lks_");
+    let secret = Secret::generate("lks_", &OsRandom);
     // A client created with App Check on starts enabled (it has no traffic yet to wait for).
     let app_check = if new.client_type == ClientType::Mobile && new.details.app_check {
         app_check::AppCheck { state: AppCheckState::Enabled, pending: None }
@@ -392,7 +393,7 @@ pub async fn client_app_check_debug_secret(
     if c.client_type != ClientType::Mobile {
         return Err(AdminError::Invalid("App Check is available for mobile-platform clients only".into()));
     }
-    let secret = Secret::generate("lkd_");
+    let secret = Secret::generate("lkd_", &OsRandom);
     store.set_app_check_debug_secret(client_id, Some(&secret.hash())).await?;
     Ok(DebugSecret { client_id: client_id.into(), debug_secret: secret.into_inner() })
 }
@@ -417,7 +418,7 @@ pub async fn user_create(
     let name = name.map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
     let user = NewUser { id: id.clone(), email: email.into(), name: name.clone(), password_hash, created_at: now };
     let channel = Channel {
-        id: format!("UC{}", latchkey_core::secret::random_b64(16)),
+        id: format!("UC{}", latchkey_core::secret::random_b64(16, &OsRandom)),
         user_id: id.clone(),
         title: name.clone().unwrap_or_else(|| email.split('@').next().unwrap_or(email).to_owned()),
         description: String::new(),

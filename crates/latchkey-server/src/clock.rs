@@ -4,6 +4,7 @@
 use latchkey_core::secret::Random;
 use latchkey_core::time::{Clock, UnixTime};
 use ring::rand::{SecureRandom, SystemRandom};
+use std::sync::LazyLock;
 
 /// The system clock.
 #[derive(Debug, Default, Clone, Copy)]
@@ -17,9 +18,12 @@ impl Clock for SystemClock {
     }
 }
 
-/// The operating system's randomness.
+/// The operating system's randomness: the one source of random bytes in the server and the binary.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OsRandom;
+
+/// *ring*'s handle on the operating system's generator, for [`Random::ring`] to lend.
+static SYSTEM: LazyLock<SystemRandom> = LazyLock::new(SystemRandom::new);
 
 impl Random for OsRandom {
     fn fill(&self, buf: &mut [u8]) {
@@ -27,5 +31,9 @@ impl Random for OsRandom {
         if SystemRandom::new().fill(buf).is_err() {
             panic!("the operating system's random number generator failed");
         }
+    }
+
+    fn ring(&self) -> &dyn SecureRandom {
+        &*SYSTEM
     }
 }

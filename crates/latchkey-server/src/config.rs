@@ -1,6 +1,7 @@
 //! Configuration: one documented struct, read from a TOML file, `LATCHKEY_*` environment variables and flags
 //! (in that order of precedence, flags last), validated at start-up. `docs/configuration.md` lists every field.
 
+use crate::secrets::{SecretSource, SecretsError};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -260,6 +261,16 @@ impl Config {
         let url = self.database_url();
         let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
         rest.split('?').next().filter(|p| !p.is_empty()).map(PathBuf::from)
+    }
+
+    /// Where the system secrets come from: `secrets_system`, else `secrets_system_file`, else the default file in
+    /// `data_dir`.
+    pub fn secret_source(&self) -> Result<SecretSource, SecretsError> {
+        SecretSource::from_settings(
+            self.secrets_system.as_ref().map(SecretList::expose),
+            self.secrets_system_file.as_deref(),
+            &self.data_dir,
+        )
     }
 
     /// The client-lifecycle settings.

@@ -2,6 +2,7 @@
 //! database files and the system secret file 0600, and looser ones found at start are tightened with a warning
 //! (issue 18). Elsewhere than on Unix the platform's defaults apply.
 
+use crate::clock::OsRandom;
 use latchkey_core::secret::random_b64;
 use std::io::Write;
 use std::path::Path;
@@ -101,7 +102,7 @@ fn private_options() -> std::fs::OpenOptions {
 /// Writes `bytes` to a new private file beside `path`, synced; returns its path.
 fn write_aside(path: &Path, bytes: &[u8]) -> std::io::Result<std::path::PathBuf> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("latchkey");
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", random_b64(6)));
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", random_b64(6, &OsRandom)));
     let mut file = private_options().create_new(true).open(&tmp)?;
     file.write_all(bytes)?;
     file.sync_all()?;

@@ -6,6 +6,7 @@
 //! stored in the clear are encrypted when an instance starts; [`reencrypt`] moves every key under the first
 //! system secret (`latchkey admin secrets reencrypt` and `rotate`).
 
+use crate::clock::OsRandom;
 use crate::secrets::{Protection, SecretSource, SecretsError, SystemSecrets};
 use latchkey_core::access_token::MacKey;
 use latchkey_core::jws::SigningKey;
@@ -213,8 +214,8 @@ fn unreadable(kind: KeyKind, id: u32, e: SecretsError) -> StoreError {
 
 fn new_secret(kind: KeyKind) -> StoreResult<Vec<u8>> {
     match kind {
-        KeyKind::Mac => Ok(random_bytes(32)),
-        KeyKind::IdToken => SigningKey::generate_pkcs8().map_err(|e| StoreError::Other(e.to_string())),
+        KeyKind::Mac => Ok(random_bytes(32, &OsRandom)),
+        KeyKind::IdToken => SigningKey::generate_pkcs8(&OsRandom).map_err(|e| StoreError::Other(e.to_string())),
     }
 }
 
@@ -245,7 +246,7 @@ async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> 
             match kind {
                 KeyKind::Mac => mac.push(MacKey::new(k.id, material.expose())),
                 KeyKind::IdToken => id_token.push(
-                    SigningKey::from_pkcs8(material.expose())
+                    SigningKey::from_pkcs8(material.expose(), &OsRandom)
                         .map_err(|e| StoreError::Other(format!("key {}: {e}", k.id)))?,
                 ),
             }

@@ -30,7 +30,6 @@ use keys::KeyRing;
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
 use latchkey_store::Store;
-use secrets::SecretSource;
 use state::AppState;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -86,7 +85,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     data_dir::ensure_private_dir(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let store = open_store(&config).await?;
-    let secrets = SecretSource::from_config(&config).context("system secrets")?;
+    let secrets = config.secret_source().context("system secrets")?;
     if let (Some(file), None) = (secrets.default_file(), config.sqlite_path()) {
         tracing::info!(
             path = %file.path().display(),

@@ -18,7 +18,8 @@ mod source;
 
 pub use source::{SecretFile, SecretSource, DEFAULT_FILE};
 
-use latchkey_core::secret::{random_bytes, Secret};
+use crate::clock::OsRandom;
+use latchkey_core::secret::{Random, Secret};
 use latchkey_store::KeyKind;
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::hkdf;
@@ -142,7 +143,7 @@ impl SystemSecret {
 
     /// A new random secret (32 bytes, base64url), as written to the secret file.
     pub fn generate() -> Secret {
-        Secret::generate("")
+        Secret::generate("", &OsRandom)
     }
 
     /// The secret's fingerprint.
@@ -219,8 +220,8 @@ impl SystemSecrets {
         blob.extend_from_slice(MAGIC);
         blob.push(VERSION_1);
         blob.extend_from_slice(&secret.fingerprint.0);
-        let nonce: [u8; aead::NONCE_LEN] =
-            random_bytes(aead::NONCE_LEN).try_into().map_err(|_| SecretsError::Crypto)?;
+        let mut nonce = [0u8; aead::NONCE_LEN];
+        OsRandom.fill(&mut nonce);
         blob.extend_from_slice(&nonce);
         let mut sealed = material.to_vec();
         secret

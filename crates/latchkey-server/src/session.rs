@@ -4,6 +4,7 @@
 //! Forms of a signed-in user carry a CSRF token bound to the session (an HMAC of the session's hash under the
 //! server key); the sign-in form, which comes before any session, uses a double-submit cookie.
 
+use crate::clock::OsRandom;
 use crate::state::AppState;
 use axum::http::{header, HeaderMap, HeaderValue};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -55,7 +56,7 @@ pub async fn current(state: &AppState, headers: &HeaderMap) -> StoreResult<Optio
 /// Starts a session: stores it and returns the `Set-Cookie` value.
 pub async fn start(state: &AppState, user_id: &str) -> StoreResult<HeaderValue> {
     let now = state.clock.now();
-    let token = Secret::generate("");
+    let token = Secret::generate("", &OsRandom);
     let lifetime = state.config.session_lifetime;
     state
         .store
@@ -93,7 +94,7 @@ pub fn login_csrf(headers: &HeaderMap) -> (String, Option<HeaderValue>) {
     match cookie(headers, LOGIN_CSRF_COOKIE).filter(|v| v.len() >= 32) {
         Some(v) => (v.to_owned(), None),
         None => {
-            let token = secret::random_b64(32);
+            let token = secret::random_b64(32, &OsRandom);
             let set = set_cookie(LOGIN_CSRF_COOKIE, &token, 86_400);
             (token, Some(set))
         }

@@ -15,7 +15,7 @@ use latchkey_core::secret::random_bytes;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
 use latchkey_store::seed::SeedStore;
-use latchkey_store::test_database::TestDatabase;
+use latchkey_store::test_database::{TestDatabase, TestRandom};
 use latchkey_store::{GrantLimits, Store};
 use std::sync::Arc;
 use tokio::runtime::Runtime;
@@ -24,7 +24,7 @@ const NOW: UnixTime = UnixTime(1_700_000_000);
 
 fn code(client_id: &str, user_id: &str) -> AuthCode {
     AuthCode {
-        code_hash: random_bytes(32),
+        code_hash: random_bytes(32, &TestRandom),
         client_id: client_id.into(),
         user_id: user_id.into(),
         redirect_uri: "http://127.0.0.1:1/".into(),
@@ -40,11 +40,11 @@ fn code(client_id: &str, user_id: &str) -> AuthCode {
 
 fn grant(code: &AuthCode) -> Grant {
     Grant {
-        id: GrantId::generate(),
+        id: GrantId::generate(&TestRandom),
         client_id: code.client_id.clone(),
         user_id: code.user_id.clone(),
         scopes: code.scopes,
-        refresh_hash: random_bytes(32),
+        refresh_hash: random_bytes(32, &TestRandom),
         dpop_jkt: None,
         created_at: NOW,
         expires_at: None,

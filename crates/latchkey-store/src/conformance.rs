@@ -9,18 +9,24 @@ pub use checks::{Check, Run, CHECKS};
 
 use crate::prelude::*;
 use crate::records::*;
+use crate::test_database::TestRandom;
 use crate::StoreError;
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
-use latchkey_core::secret::random_b64;
+use latchkey_core::secret;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
 use std::sync::Arc;
 
 const T0: UnixTime = UnixTime(1_700_000_000);
+
+/// `n` random bytes in base64url, for test data that must be unique.
+fn random_b64(n: usize) -> String {
+    secret::random_b64(n, &TestRandom)
+}
 
 /// A project with a desktop client, and a user; returns (client_id, user_id).
 pub async fn fixture(store: &dyn Store) -> (String, String) {
@@ -78,7 +84,7 @@ fn code(client_id: &str, user_id: &str) -> AuthCode {
 
 fn grant_for(code: &AuthCode, at: UnixTime) -> Grant {
     Grant {
-        id: GrantId::generate(),
+        id: GrantId::generate(&TestRandom),
         client_id: code.client_id.clone(),
         user_id: code.user_id.clone(),
         scopes: code.scopes,

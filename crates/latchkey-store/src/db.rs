@@ -104,7 +104,7 @@ pub(crate) trait Engine: Send + Sync + 'static {
     /// for the usual case; `None` to run the shared one.
     fn redeem_fast<'a>(
         &'a self,
-        _redemption: &'a crate::grants::Redemption,
+        _redemption: &'a crate::records::Redemption,
     ) -> impl Future<Output = StoreResult<Option<crate::Redeemed>>> + Send + 'a {
         std::future::ready(Ok(None))
     }

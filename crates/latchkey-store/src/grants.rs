@@ -9,7 +9,7 @@
 //! nothing when a limit is reached and leaves that case to the unit below.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
-use crate::records::{GrantLimits, GrantState, Redeemed};
+use crate::records::{GrantLimits, GrantState, Redeemed, Redemption};
 use crate::rows;
 use crate::sql::{args, Args, Sql};
 use crate::StoreResult;
@@ -41,17 +41,6 @@ pub trait Grants: Send + Sync {
     /// Revokes a grant; false when it was not active. (No audit record: on the revocation endpoint's hot path
     /// one more insert cost 12% of its rate; the security-events outbox will record these.)
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> StoreResult<bool>;
-}
-
-/// A code's redemption: the grant to store, under the limits, at `now`.
-#[derive(Debug)]
-pub(crate) struct Redemption {
-    /// The grant; its `code_hash` names the code.
-    pub(crate) grant: Grant,
-    /// The refresh-token limits.
-    pub(crate) limits: GrantLimits,
-    /// The time of the redemption.
-    pub(crate) now: UnixTime,
 }
 
 static INSERT_CODE: Sql = Sql::new(

@@ -1,6 +1,7 @@
 //! Records the store keeps beyond the protocol's own (clients, codes and grants live in `latchkey-core`).
 
 use latchkey_core::time::UnixTime;
+use latchkey_core::token::Grant;
 
 /// A developer project: it owns clients and enables the data API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +89,17 @@ impl Default for GrantLimits {
     fn default() -> Self {
         Self { per_client_user: 100, per_user: 1000 }
     }
+}
+
+/// A code's redemption: the grant to store, under the limits, at `now`.
+#[derive(Debug)]
+pub(crate) struct Redemption {
+    /// The grant; its `code_hash` names the code.
+    pub(crate) grant: Grant,
+    /// The refresh-token limits.
+    pub(crate) limits: GrantLimits,
+    /// The time of the redemption.
+    pub(crate) now: UnixTime,
 }
 
 /// The outcome of redeeming a code.

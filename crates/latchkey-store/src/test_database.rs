@@ -9,19 +9,39 @@
 //! that got [`Unreachable`] as ignored, with the reason, in the runner's summary: libtest has no way for a test to
 //! decide at run time that it is skipped, so there such a test would count as passed (docs/design.md, "Tests").
 
-use latchkey_core::secret::random_bytes;
+use latchkey_core::secret::{random_bytes, Random};
+use ring::rand::{SecureRandom, SystemRandom};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Row};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
 #[cfg(feature = "conformance")]
 mod harness;
 #[cfg(feature = "conformance")]
 pub use harness::{run, trial, Trial};
+
+/// The operating system's randomness, for test data: the names of throwaway databases, and the ids and values
+/// of the conformance suite, which must not collide between runs on one server. (The server's source,
+/// `latchkey_server::clock::OsRandom`, is out of this crate's reach.)
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TestRandom;
+
+/// *ring*'s handle on the operating system's generator, for [`Random::ring`] to lend.
+static SYSTEM: LazyLock<SystemRandom> = LazyLock::new(SystemRandom::new);
+
+impl Random for TestRandom {
+    fn fill(&self, buf: &mut [u8]) {
+        SYSTEM.fill(buf).expect("the operating system's random number generator works");
+    }
+
+    fn ring(&self) -> &dyn SecureRandom {
+        &*SYSTEM
+    }
+}
 
 /// The server used when `LATCHKEY_TEST_DATABASE_URL` is not set.
 pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -113,7 +133,7 @@ impl TestDatabase {
         if !SWEPT.swap(true, Ordering::SeqCst) {
             drop_stale(&mut admin, now).await;
         }
-        let suffix: String = random_bytes(6).iter().map(|b| format!("{b:02x}")).collect();
+        let suffix: String = random_bytes(6, &TestRandom).iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{PREFIX}{now}_{suffix}");
         let (sql, url) = if whole_database {
             (format!("CREATE DATABASE \"{name}\""), with_database(&server, &name))

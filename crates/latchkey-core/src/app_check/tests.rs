@@ -1,6 +1,7 @@
 use super::*;
 use crate::client::ClientDetails;
 use crate::jws::SigningKey;
+use crate::secret::Counter;
 
 const T0: UnixTime = UnixTime(1_700_000_000);
 
@@ -118,7 +119,8 @@ fn requests_fall_into_the_four_categories() {
 }
 
 fn key() -> SigningKey {
-    SigningKey::from_pkcs8(&SigningKey::generate_pkcs8().expect("gen")).expect("key")
+    let rng = Counter::default();
+    SigningKey::from_pkcs8(&SigningKey::generate_pkcs8(&rng).expect("gen"), &rng).expect("key")
 }
 
 fn jwks_of(k: &SigningKey) -> Jwks {
@@ -141,7 +143,8 @@ fn an_es256_token_verifies_for_its_client_issuer_and_lifetime() {
     let k = key();
     let jwks = jwks_of(&k);
     let claims = |iss: &str, sub: &str, aud: serde_json::Value, exp: i64| {
-        k.sign("JWT", &serde_json::json!({ "iss": iss, "sub": sub, "aud": aud, "exp": exp })).expect("sign")
+        k.sign("JWT", &serde_json::json!({ "iss": iss, "sub": sub, "aud": aud, "exp": exp }), &Counter::default())
+            .expect("sign")
     };
     let good = claims("https://ac", "lkapp-phone", "lkapp-phone".into(), T0.0 + 60);
     assert_eq!(verify_token(&good, &jwks, "https://ac", "lkapp-phone", T0), Ok(()));
@@ -186,7 +189,7 @@ fn an_rs256_token_verifies_against_an_rsa_jwk() {
 #[test]
 fn the_key_id_of_a_token_is_read_from_its_header() {
     let k = key();
-    let token = k.sign("JWT", &serde_json::json!({ "iss": "https://ac" })).expect("sign");
+    let token = k.sign("JWT", &serde_json::json!({ "iss": "https://ac" }), &Counter::default()).expect("sign");
     assert_eq!(key_id(&token).as_deref(), Some(k.kid()));
     assert!(jwks_of(&k).has_key(k.kid()));
     assert!(!jwks_of(&key()).has_key(k.kid()));

@@ -26,7 +26,7 @@ fn claims() -> Value {
 }
 
 fn proof(k: &EcdsaKeyPair, header: Value, claims: Value) -> String {
-    sign_parts(k, &header, &claims).expect("sign")
+    sign_parts(k, &header, &claims, &crate::secret::Counter::default()).expect("sign")
 }
 
 fn check(p: &str) -> Result<Proof, OAuthError> {

@@ -3,6 +3,7 @@
 
 use super::results::{ApiKeyCreated, ApiKeyList, ApiKeyRevoked, ApiKeyView};
 use super::{find_user, random_id, AdminError, AdminResult};
+use crate::clock::OsRandom;
 use latchkey_core::client::FieldError;
 use latchkey_core::secret::{self, Secret};
 use latchkey_core::time::UnixTime;
@@ -20,7 +21,7 @@ pub async fn api_key_create(store: &dyn Store, user: &str, name: &str, now: Unix
         return Err(AdminError::Fields(vec![FieldError { field: "name", message }]));
     }
     let id = random_id(16);
-    let key = Secret::new(format!("{PREFIX}{id}_{}", secret::random_b64(32)));
+    let key = Secret::new(format!("{PREFIX}{id}_{}", secret::random_b64(32, &OsRandom)));
     let stored = ApiKey {
         id: id.clone(),
         user_id: user.id.clone(),

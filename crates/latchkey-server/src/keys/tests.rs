@@ -1,4 +1,5 @@
 use super::KeyRing;
+use crate::clock::OsRandom;
 use crate::secrets::{SecretSource, SystemSecrets};
 use latchkey_core::time::UnixTime;
 use latchkey_store::sqlite::SqliteStore;
@@ -36,15 +37,15 @@ async fn keys_an_earlier_version_stored_in_the_clear_are_encrypted_at_start_and_
     let dir = tempfile::tempdir().expect("tempdir");
     let store = sqlite(&dir).await;
     let now = UnixTime(1_700_000_000);
-    let mac = latchkey_core::secret::random_bytes(32);
-    let pkcs8 = SigningKey::generate_pkcs8().expect("key");
+    let mac = latchkey_core::secret::random_bytes(32, &OsRandom);
+    let pkcs8 = SigningKey::generate_pkcs8(&OsRandom).expect("key");
     let mac_id = store.add_key(KeyKind::Mac, &mac, now).await.expect("add");
     store.add_key(KeyKind::IdToken, &pkcs8, now).await.expect("add");
     let ring = KeyRing::load(&store, listed(&[SECRET]), now).await.expect("load");
     let set = ring.get();
     let tag = MacKey::new(mac_id, &mac).tag(b"signed before the upgrade");
     assert!(set.mac_signer().verify_tag(b"signed before the upgrade", &tag), "the same MAC key signs");
-    assert_eq!(set.id_token_signer().kid(), SigningKey::from_pkcs8(&pkcs8).expect("key").kid());
+    assert_eq!(set.id_token_signer().kid(), SigningKey::from_pkcs8(&pkcs8, &OsRandom).expect("key").kid());
     for kind in [KeyKind::Mac, KeyKind::IdToken] {
         for k in store.keys(kind).await.expect("keys") {
             assert!(crate::secrets::sealed_by(&k.secret).expect("header").is_some(), "key {} is encrypted", k.id);
@@ -80,9 +81,9 @@ async fn the_default_secret_file_is_made_only_while_no_key_is_encrypted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = sqlite(&dir).await;
     let config = crate::config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    let source = SecretSource::from_config(&config).expect("source");
+    let source = config.secret_source().expect("source");
     let made = secrets_for(&store, &source).await.expect("made on first use").current();
-    KeyRing::load(&store, SecretSource::from_config(&config).expect("source"), UnixTime(1)).await.expect("load");
+    KeyRing::load(&store, config.secret_source().expect("source"), UnixTime(1)).await.expect("load");
     assert_eq!(secrets_for(&store, &source).await.expect("read").current(), made);
     let file = source.default_file().expect("default file").path().to_path_buf();
     std::fs::remove_file(&file).expect("lose the file");

@@ -3,6 +3,7 @@
 //! token for that client: `{"token": ..., "expires_in": 3600}`. Errors are RFC 6749-style JSON.
 
 use crate::app_check::{debug_issuer, DEBUG_TOKEN_LIFETIME};
+use crate::clock::OsRandom;
 use crate::error::{no_store_json, TokenError};
 use crate::extract;
 use crate::state::AppState;
@@ -44,7 +45,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<se
         "iat": now.0,
         "exp": now.0 + DEBUG_TOKEN_LIFETIME,
     });
-    let token = state.keys.get().id_token_signer().sign("JWT", &claims).map_err(|e| {
+    let token = state.keys.get().id_token_signer().sign("JWT", &claims, &OsRandom).map_err(|e| {
         tracing::error!(error = %e, "signing an App Check token");
         TokenError::from(OAuthError::new(ErrorCode::ServerError, "Could not sign the App Check token."))
     })?;

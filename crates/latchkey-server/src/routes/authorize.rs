@@ -2,6 +2,7 @@
 //! `POST /o/oauth2/v2/auth` (the user's decision on the consent page).
 
 use super::AUTHORIZE_PATH;
+use crate::clock::OsRandom;
 use crate::error::{redirect_to_app, store_error, AuthorizeFailure};
 use crate::extract::{self, Pairs};
 use crate::session::{self, SignedIn};
@@ -237,7 +238,7 @@ async fn issue_code(
     granted: ScopeSet,
 ) -> Response {
     let now = state.clock.now();
-    let code = Secret::generate("lkc_");
+    let code = Secret::generate("lkc_", &OsRandom);
     let record = AuthCode {
         code_hash: code.hash(),
         client_id: client.client_id.clone(),

@@ -1,6 +1,7 @@
 //! OpenID Connect: the id_token of a code exchange and the UserInfo endpoint.
 
 use super::api::bearer_grant;
+use crate::clock::OsRandom;
 use crate::error::{no_store_json, ApiError, TokenError};
 use crate::state::AppState;
 use axum::extract::{RawQuery, State};
@@ -38,7 +39,7 @@ pub(super) fn id_token(
     }
     profile_claims(&mut claims, user, code.scopes);
     let keys = state.keys.get();
-    keys.id_token_signer().sign("JWT", &Value::Object(claims)).map_err(|e| {
+    keys.id_token_signer().sign("JWT", &Value::Object(claims), &OsRandom).map_err(|e| {
         tracing::error!(error = %e, "signing an id_token");
         TokenError::from(OAuthError::new(latchkey_core::ErrorCode::ServerError, "Could not sign the id_token."))
     })

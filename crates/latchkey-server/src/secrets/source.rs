@@ -3,7 +3,6 @@
 //! line, first the one that encrypts, and is read at every use, so that a rotation reaches running instances.
 
 use super::{SecretsError, SystemSecret, SystemSecrets};
-use crate::config::Config;
 use crate::data_dir;
 use latchkey_core::secret::Secret;
 use std::path::{Path, PathBuf};
@@ -22,15 +21,21 @@ pub enum SecretSource {
 }
 
 impl SecretSource {
-    /// The source the configuration names.
-    pub fn from_config(config: &Config) -> Result<Self, SecretsError> {
-        if let Some(list) = &config.secrets_system {
-            let secrets = SystemSecrets::parse(list.expose().iter().map(String::as_str), "secrets_system")?;
+    /// The source these settings name (the configuration's, see `Config::secret_source`): the secrets
+    /// `listed` (`secrets_system`), else the secret `file` (`secrets_system_file`), else the default file in
+    /// `data_dir`.
+    pub fn from_settings(
+        listed: Option<&[String]>,
+        file: Option<&Path>,
+        data_dir: &Path,
+    ) -> Result<Self, SecretsError> {
+        if let Some(list) = listed {
+            let secrets = SystemSecrets::parse(list.iter().map(String::as_str), "secrets_system")?;
             return Ok(Self::Listed(Arc::new(secrets)));
         }
-        Ok(Self::File(match &config.secrets_system_file {
-            Some(path) => SecretFile { path: path.clone(), default: false },
-            None => SecretFile { path: config.data_dir.join(DEFAULT_FILE), default: true },
+        Ok(Self::File(match file {
+            Some(path) => SecretFile { path: path.to_owned(), default: false },
+            None => SecretFile { path: data_dir.join(DEFAULT_FILE), default: true },
         }))
     }
 

@@ -1,4 +1,5 @@
 use super::*;
+use latchkey_core::secret::random_bytes;
 
 const FIRST: &str = "the first system secret, long enough to be a key";
 const SECOND: &str = "the second system secret, long enough to be a key";
@@ -9,7 +10,7 @@ fn secrets(list: &[&str]) -> SystemSecrets {
 
 #[test]
 fn a_sealed_key_opens_under_its_secret_and_does_not_contain_the_material() {
-    let material = random_bytes(32);
+    let material = random_bytes(32, &OsRandom);
     let s = secrets(&[FIRST]);
     let blob = s.seal(KeyKind::Mac, &material).expect("seal");
     assert!(blob.starts_with(MAGIC));
@@ -57,8 +58,8 @@ fn a_blob_of_one_kind_does_not_open_as_the_other() {
 #[test]
 fn keys_stored_in_the_clear_are_recognised_as_such() {
     let s = secrets(&[FIRST]);
-    let mac = random_bytes(32);
-    let pkcs8 = latchkey_core::jws::SigningKey::generate_pkcs8().expect("key");
+    let mac = random_bytes(32, &OsRandom);
+    let pkcs8 = latchkey_core::jws::SigningKey::generate_pkcs8(&OsRandom).expect("key");
     for (kind, material) in [(KeyKind::Mac, &mac), (KeyKind::IdToken, &pkcs8)] {
         assert_eq!(sealed_by(material).expect("header"), None);
         let opened = s.open(kind, material).expect("open");
@@ -100,7 +101,7 @@ fn a_secret_file_is_made_once_private_and_read_at_every_use() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let config = crate::config::Config { data_dir: dir.path().join("data"), ..Default::default() };
-    let source = SecretSource::from_config(&config).expect("source");
+    let source = config.secret_source().expect("source");
     let file = source.default_file().expect("the default file");
     assert!(matches!(source.load(), Err(SecretsError::MissingFile(_))));
     file.create().expect("create");

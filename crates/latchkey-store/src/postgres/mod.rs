@@ -15,7 +15,7 @@
 pub(crate) mod errors;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
-use crate::grants::Redemption;
+use crate::records::Redemption;
 use crate::sql::{Args, Sql, Value};
 use crate::{PoolSettings, Redeemed, StoreError, StoreResult};
 use errors::{is_retryable, map_err};

@@ -6,7 +6,6 @@ use clap::Subcommand;
 use latchkey_core::time::UnixTime;
 use latchkey_server::admin::{self as ops, AdminResult};
 use latchkey_server::config::Config;
-use latchkey_server::secrets::SecretSource;
 use latchkey_store::Store;
 
 #[derive(Subcommand)]
@@ -47,7 +46,7 @@ pub(super) async fn keys(
     Ok(match cmd {
         KeysCmd::List => out(ops::key_list(store).await),
         KeysCmd::Rotate { kind } => match ops::key_kind(&kind) {
-            Ok(k) => out(ops::key_rotate(store, &SecretSource::from_config(config)?, k, now).await),
+            Ok(k) => out(ops::key_rotate(store, &config.secret_source()?, k, now).await),
             Err(e) => Err(e),
         },
         KeysCmd::Retire { id } => out(ops::key_retire(store, id, now).await),
@@ -56,7 +55,7 @@ pub(super) async fn keys(
 
 /// Runs a `secrets` command.
 pub(super) async fn secrets(store: &dyn Store, config: &Config, cmd: SecretsCmd) -> anyhow::Result<AdminResult> {
-    let source = SecretSource::from_config(config)?;
+    let source = config.secret_source()?;
     Ok(match cmd {
         SecretsCmd::Rotate => out(ops::secrets_rotate(store, &source).await),
         SecretsCmd::Reencrypt => out(ops::secrets_reencrypt(store, &source).await),

@@ -28,7 +28,7 @@ use latchkey_core::dpop::code_jti;
 use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::time::Clock;
 use latchkey_proto::TokenResponse;
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_store::test_database::{run, TestDatabase, Unreachable};
 use proxy::Forwarder;
 use ring::rand::SystemRandom;
@@ -244,7 +244,7 @@ impl DpopKey {
         if let Some(n) = nonce {
             claims["nonce"] = n.into();
         }
-        sign_parts(&self.pair, &header, &claims).expect("sign")
+        sign_parts(&self.pair, &header, &claims, &OsRandom).expect("sign")
     }
 }
 
@@ -273,19 +273,19 @@ async fn dpop_jtis_and_nonces_are_single_use_across_instances() -> Result<(), Un
 
     // A nonce issued by A is good at B; the proof B accepted is a replay at A, and so is the nonce.
     let used_nonce = nonce.clone();
-    let proof = key.proof(&c.public, &latchkey_core::secret::random_b64(16), Some(&nonce));
+    let proof = key.proof(&c.public, &latchkey_core::secret::random_b64(16, &OsRandom), Some(&nonce));
     let (status, error, next) = dpop_post(&to_b, &c.b.base, &refresh, &proof).await;
     assert_eq!((status, error.as_str()), (200, ""), "A's nonce at B");
     nonce = next;
     let (status, error, _) = dpop_post(&to_a, &c.a.base, &refresh, &proof).await;
     assert_eq!((status, error.as_str()), (400, "invalid_dpop_proof"), "B's proof replayed at A");
-    let fresh_jti = key.proof(&c.public, &latchkey_core::secret::random_b64(16), Some(&used_nonce));
+    let fresh_jti = key.proof(&c.public, &latchkey_core::secret::random_b64(16, &OsRandom), Some(&used_nonce));
     let (status, error, _) = dpop_post(&to_a, &c.a.base, &refresh, &fresh_jti).await;
     assert_eq!((status, error.as_str()), (400, "use_dpop_nonce"), "the nonce used at B, again at A");
 
     // One proof sent to both at the same moment: exactly one accepts it.
     for round in 0..5 {
-        let proof = key.proof(&c.public, &latchkey_core::secret::random_b64(16), Some(&nonce));
+        let proof = key.proof(&c.public, &latchkey_core::secret::random_b64(16, &OsRandom), Some(&nonce));
         let (ra, rb) =
             tokio::join!(dpop_post(&to_a, &c.a.base, &refresh, &proof), dpop_post(&to_b, &c.b.base, &refresh, &proof));
         let answers = [ra, rb];

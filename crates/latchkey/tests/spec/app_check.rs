@@ -11,7 +11,7 @@ use latchkey_core::jws::SigningKey;
 use latchkey_core::time::Clock;
 use latchkey_server::admin::{self, NewClient, StoreDirectory};
 use latchkey_server::admin::{Actor, ClientRef};
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -267,7 +267,7 @@ async fn the_state_table_refuses_what_it_does_not_allow() {
 #[tokio::test]
 async fn an_external_providers_tokens_verify_against_its_jwks_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let key = SigningKey::from_pkcs8(&SigningKey::generate_pkcs8().expect("gen")).expect("key");
+    let key = SigningKey::from_pkcs8(&SigningKey::generate_pkcs8(&OsRandom).expect("gen"), &OsRandom).expect("key");
     let jwk = key.public_jwk();
     let jwks = json!({ "keys": [{ "kty": "EC", "crv": jwk.crv, "x": jwk.x, "y": jwk.y, "kid": key.kid() }] });
     let path = dir.path().join("jwks.json");
@@ -283,7 +283,8 @@ async fn an_external_providers_tokens_verify_against_its_jwks_file() {
     act(&server, &app, AppCheckAction::Enforce).await;
     let exp = SystemClock.now().0 + 300;
     let sign = |iss: &str| {
-        key.sign("JWT", &json!({ "iss": iss, "sub": app.client_id, "aud": [app.client_id], "exp": exp })).expect("sign")
+        key.sign("JWT", &json!({ "iss": iss, "sub": app.client_id, "aud": [app.client_id], "exp": exp }), &OsRandom)
+            .expect("sign")
     };
     assert_eq!(request(&server, &app, Some(&sign("https://appcheck.example")), None).await.0, 400);
     assert_eq!(request(&server, &app, Some(&sign("https://elsewhere.example")), None).await.0, 401);
@@ -311,7 +312,7 @@ async fn owner_verification_needs_a_listing_published_by_the_developer_or_their_
     let store = server.store();
     let base = server.app().await;
     let now = SystemClock.now();
-    let item = format!("item{}", latchkey_core::secret::random_b64(8).to_lowercase());
+    let item = format!("item{}", latchkey_core::secret::random_b64(8, &OsRandom).to_lowercase());
     let new = NewClient {
         project_id: base.project_id.clone(),
         client_type: ClientType::BrowserExtension,
@@ -394,7 +395,7 @@ fn jwks_of(keys: &[&SigningKey]) -> Value {
 }
 
 fn new_key() -> SigningKey {
-    SigningKey::from_pkcs8(&SigningKey::generate_pkcs8().expect("gen")).expect("key")
+    SigningKey::from_pkcs8(&SigningKey::generate_pkcs8(&OsRandom).expect("gen"), &OsRandom).expect("key")
 }
 
 #[tokio::test]
@@ -415,7 +416,7 @@ async fn an_external_providers_keys_are_fetched_from_its_jwks_url_and_again_afte
     let sign = |key: &SigningKey| {
         let claims =
             json!({ "iss": "https://appcheck.example", "sub": app.client_id, "aud": app.client_id, "exp": exp });
-        key.sign("JWT", &claims).expect("sign")
+        key.sign("JWT", &claims, &OsRandom).expect("sign")
     };
     // The server fetches the keys at start-up (in the background; a request arriving meanwhile waits for it).
     for _ in 0..100 {

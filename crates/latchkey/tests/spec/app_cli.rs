@@ -12,7 +12,7 @@ use crate::support::*;
 use fantoccini::Client;
 use latchkey_client::{DpopKey, FileKeyStore};
 use latchkey_core::time::Clock;
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -443,7 +443,7 @@ async fn an_app_with_dpop_keeps_a_private_key_refreshes_with_proofs_and_its_refr
         let mut nonce = None;
         let mut answer = (0, String::new());
         for _ in 0..2 {
-            let jti = latchkey_core::secret::random_b64(16);
+            let jti = latchkey_core::secret::random_b64(16, &OsRandom);
             let proof = other.proof("POST", &server.url("/token"), &jti, nonce.as_deref(), SystemClock.now().0);
             let r = server.http().post(server.url("/token")).form(&form).header("DPoP", proof.expect("proof"));
             let r = r.send().await.expect("token request");

@@ -9,6 +9,7 @@
 use crate::support::*;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
+use latchkey_server::clock::OsRandom;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -36,7 +37,7 @@ async fn a_user_signs_in_and_allows_some_scopes_in_chromium_and_the_app_gets_onl
         server.user(EMAIL).await;
         let mut loopback = Loopback::bind().await;
         let pkce = Pkce::new();
-        let state = latchkey_core::secret::random_b64(16);
+        let state = latchkey_core::secret::random_b64(16, &OsRandom);
         let url = authorize_url(&server, &app, &[READONLY, UPLOAD, "openid"], &pkce, &loopback.redirect_uri, &state);
 
         browser.goto(&url).await.expect("open the authorization URL");
@@ -101,7 +102,7 @@ async fn a_user_who_clicks_cancel_in_chromium_sends_access_denied_with_the_state
         let app = server.app().await;
         server.user(EMAIL).await;
         let mut loopback = Loopback::bind().await;
-        let state = latchkey_core::secret::random_b64(16);
+        let state = latchkey_core::secret::random_b64(16, &OsRandom);
         let url = authorize_url(&server, &app, &[READONLY], &Pkce::new(), &loopback.redirect_uri, &state);
 
         browser.goto(&url).await.expect("open the authorization URL");

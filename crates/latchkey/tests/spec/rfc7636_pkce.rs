@@ -4,6 +4,7 @@
 use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use latchkey_server::clock::OsRandom;
 use url::Url;
 
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
@@ -49,7 +50,7 @@ fn s256(verifier: &str) -> String {
 /// A verifier of `len` characters drawn from the whole allowed set.
 fn verifier_of(len: usize) -> String {
     const ALLOWED: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~";
-    let random = latchkey_core::secret::random_bytes(len);
+    let random = latchkey_core::secret::random_bytes(len, &OsRandom);
     random.iter().enumerate().map(|(i, b)| ALLOWED[(usize::from(*b) + i) % ALLOWED.len()] as char).collect()
 }
 

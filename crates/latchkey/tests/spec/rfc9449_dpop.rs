@@ -58,7 +58,7 @@ impl Key {
 
     /// `header.claims` signed with this key (raw R|S), whatever the header says.
     fn sign(&self, header: &Value, claims: &Value) -> String {
-        sign_parts(&self.pair, header, claims).expect("sign")
+        sign_parts(&self.pair, header, claims, &OsRandom).expect("sign")
     }
 
     /// A proof with the prescribed header.
@@ -89,7 +89,7 @@ fn now() -> i64 {
 }
 
 fn fresh_jti() -> String {
-    latchkey_core::secret::random_b64(16)
+    latchkey_core::secret::random_b64(16, &OsRandom)
 }
 
 /// Good claims for a proof to `server`'s token endpoint.
@@ -478,7 +478,7 @@ async fn a_bound_refresh_with_a_forged_nonce_gets_use_dpop_nonce() {
     let last = tampered.len() - 1;
     tampered[last] ^= 1;
     let tampered = URL_SAFE_NO_PAD.encode(tampered);
-    let random = latchkey_core::secret::random_b64(56);
+    let random = latchkey_core::secret::random_b64(56, &OsRandom);
     for (nonce, what) in [
         (foreign.as_str(), "MAC'd by another key"),
         (unknown_key_id.as_str(), "an unknown key id"),
@@ -769,7 +769,7 @@ async fn the_jwk_must_be_a_p256_public_key_without_private_members() {
     let short_x = URL_SAFE_NO_PAD.encode([7u8; 31]);
     let cases = [
         (json!(null), "no jwk"),
-        (with("d", json!(latchkey_core::secret::random_b64(32))), "a private d member"),
+        (with("d", json!(latchkey_core::secret::random_b64(32, &OsRandom))), "a private d member"),
         (with("kty", json!("RSA")), "kty RSA"),
         (with("kty", json!("OKP")), "kty OKP"),
         (with("crv", json!("P-384")), "crv P-384"),
@@ -779,7 +779,7 @@ async fn the_jwk_must_be_a_p256_public_key_without_private_members() {
         (without("y"), "no y"),
         (with("x", json!(short_x)), "a 31-byte x"),
         (json!("a string"), "a jwk that is not an object"),
-        (json!({ "kty": "oct", "k": latchkey_core::secret::random_b64(32) }), "a symmetric key"),
+        (json!({ "kty": "oct", "k": latchkey_core::secret::random_b64(32, &OsRandom) }), "a symmetric key"),
     ];
     for (jwk, what) in cases {
         let mut h = b.key.header();

@@ -8,7 +8,7 @@ use crate::support::{backend, channels, TestServer, READONLY};
 use latchkey_core::access_token::{self, MacKey};
 use latchkey_core::jws::SigningKey;
 use latchkey_core::time::Clock;
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_server::secrets::{sealed_by, SecretsError, SystemSecrets};
 use latchkey_store::test_database::TestDatabase;
 use latchkey_store::KeyKind;
@@ -196,7 +196,7 @@ async fn no_key_material_is_in_the_clear_in_the_database_files_or_the_keys_table
     let (_, mac_id, mac) = materials.iter().find(|(k, ..)| *k == KeyKind::Mac).expect("MAC key");
     access_token::verify(&[MacKey::new(*mac_id, mac)], &tokens.access_token, SystemClock.now()).expect("verifies");
     let (_, _, pkcs8) = materials.iter().find(|(k, ..)| *k == KeyKind::IdToken).expect("id_token key");
-    let kid = SigningKey::from_pkcs8(pkcs8).expect("key").kid().to_owned();
+    let kid = SigningKey::from_pkcs8(pkcs8, &OsRandom).expect("key").kid().to_owned();
     assert_eq!(kid, server.running.state.keys.get().id_token_signer().kid());
 
     let other = SystemSecrets::parse([SECOND], "another secret").expect("secret");
@@ -228,13 +228,13 @@ async fn keys_an_earlier_version_stored_in_the_clear_are_encrypted_at_the_next_s
     server.user(ALICE).await;
     // What an earlier version did: keys stored as they are. This instance signs with them after a reload.
     let now = SystemClock.now();
-    let mac = latchkey_core::secret::random_bytes(32);
-    let pkcs8 = SigningKey::generate_pkcs8().expect("key");
+    let mac = latchkey_core::secret::random_bytes(32, &OsRandom);
+    let pkcs8 = SigningKey::generate_pkcs8(&OsRandom).expect("key");
     let mac_id = server.store().add_key(KeyKind::Mac, &mac, now).await.expect("add");
     let id_token_id = server.store().add_key(KeyKind::IdToken, &pkcs8, now).await.expect("add");
     server.running.state.keys.reload(server.store(), now).await.expect("reload");
     let before = server.tokens(&app, ALICE, &["openid", READONLY]).await;
-    let kid = SigningKey::from_pkcs8(&pkcs8).expect("key").kid().to_owned();
+    let kid = SigningKey::from_pkcs8(&pkcs8, &OsRandom).expect("key").kid().to_owned();
     access_token::verify(&[MacKey::new(mac_id, &mac)], &before.access_token, now).expect("signed by the old key");
     let stored = server.store().keys(KeyKind::Mac).await.expect("keys");
     assert!(stored.iter().any(|k| k.id == mac_id && k.secret == mac), "in the clear before the restart");

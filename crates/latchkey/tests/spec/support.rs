@@ -8,7 +8,7 @@ use latchkey_server::admin::Actor;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use latchkey_proto::TokenResponse;
-use latchkey_server::clock::SystemClock;
+use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_server::config::Config;
 use latchkey_server::Running;
 use latchkey_store::test_database::TestDatabase;
@@ -205,7 +205,7 @@ pub struct Pkce {
 impl Pkce {
     /// A fresh pair.
     pub fn new() -> Self {
-        let verifier = latchkey_core::secret::random_b64(32);
+        let verifier = latchkey_core::secret::random_b64(32, &OsRandom);
         let challenge = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()));
         Self { verifier, challenge }
     }
