@@ -373,6 +373,23 @@ async fn app_check_actions_metrics_debug_secret_and_ownership() {
     assert!(alice.get(&ext).await.1["ownership_verified_at"].is_i64());
 }
 
+/// Found by schemathesis: a query the metrics cannot read was axum's plain-text 400, not the API's JSON error.
+#[tokio::test]
+async fn a_metrics_query_that_is_not_a_number_is_a_json_invalid_request() {
+    let server = TestServer::start().await;
+    let alice = Api::new(&server, ALICE).await;
+    let p = alice.project("P").await;
+    let clients = format!("/console/api/v1/projects/{p}/clients");
+    let (_, c) = alice.post(&clients, json!({ "type": "desktop", "name": "Desk" })).await;
+    let metrics = format!("{clients}/{}/app-check/metrics", c["client_id"].as_str().expect("id"));
+    for query in ["hours=null&hours=null", "hours=abc", "hours=99999999999999999999"] {
+        assert_error(&alice.get(&format!("{metrics}?{query}")).await, 400, "invalid_request");
+    }
+    // Another developer's client stays 404 whatever the query.
+    let bob = Api::new(&server, BOB).await;
+    assert_error(&bob.get(&format!("{metrics}?hours=abc")).await, 404, "not_found");
+}
+
 #[tokio::test]
 async fn a_revoked_key_or_a_disabled_developer_is_refused() {
     let server = TestServer::start().await;

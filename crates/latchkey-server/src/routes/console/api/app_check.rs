@@ -4,8 +4,10 @@ use super::doc::{BadRequest, ClientPath, NotFound, Unauthorized};
 use super::{access_client, body, created, ok, ApiResult, Caller};
 use crate::admin::results::{AppCheckMetrics, AppCheckStatus, DebugSecret};
 use crate::admin::{self, AdminError};
+use crate::error::ConsoleApiError;
 use crate::state::AppState;
 use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use latchkey_core::app_check::AppCheckAction;
@@ -89,9 +91,10 @@ pub(super) async fn metrics_get(
     State(state): State<AppState>,
     caller: Caller,
     Path(ClientPath { project, client }): Path<ClientPath>,
-    Query(q): Query<Hours>,
+    q: Result<Query<Hours>, QueryRejection>,
 ) -> ApiResult {
     access_client(&state, &caller, &project, &client).await?;
+    let Query(q) = q.map_err(|e| ConsoleApiError::bad_request(format!("The query is not valid: {}", e.body_text())))?;
     let hours = q.hours.unwrap_or(24).clamp(1, 24 * 90);
     ok(admin::client_app_check_metrics(&*state.store, &client, hours, state.clock.now()).await?)
 }

@@ -84,8 +84,8 @@ pub(super) struct NewClientBody {
 }
 
 /// Create a client; the response carries its secret (`client_secret`), this once.
-#[utoipa::path(post, path = "/console/api/v1/projects/{project}/clients", tag = "clients", operation_id = "createClient",
-    params(ProjectPath), request_body = NewClientBody,
+#[utoipa::path(post, path = "/console/api/v1/projects/{project}/clients", tag = "clients",
+    operation_id = "createClient", params(ProjectPath), request_body = NewClientBody,
     responses((status = 201, body = ClientView), (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized), (status = 404, response = NotFound)))]
 pub(super) async fn clients_post(

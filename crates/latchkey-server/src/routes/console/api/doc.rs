@@ -124,7 +124,15 @@ pub(crate) fn categories() -> Object {
 
 /// The `error` member of an error body.
 pub(crate) fn error_codes() -> Object {
-    one_of(["invalid_request", "unauthorized", "forbidden", "not_found", "conflict", "server_error", "temporarily_unavailable"])
+    one_of([
+        "invalid_request",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "conflict",
+        "server_error",
+        "temporarily_unavailable",
+    ])
 }
 
 /// The path of a member's operations.

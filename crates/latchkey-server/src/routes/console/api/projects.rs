@@ -2,9 +2,11 @@
 
 use super::doc::{BadRequest, Conflict, Forbidden, MemberPath, NotFound, ProjectPath, Unauthorized};
 use super::{access, body, created, ok, ApiResult, Caller};
-use crate::admin::members;
-use crate::admin::results::{ApiSwitched, MemberChanged, MemberList, ProjectDeleted, ProjectDetail, ProjectList, ProjectView};
 use crate::admin;
+use crate::admin::members;
+use crate::admin::results::{
+    ApiSwitched, MemberChanged, MemberList, ProjectDeleted, ProjectDetail, ProjectList, ProjectView,
+};
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -33,7 +35,12 @@ pub(super) struct NewProject {
     request_body = NewProject,
     responses((status = 201, body = ProjectView), (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized)))]
-pub(super) async fn projects_post(State(state): State<AppState>, caller: Caller, headers: HeaderMap, bytes: Bytes) -> ApiResult {
+pub(super) async fn projects_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult {
     let p: NewProject = body(&headers, &bytes)?;
     created(members::project_create_owned(&*state.store, &p.name, &caller.0.id, state.clock.now()).await?)
 }
@@ -60,7 +67,8 @@ pub(super) async fn project_get(
 /// using them stop working at once. The members lose the project. An editor is refused with 403.
 #[utoipa::path(delete, path = "/console/api/v1/projects/{project}", tag = "projects", operation_id = "deleteProject",
     params(ProjectPath),
-    responses((status = 200, body = ProjectDeleted, description = "Deleted. `clients_deleted` counts the clients deleted with it."),
+    responses(
+        (status = 200, body = ProjectDeleted, description = "Deleted. `clients_deleted` counts the clients deleted with it."),
         (status = 401, response = Unauthorized), (status = 403, response = Forbidden),
         (status = 404, response = NotFound)))]
 pub(super) async fn project_delete(
