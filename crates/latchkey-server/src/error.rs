@@ -354,7 +354,7 @@ impl From<StoreError> for ConsoleApiError {
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct ConsoleApiErrorBody<'a> {
     /// The error code.
-    #[schema(schema_with = crate::routes::console::api::doc::error_codes)]
+    #[schema(schema_with = crate::openapi::error_codes)]
     pub error: &'static str,
     /// What is wrong, for a person.
     pub error_description: &'a str,

@@ -23,7 +23,7 @@ pub struct ProjectView {
     pub created_at: Option<i64>,
     /// The asking developer's role in it (`owner`, `editor`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::routes::console::api::doc::roles)]
+    #[schema(schema_with = crate::openapi::roles)]
     pub role: Option<&'static str>,
 }
 
@@ -97,7 +97,7 @@ pub struct ClientView {
     pub name: String,
     /// Its type (`desktop`, `mobile`, `universal-desktop`, `browser-extension`).
     #[serde(rename = "type")]
-    #[schema(schema_with = crate::routes::console::api::doc::client_types)]
+    #[schema(schema_with = crate::openapi::client_types)]
     pub client_type: &'static str,
     /// Its redirect URIs.
     pub redirect_uris: Vec<String>,
@@ -112,7 +112,7 @@ pub struct ClientView {
     /// When it last got tokens.
     pub last_used_at: Option<i64>,
     /// The App Check state stored.
-    #[schema(schema_with = crate::routes::console::api::doc::app_check_states)]
+    #[schema(schema_with = crate::openapi::app_check_states)]
     pub app_check_state: &'static str,
     /// The App Check change on its way.
     pub app_check_pending: Option<PendingChange>,
@@ -181,7 +181,7 @@ pub struct AppCheckStatus {
     /// The client.
     pub client_id: String,
     /// The state in force.
-    #[schema(schema_with = crate::routes::console::api::doc::app_check_states)]
+    #[schema(schema_with = crate::openapi::app_check_states)]
     pub state: &'static str,
     /// The change not yet in force.
     pub pending: Option<PendingChange>,
@@ -209,7 +209,7 @@ pub struct HourCount {
     pub hour: i64,
     /// The category.
     #[serde(serialize_with = "category_name")]
-    #[schema(schema_with = crate::routes::console::api::doc::categories)]
+    #[schema(schema_with = crate::openapi::categories)]
     pub category: Category,
     /// How many requests.
     pub count: u64,
@@ -377,7 +377,7 @@ pub struct MemberView {
     /// The name.
     pub name: Option<String>,
     /// The role (`owner`, `editor`).
-    #[schema(schema_with = crate::routes::console::api::doc::roles)]
+    #[schema(schema_with = crate::openapi::roles)]
     pub role: &'static str,
     /// When they were added.
     pub added_at: i64,

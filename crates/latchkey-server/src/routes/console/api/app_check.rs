@@ -34,7 +34,7 @@ pub(super) async fn app_check_get(
 #[serde(deny_unknown_fields)]
 pub(super) struct AppCheckBody {
     /// The action.
-    #[schema(schema_with = super::doc::app_check_actions)]
+    #[schema(schema_with = crate::openapi::app_check_actions)]
     action: String,
     /// Required (true) for enforce and unenforce.
     #[serde(default)]

@@ -67,7 +67,7 @@ fn type_fields() -> RefOr<Schema> {
 pub(super) struct NewClientBody {
     /// The client's type.
     #[serde(rename = "type")]
-    #[schema(schema_with = super::doc::client_types)]
+    #[schema(schema_with = crate::openapi::client_types)]
     client_type: String,
     /// Its name.
     #[schema(max_length = 100)]

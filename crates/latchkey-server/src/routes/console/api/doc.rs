@@ -1,12 +1,8 @@
 //! The OpenAPI document's parts that are not an operation: its description, the security scheme, the error
-//! responses every operation refers to, the path parameters, and the schemas of the fields that name one of a
-//! few values. The operations come from the handlers' `#[utoipa::path]` (see [`super::router`]).
+//! responses every operation refers to, and the path parameters. The operations come from the handlers' `#[utoipa::path]` (see [`super::router`]).
 
 use crate::error::ConsoleApiErrorBody;
-use latchkey_core::app_check::Category;
-use latchkey_core::client::ClientType;
 use serde::Deserialize;
-use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::OpenApi as Document;
 use utoipa::{IntoParams, Modify, OpenApi, ToResponse};
@@ -90,49 +86,6 @@ pub(super) struct ClientPath {
     pub project: String,
     /// The client_id.
     pub client: String,
-}
-
-/// One of `values`.
-fn one_of(values: impl IntoIterator<Item = &'static str>) -> Object {
-    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(values)).build()
-}
-
-/// A member's role.
-pub(crate) fn roles() -> Object {
-    one_of(["owner", "editor"])
-}
-
-/// A client's type.
-pub(crate) fn client_types() -> Object {
-    one_of(ClientType::ALL.map(ClientType::as_str))
-}
-
-/// An App Check state.
-pub(crate) fn app_check_states() -> Object {
-    one_of(["disabled", "enabled", "enforced"])
-}
-
-/// An App Check action.
-pub(super) fn app_check_actions() -> Object {
-    one_of(["enable", "enforce", "unenforce", "disable"])
-}
-
-/// An App Check metrics category.
-pub(crate) fn categories() -> Object {
-    one_of(Category::ALL.map(Category::as_str))
-}
-
-/// The `error` member of an error body.
-pub(crate) fn error_codes() -> Object {
-    one_of([
-        "invalid_request",
-        "unauthorized",
-        "forbidden",
-        "not_found",
-        "conflict",
-        "server_error",
-        "temporarily_unavailable",
-    ])
 }
 
 /// The path of a member's operations.

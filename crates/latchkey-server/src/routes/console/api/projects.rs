@@ -127,7 +127,7 @@ pub(super) struct NewMember {
     email: String,
     /// Their role (`editor` when absent).
     #[serde(default)]
-    #[schema(schema_with = super::doc::roles)]
+    #[schema(schema_with = crate::openapi::roles)]
     role: Option<String>,
 }
 
@@ -155,7 +155,7 @@ pub(super) async fn members_post(
 #[serde(deny_unknown_fields)]
 pub(super) struct RoleChange {
     /// The role.
-    #[schema(schema_with = super::doc::roles)]
+    #[schema(schema_with = crate::openapi::roles)]
     role: String,
 }
 
