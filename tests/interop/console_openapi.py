@@ -43,7 +43,8 @@ def schemathesis(server, key, *extra, config=(), env=None):
         "--no-color",
         *extra,
     ]
-    r = subprocess.run(args, env={**os.environ, **(env or {})}, timeout=300)
+    # In the data directory: schemathesis keeps a cache in its working directory.
+    r = subprocess.run(args, env={**os.environ, **(env or {})}, cwd=server.data_dir, timeout=300)
     return r.returncode == 0
 
 
