@@ -355,7 +355,8 @@ def run(binary):
         server.stop()
 
 
-def main():
+def main(run=run):
+    """Runs `run` on the binary LATCHKEY_BIN names and reports; the exit status."""
     binary = os.environ.get("LATCHKEY_BIN")
     if not binary or not os.access(binary, os.X_OK):
         print(f"LATCHKEY_BIN must name the latchkey binary (got {binary!r})", file=sys.stderr)

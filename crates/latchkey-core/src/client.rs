@@ -47,6 +47,7 @@ impl ClientType {
 
 /// The type-specific fields of a client; each applies to the types the spec names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClientDetails {
     /// Mobile: the app's bundle identifier.
     pub bundle_id: Option<String>,

@@ -350,15 +350,39 @@ impl From<StoreError> for ConsoleApiError {
     }
 }
 
+/// The body of a [`ConsoleApiError`] (the OpenAPI document's `ConsoleApiErrorBody`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ConsoleApiErrorBody<'a> {
+    /// The error code.
+    #[schema(schema_with = crate::openapi::error_codes)]
+    pub error: &'static str,
+    /// What is wrong, for a person.
+    pub error_description: &'a str,
+    /// The first invalid field of the request body, when the error is about fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
+    /// Each invalid field with its message, when the error is about fields.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldMessage<'a>>,
+}
+
+/// An invalid field of a request body and what is wrong with it.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct FieldMessage<'a> {
+    /// The field's name.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub message: &'a str,
+}
+
 impl IntoResponse for ConsoleApiError {
     fn into_response(self) -> Response {
-        let mut body = serde_json::json!({ "error": self.error, "error_description": self.description });
-        if let Some(first) = self.fields.first() {
-            // `field` names the first invalid field; `fields` has each with its message.
-            body["field"] = first.field.into();
-            body["fields"] =
-                self.fields.iter().map(|f| serde_json::json!({ "field": f.field, "message": f.message })).collect();
-        }
+        let body = ConsoleApiErrorBody {
+            error: self.error,
+            error_description: &self.description,
+            field: self.fields.first().map(|f| f.field),
+            fields: self.fields.iter().map(|f| FieldMessage { field: f.field, message: &f.message }).collect(),
+        };
         let mut response = (self.status, no_store_json(&body)).into_response();
         let h = response.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -16,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod keys;
 pub mod listener;
+pub mod openapi;
 pub mod password;
 pub mod routes;
 pub mod secrets;

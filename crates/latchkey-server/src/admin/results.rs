@@ -7,9 +7,10 @@ use latchkey_core::time::UnixTime;
 use latchkey_store::{ApiKey, Listing, Member, Project, ProjectRole, Publisher, User};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use utoipa::ToSchema;
 
 /// A project; with the asking developer's role when a developer asks.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ProjectView {
     /// The project's id.
     pub project_id: String,
@@ -22,6 +23,7 @@ pub struct ProjectView {
     pub created_at: Option<i64>,
     /// The asking developer's role in it (`owner`, `editor`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::openapi::roles)]
     pub role: Option<&'static str>,
 }
 
@@ -39,7 +41,7 @@ impl ProjectView {
 }
 
 /// A project with its clients.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ProjectDetail {
     /// The project.
     #[serde(flatten)]
@@ -49,14 +51,14 @@ pub struct ProjectDetail {
 }
 
 /// Projects.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ProjectList {
     /// The projects.
     pub projects: Vec<ProjectView>,
 }
 
 /// A project's data API switched on or off.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ApiSwitched {
     /// The project.
     pub project_id: String,
@@ -65,7 +67,7 @@ pub struct ApiSwitched {
 }
 
 /// A project deleted for good.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ProjectDeleted {
     /// The project.
     pub project_id: String,
@@ -76,7 +78,7 @@ pub struct ProjectDeleted {
 }
 
 /// A change of App Check state and when it takes effect.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 pub struct PendingChange {
     /// The state asked for.
     pub state: &'static str,
@@ -85,7 +87,7 @@ pub struct PendingChange {
 }
 
 /// An OAuth client (never its secret, except in the answer to its creation).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ClientView {
     /// The client id.
     pub client_id: String,
@@ -95,6 +97,7 @@ pub struct ClientView {
     pub name: String,
     /// Its type (`desktop`, `mobile`, `universal-desktop`, `browser-extension`).
     #[serde(rename = "type")]
+    #[schema(schema_with = crate::openapi::client_types)]
     pub client_type: &'static str,
     /// Its redirect URIs.
     pub redirect_uris: Vec<String>,
@@ -109,6 +112,7 @@ pub struct ClientView {
     /// When it last got tokens.
     pub last_used_at: Option<i64>,
     /// The App Check state stored.
+    #[schema(schema_with = crate::openapi::app_check_states)]
     pub app_check_state: &'static str,
     /// The App Check change on its way.
     pub app_check_pending: Option<PendingChange>,
@@ -143,14 +147,14 @@ impl From<&Client> for ClientView {
 }
 
 /// Clients.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ClientList {
     /// The clients.
     pub clients: Vec<ClientView>,
 }
 
 /// A client deleted (restorable) or restored.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ClientChanged {
     /// The client.
     pub client_id: String,
@@ -172,11 +176,12 @@ pub struct Purged {
 }
 
 /// The App Check state in force and the change on its way.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AppCheckStatus {
     /// The client.
     pub client_id: String,
     /// The state in force.
+    #[schema(schema_with = crate::openapi::app_check_states)]
     pub state: &'static str,
     /// The change not yet in force.
     pub pending: Option<PendingChange>,
@@ -198,12 +203,13 @@ impl AppCheckStatus {
 }
 
 /// App Check requests of one hour and category.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct HourCount {
     /// The hour's start.
     pub hour: i64,
     /// The category.
     #[serde(serialize_with = "category_name")]
+    #[schema(schema_with = crate::openapi::categories)]
     pub category: Category,
     /// How many requests.
     pub count: u64,
@@ -214,7 +220,7 @@ fn category_name<S: serde::Serializer>(c: &Category, s: S) -> Result<S::Ok, S::E
 }
 
 /// App Check counts of a client.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AppCheckMetrics {
     /// The client.
     pub client_id: String,
@@ -227,7 +233,7 @@ pub struct AppCheckMetrics {
 }
 
 /// A new App Check debug secret, shown this once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct DebugSecret {
     /// The client.
     pub client_id: String,
@@ -349,7 +355,7 @@ pub struct ListingRemoved {
 }
 
 /// A browser extension's owner verified.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OwnershipVerified {
     /// The client.
     pub client_id: String,
@@ -362,7 +368,7 @@ pub struct OwnershipVerified {
 }
 
 /// A member of a project.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MemberView {
     /// The user id.
     pub user_id: String,
@@ -371,6 +377,7 @@ pub struct MemberView {
     /// The name.
     pub name: Option<String>,
     /// The role (`owner`, `editor`).
+    #[schema(schema_with = crate::openapi::roles)]
     pub role: &'static str,
     /// When they were added.
     pub added_at: i64,
@@ -389,7 +396,7 @@ impl From<&Member> for MemberView {
 }
 
 /// The members of a project.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MemberList {
     /// The project.
     pub project_id: String,
@@ -398,7 +405,7 @@ pub struct MemberList {
 }
 
 /// A member added, removed or given a role.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MemberChanged {
     /// The project.
     pub project_id: String,
@@ -416,7 +423,7 @@ pub struct MemberChanged {
 }
 
 /// A console API key (never the key itself, except in the answer to its creation).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ApiKeyView {
     /// The key's id.
     pub id: String,
@@ -452,7 +459,7 @@ pub struct ApiKeyCreated {
 }
 
 /// A developer's console API keys.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ApiKeyList {
     /// The developer.
     pub user_id: String,
@@ -461,7 +468,7 @@ pub struct ApiKeyList {
 }
 
 /// A console API key revoked.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ApiKeyRevoked {
     /// The key's id.
     pub id: String,
