@@ -10,7 +10,7 @@
 // Usage: NODE_ENV=production node server.mjs PORT CERT_PEM KEY_PEM   (serves https://127.0.0.1:PORT)
 // scripts/bench.sh runs it in production mode, as node-oidc-provider's documentation asks of a deployment; the dev
 // interactions still work there (it prints a warning that they are enabled).
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import Provider from 'oidc-provider';
@@ -77,11 +77,17 @@ class MapAdapter {
 }
 
 const issuer = `https://127.0.0.1:${port}`;
+// Its own ES256 signing key, as latchkey signs with ES256: without one the provider signs with its quick-start
+// RS256 development key, and an RSA signature costs several times an ES256 one.
+const signingKey = { ...generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' }), alg: 'ES256', use: 'sig' };
+
 const provider = new Provider(issuer, {
+  jwks: { keys: [signingKey] },
   clients: [{
     client_id: 'bench',
     application_type: 'native',
     token_endpoint_auth_method: 'none',
+    id_token_signed_response_alg: 'ES256',
     redirect_uris: ['http://127.0.0.1:8765/callback'],
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
