@@ -315,12 +315,12 @@ impl ConsoleApiError {
 
     /// 400: the request body cannot be read.
     pub fn bad_request(description: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            error: "invalid_request",
-            description: description.into(),
-            fields: Vec::new(),
-        }
+        Self::unreadable(StatusCode::BAD_REQUEST, description)
+    }
+
+    /// `invalid_request` with the status of a request that could not be read (400, or 413 for a body too large).
+    pub fn unreadable(status: StatusCode, description: impl Into<String>) -> Self {
+        Self { status, error: "invalid_request", description: description.into(), fields: Vec::new() }
     }
 }
 

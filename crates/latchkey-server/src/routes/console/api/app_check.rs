@@ -1,15 +1,13 @@
 //! The API's App Check: the state and its changes, the request metrics, and debug secrets.
 
 use super::doc::{BadRequest, ClientPath, NotFound, Unauthorized};
-use super::{body, created, ok, ApiResult, Caller};
+use super::{created, ok, ApiResult, Body, Caller};
 use crate::admin::results::{AppCheckMetrics, AppCheckStatus, DebugSecret};
 use crate::admin::{self, AdminError, ClientRef};
 use crate::error::ConsoleApiError;
 use crate::state::AppState;
-use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::FieldError;
 use serde::Deserialize;
@@ -59,10 +57,8 @@ pub(super) async fn app_check_post(
     State(state): State<AppState>,
     caller: Caller,
     Path(ClientPath { project, client }): Path<ClientPath>,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(b): Body<AppCheckBody>,
 ) -> ApiResult {
-    let b: AppCheckBody = body(&headers, &bytes)?;
     let action = match b.action.as_str() {
         "enable" => AppCheckAction::Enable,
         "enforce" => AppCheckAction::Enforce,

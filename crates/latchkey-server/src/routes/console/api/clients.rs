@@ -1,13 +1,11 @@
 //! The API's OAuth clients: create, list, show, edit, delete, restore, and verify a browser extension's owner.
 
 use super::doc::{BadRequest, ClientPath, Conflict, NotFound, ProjectPath, Unauthorized};
-use super::{body, created, ok, ApiResult, Caller};
+use super::{created, ok, ApiResult, Body, Caller};
 use crate::admin::results::{ClientChanged, ClientList, ClientView, OwnershipVerified};
 use crate::admin::{self, AdminError, ClientEdit, ClientRef, NewClient, StoreDirectory};
 use crate::state::AppState;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use latchkey_core::client::{ClientDetails, ClientType, FieldError};
 use serde::Deserialize;
 use utoipa::openapi::{RefOr, Schema};
@@ -91,10 +89,8 @@ pub(super) async fn clients_post(
     State(state): State<AppState>,
     caller: Caller,
     Path(ProjectPath { project }): Path<ProjectPath>,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(b): Body<NewClientBody>,
 ) -> ApiResult {
-    let b: NewClientBody = body(&headers, &bytes)?;
     let Some(t) = ClientType::parse(&b.client_type) else {
         let message = "The type is one of desktop, mobile, universal-desktop, browser-extension.".into();
         return Err(AdminError::Fields(vec![FieldError { field: "type", message }]).into());
@@ -154,10 +150,8 @@ pub(super) async fn client_patch(
     State(state): State<AppState>,
     caller: Caller,
     Path(ClientPath { project, client }): Path<ClientPath>,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(p): Body<ClientPatch>,
 ) -> ApiResult {
-    let p: ClientPatch = body(&headers, &bytes)?;
     let f = p.fields;
     let edit = ClientEdit {
         name: p.name,

@@ -17,9 +17,10 @@ use crate::admin::{Actor, ClientRef, Right};
 use crate::error::ConsoleApiError;
 use crate::extract;
 use crate::state::AppState;
-use axum::extract::{FromRequestParts, RawPathParams};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use latchkey_store::User;
@@ -136,17 +137,28 @@ fn json<T: Serialize>(status: StatusCode, v: &T) -> Response {
     r
 }
 
-/// A JSON request body.
-fn body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ConsoleApiError> {
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-    if !is_json {
-        return Err(ConsoleApiError::bad_request("Content-Type must be application/json."));
+/// A JSON request body (`Content-Type: application/json`), refused in the API's error format.
+pub(super) struct Body<T>(T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
+    type Rejection = ConsoleApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ConsoleApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !is_json {
+            return Err(ConsoleApiError::bad_request("Content-Type must be application/json."));
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ConsoleApiError::unreadable(e.status(), e.body_text()))?;
+        let value = serde_json::from_slice(&bytes);
+        Ok(Self(value.map_err(|e| ConsoleApiError::bad_request(format!("The JSON body is not valid: {e}")))?))
     }
-    serde_json::from_slice(bytes).map_err(|e| ConsoleApiError::bad_request(format!("The JSON body is not valid: {e}")))
 }
 
 impl Caller {

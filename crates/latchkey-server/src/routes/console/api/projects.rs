@@ -1,16 +1,14 @@
 //! The API's projects, their data API switch and their members.
 
 use super::doc::{BadRequest, Conflict, Forbidden, MemberPath, NotFound, ProjectPath, Unauthorized};
-use super::{body, created, ok, ApiResult, Caller};
+use super::{created, ok, ApiResult, Body, Caller};
 use crate::admin;
 use crate::admin::members;
 use crate::admin::results::{
     ApiSwitched, MemberChanged, MemberList, ProjectDeleted, ProjectDetail, ProjectList, ProjectView,
 };
 use crate::state::AppState;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -38,10 +36,8 @@ pub(super) struct NewProject {
 pub(super) async fn projects_post(
     State(state): State<AppState>,
     caller: Caller,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(p): Body<NewProject>,
 ) -> ApiResult {
-    let p: NewProject = body(&headers, &bytes)?;
     created(admin::project_create(&*state.store, &caller.actor(), &p.name, None, state.clock.now()).await?)
 }
 
@@ -96,10 +92,8 @@ pub(super) async fn project_api_put(
     State(state): State<AppState>,
     caller: Caller,
     Path(ProjectPath { project }): Path<ProjectPath>,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(s): Body<ApiSwitch>,
 ) -> ApiResult {
-    let s: ApiSwitch = body(&headers, &bytes)?;
     ok(admin::project_set_api(&*state.store, &caller.actor(), &project, s.enabled).await?)
 }
 
@@ -138,10 +132,8 @@ pub(super) async fn members_post(
     State(state): State<AppState>,
     caller: Caller,
     Path(ProjectPath { project }): Path<ProjectPath>,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(m): Body<NewMember>,
 ) -> ApiResult {
-    let m: NewMember = body(&headers, &bytes)?;
     let role = members::parse_role(m.role.as_deref().unwrap_or("editor"))?;
     created(members::member_add(&*state.store, &caller.actor(), &project, &m.email, role, state.clock.now()).await?)
 }
@@ -165,10 +157,8 @@ pub(super) async fn member_patch(
     State(state): State<AppState>,
     caller: Caller,
     Path(MemberPath { project, user }): Path<MemberPath>,
-    headers: HeaderMap,
-    bytes: Bytes,
+    Body(r): Body<RoleChange>,
 ) -> ApiResult {
-    let r: RoleChange = body(&headers, &bytes)?;
     let role = members::parse_role(&r.role)?;
     ok(members::member_set_role(&*state.store, &caller.actor(), &project, &user, role).await?)
 }
