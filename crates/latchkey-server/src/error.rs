@@ -212,7 +212,13 @@ impl ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        let e = store_error(e);
+        store_error(e).into()
+    }
+}
+
+impl From<OAuthError> for ApiError {
+    /// The server's own failure (the store's, as [`store_error`] words it): 503 when it may pass, else 500.
+    fn from(e: OAuthError) -> Self {
         let status = if e.code == ErrorCode::TemporarilyUnavailable {
             StatusCode::SERVICE_UNAVAILABLE
         } else {

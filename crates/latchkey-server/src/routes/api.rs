@@ -1,12 +1,14 @@
 //! The data API: `GET /video/v3/channels` (`channels.list`), bearer-protected (RFC 6750).
 
+use super::ports::StorePorts;
 use crate::error::{no_store_json, ApiError};
 use crate::extract;
 use crate::state::AppState;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
-use latchkey_core::access_token::{self, AccessClaims, AccessTokenError};
+use latchkey_core::access_token::{AccessClaims, AccessTokenError};
+use latchkey_core::flow;
 use latchkey_core::scope::CHANNELS_LIST;
 use latchkey_core::time::UnixTime;
 use latchkey_store::{Channel, GrantState};
@@ -43,7 +45,7 @@ pub(super) async fn bearer_grant(
         return Err(ApiError::unauthenticated("The request is missing a valid access token.", false));
     };
     let now = state.clock.now();
-    let claims = verify(state, &token, now).await?;
+    let claims = verify(state, headers, &token, now).await?;
     let found = state
         .store
         .grant(&claims.grant_id)
@@ -53,13 +55,11 @@ pub(super) async fn bearer_grant(
     Ok((claims, found))
 }
 
-/// Checks the MAC and expiry. A key id this instance does not know (a rotation made elsewhere) triggers a
-/// reload of the key ring, at most once per second.
-async fn verify(state: &AppState, token: &str, now: UnixTime) -> Result<AccessClaims, ApiError> {
-    let mut result = access_token::verify(&state.keys.get().mac, token, now);
-    if result == Err(AccessTokenError::UnknownKey) && state.keys.reload_on_demand(&*state.store, now).await? {
-        result = access_token::verify(&state.keys.get().mac, token, now);
-    }
+/// Checks the MAC and expiry ([`flow::access_claims`], which reloads the key ring for a key id this instance
+/// does not know, at most once per second).
+async fn verify(state: &AppState, headers: &HeaderMap, token: &str, now: UnixTime) -> Result<AccessClaims, ApiError> {
+    let ports = StorePorts::new(state, headers);
+    let result = flow::access_claims(&ports, token, now, now).await.map_err(|e| ApiError::from(e.error))?;
     result.map_err(|e| match e {
         AccessTokenError::Expired => ApiError::unauthenticated("The access token expired.", true),
         AccessTokenError::Invalid | AccessTokenError::UnknownKey => {

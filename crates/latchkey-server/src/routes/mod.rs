@@ -5,6 +5,7 @@ mod api;
 mod appcheck;
 mod authorize;
 pub mod console;
+mod id_token;
 mod identity;
 mod login;
 mod metadata;

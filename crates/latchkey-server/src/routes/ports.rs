@@ -1,7 +1,7 @@
 //! The store, the keys and App Check as the core's token flows see them: [`StorePorts`] implements
 //! `latchkey_core::flow::Ports` for one request. Each method is one lookup or one write; the rules are the core's.
 
-use super::identity;
+use super::id_token;
 use crate::app_check::{debug_issuer, HEADER};
 use crate::clock::OsRandom;
 use crate::error::TokenError;
@@ -94,7 +94,7 @@ impl Ports for StorePorts<'_> {
     }
 
     fn id_token(&self, user: &User, code: &AuthCode, access_token: &str, now: UnixTime) -> Result<String, TokenError> {
-        identity::id_token(self.state, user, &code.client_id, code, access_token, now)
+        id_token::id_token(self.state, user, &code.client_id, code, access_token, now)
     }
 
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, TokenError> {
