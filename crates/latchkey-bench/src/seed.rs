@@ -56,6 +56,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         name: "Seed".into(),
         api_enabled: true,
         created_at: now,
+        time_based_access: false,
     };
     store.create_project(&project).await?;
     let client = Client {

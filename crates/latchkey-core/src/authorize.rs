@@ -48,6 +48,7 @@ known_params!(
     include_granted_scopes,
     response_mode,
     hd,
+    authuser,
 );
 
 /// The raw query of an authorization request, one value per known parameter.
@@ -81,6 +82,9 @@ pub struct AuthorizeParams {
     pub response_mode: Option<String>,
     /// `hd`; accepted and ignored.
     pub hd: Option<String>,
+    /// The signed-in account of this browser to continue as (a user id): set by the account chooser and after
+    /// signing in, never needed from an app. An account not signed in here is refused with an error page.
+    pub authuser: Option<String>,
     /// The first known parameter that was sent more than once.
     pub duplicate: Option<&'static str>,
 }

@@ -80,6 +80,9 @@ pub trait Ports: Sync {
     /// Records each value until its expiry unless one is recorded already: `None` when all were new, else the
     /// index of the first that was not (nothing is recorded then).
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
+    /// Notes that a grant was used at `now` (its "last used" day on the account page); must not write on the
+    /// request path. Nothing by default.
+    fn grant_used(&self, _id: &GrantId, _now: UnixTime) {}
 }
 
 /// A token request as the handler read it.

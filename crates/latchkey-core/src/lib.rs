@@ -4,6 +4,7 @@
 //! outcome. Nothing in this crate reads the clock, the network or a database: time comes in as [`time::UnixTime`].
 
 pub mod access_token;
+pub mod account;
 pub mod app_check;
 pub mod app_check_setting;
 pub mod authorize;

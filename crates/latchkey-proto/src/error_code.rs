@@ -58,6 +58,9 @@ pub enum ErrorCode {
     LoginRequired,
     /// `prompt=none` was sent but the user must consent (OpenID Connect Core §3.1.2.6).
     ConsentRequired,
+    /// `prompt=none` was sent but the browser is signed in to several accounts and the request names none
+    /// (OpenID Connect Core §3.1.2.6).
+    AccountSelectionRequired,
 }
 
 impl ErrorCode {
@@ -86,12 +89,13 @@ impl ErrorCode {
             Self::AdminPolicyEnforced => "admin_policy_enforced",
             Self::LoginRequired => "login_required",
             Self::ConsentRequired => "consent_required",
+            Self::AccountSelectionRequired => "account_selection_required",
         }
     }
 
     /// Parses a code from the wire; `None` for a code this crate does not know.
     pub fn parse(s: &str) -> Option<Self> {
-        const ALL: [ErrorCode; 22] = [
+        const ALL: [ErrorCode; 23] = [
             ErrorCode::InvalidRequest,
             ErrorCode::InvalidClient,
             ErrorCode::InvalidGrant,
@@ -114,6 +118,7 @@ impl ErrorCode {
             ErrorCode::AdminPolicyEnforced,
             ErrorCode::LoginRequired,
             ErrorCode::ConsentRequired,
+            ErrorCode::AccountSelectionRequired,
         ];
         ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -137,7 +142,7 @@ mod tests {
 
     #[test]
     fn every_code_parses_back_to_itself() {
-        for code in [ErrorCode::InvalidDpopProof, ErrorCode::UseDpopNonce, ErrorCode::ConsentRequired] {
+        for code in [ErrorCode::InvalidDpopProof, ErrorCode::UseDpopNonce, ErrorCode::AccountSelectionRequired] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
         }
         assert_eq!(ErrorCode::parse("nope"), None);

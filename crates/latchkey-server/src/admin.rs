@@ -4,6 +4,7 @@
 //! is checked in [`members`]; the console's API keys live in [`api_keys`], the signing keys and the system
 //! secrets that encrypt them in [`signing_keys`].
 
+pub mod accounts;
 pub mod actor;
 pub mod api_keys;
 pub mod members;
@@ -11,11 +12,13 @@ pub mod results;
 pub mod signing_keys;
 
 pub use actor::{Access, Actor, ClientRef, Right};
-pub use members::{project_create, project_delete, project_list, project_set_api, project_show};
+pub use members::{
+    project_create, project_delete, project_list, project_set_api, project_set_time_based_access, project_show,
+};
 pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
 
 use crate::clock::OsRandom;
-use crate::password;
+use latchkey_core::account::AccountChange;
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
 use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError, RestoreRefusal};
 use latchkey_core::secret::{random_bytes, Secret};
@@ -410,10 +413,7 @@ pub async fn user_create(
     if !valid_email(email) {
         return Err(AdminError::Invalid(format!("not an e-mail address: {email}")));
     }
-    if password.chars().count() < 8 {
-        return Err(AdminError::Invalid("a password is at least 8 characters".into()));
-    }
-    let password_hash = password::hash(password).map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let password_hash = accounts::new_password_hash(password)?;
     let id = random_digits(21);
     let name = name.map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
     let user = NewUser { id: id.clone(), email: email.into(), name: name.clone(), password_hash, created_at: now };
@@ -459,14 +459,17 @@ pub async fn user_show(store: &dyn Store, id_or_email: &str) -> AdminResult<User
     Ok(UserDetail { channel_id: store.channel_of(&u.id).await?.map(|c| c.id), user: UserView::from(&u) })
 }
 
-/// Deletes a user with their channel, sessions and grants.
-pub async fn user_delete(store: &dyn Store, id_or_email: &str) -> AdminResult<UserChanged> {
+/// Deletes a user with their channel, sessions and grants (an `account_purged` event).
+pub async fn user_delete(store: &dyn Store, id_or_email: &str, now: UnixTime) -> AdminResult<UserChanged> {
     let u = find_user(store, id_or_email).await?;
-    store.delete_user(&u.id).await?;
+    if store.change_account(&u.id, &AccountChange::Delete, now).await?.is_none() {
+        return Err(AdminError::NotFound(format!("user {id_or_email}")));
+    }
     Ok(UserChanged { user_id: u.id, deleted: Some(true), disabled: None })
 }
 
-/// Disables or re-enables a user; a disabled user cannot sign in and their tokens stop working.
+/// Disables or re-enables a user. A disabled user cannot sign in, their browser sessions end at once and their
+/// tokens stop working (an `account_disabled` or `account_enabled` event, when the state changed).
 pub async fn user_set_disabled(
     store: &dyn Store,
     id_or_email: &str,
@@ -474,6 +477,9 @@ pub async fn user_set_disabled(
     now: UnixTime,
 ) -> AdminResult<UserChanged> {
     let u = find_user(store, id_or_email).await?;
-    store.set_user_disabled(&u.id, disabled.then_some(now)).await?;
+    let change = if disabled { AccountChange::Disable } else { AccountChange::Enable };
+    if store.change_account(&u.id, &change, now).await?.is_none() {
+        return Err(AdminError::NotFound(format!("user {id_or_email}")));
+    }
     Ok(UserChanged { user_id: u.id, deleted: None, disabled: Some(disabled) })
 }

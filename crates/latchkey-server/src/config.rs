@@ -41,6 +41,17 @@ pub struct Config {
     pub code_lifetime: i64,
     /// Browser session lifetime in seconds. Default 43200 (12 hours).
     pub session_lifetime: i64,
+    /// Accounts one browser may be signed in to at once (the session cookie holds 44 characters per account).
+    /// Default 10.
+    pub max_accounts_per_browser: usize,
+    /// Seconds between the batched writes of the day each grant was last used (at most one write per grant per
+    /// hour per instance, never on the request path). Default 60.
+    pub last_used_flush_secs: u64,
+    /// E-mail addresses of the accounts whose console API keys may act as the operator on user accounts
+    /// (disable, enable, delete, their apps): a TOML array, or comma-separated in `LATCHKEY_OPERATORS`. Default
+    /// none.
+    #[serde(deserialize_with = "list_or_joined")]
+    pub operators: Vec<String>,
     /// Refuse authorization requests without PKCE (RFC 9700). Default true.
     pub require_pkce: bool,
     /// Live refresh tokens per (client, user). Default 100.
@@ -117,18 +128,23 @@ impl Serialize for SecretList {
 impl<'de> Deserialize<'de> for SecretList {
     /// A list of strings, or one string of comma-separated secrets (what an environment variable holds).
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Form {
-            List(Vec<String>),
-            Joined(String),
-        }
-        let list = match Form::deserialize(deserializer)? {
-            Form::List(list) => list,
-            Form::Joined(joined) => joined.split(',').map(str::to_owned).collect(),
-        };
-        Ok(Self(list.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()))
+        list_or_joined(deserializer).map(Self)
     }
+}
+
+/// A list of strings, or one string of comma-separated values (what an environment variable holds); blanks go.
+fn list_or_joined<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<String>),
+        Joined(String),
+    }
+    let list = match Form::deserialize(deserializer)? {
+        Form::List(list) => list,
+        Form::Joined(joined) => joined.split(',').map(str::to_owned).collect(),
+    };
+    Ok(list.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
 }
 
 impl Default for Config {
@@ -149,6 +165,9 @@ impl Default for Config {
             access_token_lifetime: 3600,
             code_lifetime: 600,
             session_lifetime: 43_200,
+            max_accounts_per_browser: 10,
+            last_used_flush_secs: 60,
+            operators: Vec::new(),
             require_pkce: true,
             refresh_tokens_per_client_user: 100,
             refresh_tokens_per_user: 1000,
@@ -179,7 +198,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 35] = [
+pub const FIELDS: [&str; 38] = [
     "data_dir",
     "listen",
     "database_url",
@@ -195,6 +214,9 @@ pub const FIELDS: [&str; 35] = [
     "access_token_lifetime",
     "code_lifetime",
     "session_lifetime",
+    "max_accounts_per_browser",
+    "last_used_flush_secs",
+    "operators",
     "require_pkce",
     "refresh_tokens_per_client_user",
     "refresh_tokens_per_user",
@@ -314,6 +336,12 @@ impl Config {
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
+        }
+        if !(1..=20).contains(&self.max_accounts_per_browser) {
+            return Err(ConfigError("max_accounts_per_browser must be between 1 and 20 (the cookie's size)".into()));
+        }
+        if self.last_used_flush_secs == 0 {
+            return Err(ConfigError("last_used_flush_secs must be positive".into()));
         }
         if self.refresh_tokens_per_client_user == 0 || self.refresh_tokens_per_user == 0 {
             return Err(ConfigError("refresh-token limits must be at least 1".into()));

@@ -15,6 +15,7 @@ pub mod dpop;
 pub mod error;
 pub mod extract;
 pub mod keys;
+pub mod last_used;
 pub mod listener;
 pub mod openapi;
 pub mod password;
@@ -118,16 +119,19 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         keys,
         clock,
         passwords: password::Gate::per_core(),
+        last_used: Arc::default(),
     };
     let app = routes::router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();
     let maintenance = tokio::spawn(maintain(state.clone()));
+    let last_used = state.clone();
     let task = tokio::spawn(async move {
         listener::serve(listener, tls_config, app, async {
             let _ = rx.await;
         })
         .await;
         maintenance.abort();
+        last_used.last_used.flush(&*last_used.store, last_used.clock.now()).await;
         if let Some(refresh) = jwks_refresh {
             refresh.abort();
         }
@@ -154,14 +158,17 @@ pub fn prepare_data_dir(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Background upkeep: key reloads, purging of expired rows, deleting unused clients and purging deleted ones.
+/// Background upkeep: key reloads, the batch of last-use days, purging of expired rows, deleting unused clients and purging deleted ones.
 async fn maintain(state: AppState) {
     let mut reload = tokio::time::interval(KEY_RELOAD_EVERY);
     let mut purge = tokio::time::interval(PURGE_EVERY);
     // Not at start-up: the first pass comes one period in, like the ones after it.
     let mut lifecycle = tokio::time::interval_at(tokio::time::Instant::now() + PURGE_EVERY, PURGE_EVERY);
+    let every = std::time::Duration::from_secs(state.config.last_used_flush_secs);
+    let mut last_used = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tokio::select! {
+            _ = last_used.tick() => state.last_used.flush(&*state.store, state.clock.now()).await,
             _ = reload.tick() => {
                 if let Err(e) = state.keys.reload(&*state.store, state.clock.now()).await {
                     tracing::warn!(error = %e, "reloading keys");

@@ -25,6 +25,9 @@ pub trait Clients: Send + Sync {
     async fn projects(&self) -> StoreResult<Vec<Project>>;
     /// Switches the data API on or off; false when there is no such project.
     async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool>;
+    /// Offers time-based access on the consent page of the project's clients, or stops offering it; false when
+    /// there is no such project. Grants already limited keep their end.
+    async fn set_time_based_access(&self, id: &str, on: bool) -> StoreResult<bool>;
     /// Deletes a project with its clients and their grants; false when there is no such project.
     async fn delete_project(&self, id: &str) -> StoreResult<bool>;
 
@@ -72,10 +75,13 @@ pub trait Clients: Send + Sync {
 }
 
 static CREATE_PROJECT: Sql =
-    Sql::new("INSERT INTO projects (id, name, api_enabled, created_at) VALUES ($1, $2, $3, $4)");
-static PROJECT: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects WHERE id = $1");
-static PROJECTS: Sql = Sql::new("SELECT id, name, api_enabled, created_at FROM projects ORDER BY created_at, id");
+    Sql::new("INSERT INTO projects (id, name, api_enabled, created_at, time_based_access) VALUES ($1, $2, $3, $4, $5)");
+static PROJECT: Sql =
+    Sql::new("SELECT id, name, api_enabled, created_at, time_based_access FROM projects WHERE id = $1");
+static PROJECTS: Sql =
+    Sql::new("SELECT id, name, api_enabled, created_at, time_based_access FROM projects ORDER BY created_at, id");
 static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
+static SET_TIME_BASED_ACCESS: Sql = Sql::new("UPDATE projects SET time_based_access = $1 WHERE id = $2");
 static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
 
 static CREATE_CLIENT: Sql = Sql::new(
@@ -139,7 +145,7 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
 #[async_trait]
 impl<E: Engine> Clients for Db<E> {
     async fn create_project(&self, p: &Project) -> StoreResult<()> {
-        self.exec(&CREATE_PROJECT, args![&p.id, &p.name, p.api_enabled, p.created_at]).await?;
+        self.exec(&CREATE_PROJECT, args![&p.id, &p.name, p.api_enabled, p.created_at, p.time_based_access]).await?;
         Ok(())
     }
 
@@ -153,6 +159,10 @@ impl<E: Engine> Clients for Db<E> {
 
     async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool> {
         self.exec_one(&SET_API_ENABLED, args![enabled, id]).await
+    }
+
+    async fn set_time_based_access(&self, id: &str, on: bool) -> StoreResult<bool> {
+        self.exec_one(&SET_TIME_BASED_ACCESS, args![on, id]).await
     }
 
     async fn delete_project(&self, id: &str) -> StoreResult<bool> {

@@ -2,6 +2,7 @@
 //! (`tests/backends`) runs each as a test of its own per backend, on a fresh store: `conformance::sqlite::<check>`,
 //! and `conformance::postgres::<check>` on a real server.
 
+mod accounts;
 mod audit;
 mod checks;
 pub use audit::a_revocation_and_its_audit_record_commit_together;
@@ -12,6 +13,7 @@ use crate::records::*;
 use crate::test_database::TestRandom;
 use crate::StoreError;
 use latchkey_core::access_token::GrantId;
+use latchkey_core::account::AccountChange;
 use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::pkce::ChallengeMethod;
@@ -21,7 +23,8 @@ use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
 use std::sync::Arc;
 
-const T0: UnixTime = UnixTime(1_700_000_000);
+/// The time the checks run at.
+pub const T0: UnixTime = UnixTime(1_700_000_000);
 
 /// `n` random bytes in base64url, for test data that must be unique.
 fn random_b64(n: usize) -> String {
@@ -30,7 +33,8 @@ fn random_b64(n: usize) -> String {
 
 /// A project with a desktop client, and a user; returns (client_id, user_id).
 pub async fn fixture(store: &dyn Store) -> (String, String) {
-    let project = Project { id: random_b64(9), name: "p".into(), api_enabled: true, created_at: T0 };
+    let project =
+        Project { id: random_b64(9), name: "p".into(), api_enabled: true, created_at: T0, time_based_access: false };
     store.create_project(&project).await.expect("project");
     let client = Client {
         client_id: format!("c-{}", random_b64(9)),
@@ -149,10 +153,10 @@ async fn users_channels_and_sessions(store: &dyn Store) {
     store.create_session(&session).await.expect("session");
     assert_eq!(store.session(&session.token_hash, T0.plus(59)).await.expect("get"), Some(session.clone()));
     assert_eq!(store.session(&session.token_hash, T0.plus(60)).await.expect("get"), None);
-    assert!(store.set_user_disabled(&user_id, Some(T0)).await.expect("disable"));
+    assert_eq!(store.change_account(&user_id, &AccountChange::Disable, T0).await.expect("disable"), Some(1));
     assert_eq!(store.session(&session.token_hash, T0).await.expect("get"), None, "a disabled user has no session");
     store.delete_session(&session.token_hash).await.expect("delete");
-    assert!(store.delete_user(&user_id).await.expect("delete user"));
+    assert_eq!(store.change_account(&user_id, &AccountChange::Delete, T0).await.expect("delete user"), Some(1));
     assert!(store.user(&user_id).await.expect("get").is_none());
 }
 
@@ -252,14 +256,14 @@ async fn grant_state_follows_user_and_client(store: &dyn Store) {
     let (client_id, user_id) = fixture(store).await;
     let g = issue(store, &client_id, &user_id, GrantLimits::default()).await;
     assert!(store.grant(&g.id).await.expect("get").expect("g").is_usable(T0));
-    store.set_user_disabled(&user_id, Some(T0)).await.expect("disable");
+    store.change_account(&user_id, &AccountChange::Disable, T0).await.expect("disable");
     assert!(!store.grant(&g.id).await.expect("get").expect("g").is_usable(T0));
-    store.set_user_disabled(&user_id, None).await.expect("enable");
+    store.change_account(&user_id, &AccountChange::Enable, T0).await.expect("enable");
     store.delete_client(&client_id, T0).await.expect("delete client");
     assert!(!store.grant(&g.id).await.expect("get").expect("g").is_usable(T0));
     assert!(store.revoke_grant(&g.id, T0).await.expect("revoke"));
     assert!(!store.revoke_grant(&g.id, T0).await.expect("revoke twice"));
-    store.delete_user(&user_id).await.expect("delete user");
+    store.change_account(&user_id, &AccountChange::Delete, T0).await.expect("delete user");
     assert!(store.grant(&g.id).await.expect("get").is_none(), "a deleted user's grants go with them");
 }
 
@@ -499,7 +503,7 @@ async fn project_members_keep_an_owner(store: &dyn Store) {
     assert_eq!(store.remove_project_member(&project, &editor).await.expect("rm"), MemberChange::LastOwner);
     // Deleting the project or the user takes the memberships along.
     assert!(store.add_project_member(&member(&project, &stranger, ProjectRole::Editor, 3)).await.expect("add"));
-    assert!(store.delete_user(&stranger).await.expect("delete user"));
+    assert_eq!(store.change_account(&stranger, &AccountChange::Delete, T0).await.expect("delete user"), Some(1));
     assert_eq!(store.project_members(&project).await.expect("members").len(), 1);
     assert!(store.delete_project(&project).await.expect("delete project"));
     assert!(store.projects_of(&editor).await.expect("none").is_empty());

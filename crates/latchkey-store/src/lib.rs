@@ -2,7 +2,8 @@
 //!
 //! Handlers hold an `Arc<dyn Store>` and never branch on the backend. Each aggregate has its trait, implemented
 //! once for both engines over statements written once ([`sql`]): [`Clients`] (projects and clients), [`Grants`]
-//! (codes and grants), [`Users`] (accounts, sessions, sign-in throttling), [`Console`] (members, API keys),
+//! (codes and grants), [`Users`] (accounts, sessions, sign-in throttling), [`Accounts`] (apps with access, account
+//! changes with their events, last use), [`Console`] (members, API keys),
 //! [`Keys`], [`Replay`] (single-use values), [`Audit`] and [`Maintenance`]. A change that needs several
 //! statements to hold together (redeeming a code under the refresh-token limits, revoking a reused code's
 //! grants with their audit records) is a unit of work ([`db`]) that commits or fails as one, so that a response is only sent once
@@ -11,6 +12,7 @@
 //! Engines: [`sqlite`] (one file, the default) and [`postgres`] (many instances on one database). Call
 //! `use latchkey_store::prelude::*` to have every aggregate's methods on a `dyn Store`.
 
+mod accounts;
 mod audit;
 mod client_cache;
 mod clients;
@@ -35,6 +37,7 @@ pub mod sqlite;
 pub mod test_database;
 mod users;
 
+pub use accounts::{Accounts, LiveGrant};
 pub use audit::{Audit, AuditRecord};
 pub use clients::Clients;
 pub use console::Console;
@@ -54,13 +57,13 @@ use std::time::Duration;
 
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
-    pub use crate::{Audit, Clients, Console, Grants, Keys, Maintenance, Replay, Store, Users};
+    pub use crate::{Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Replay, Store, Users};
 }
 
 /// Everything latchkey keeps: the one handle over every aggregate.
-pub trait Store: Clients + Grants + Users + Console + Keys + Replay + Audit + Maintenance + 'static {}
+pub trait Store: Clients + Grants + Users + Accounts + Console + Keys + Replay + Audit + Maintenance + 'static {}
 
-impl<T: Clients + Grants + Users + Console + Keys + Replay + Audit + Maintenance + 'static> Store for T {}
+impl<T: Clients + Grants + Users + Accounts + Console + Keys + Replay + Audit + Maintenance + 'static> Store for T {}
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]

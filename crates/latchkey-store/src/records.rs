@@ -14,6 +14,8 @@ pub struct Project {
     pub api_enabled: bool,
     /// When it was created.
     pub created_at: UnixTime,
+    /// Whether its clients' consent page offers time-based access (`DECISIONS.md`).
+    pub time_based_access: bool,
 }
 
 /// A user to create.

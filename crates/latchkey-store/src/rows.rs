@@ -133,15 +133,15 @@ impl StoreRow for SqliteRow<'_, '_> {
     }
 }
 
-fn time(r: &dyn StoreRow, col: &str) -> StoreResult<UnixTime> {
+pub(crate) fn time(r: &dyn StoreRow, col: &str) -> StoreResult<UnixTime> {
     r.int(col).map(UnixTime)
 }
 
-fn opt_time(r: &dyn StoreRow, col: &str) -> StoreResult<Option<UnixTime>> {
+pub(crate) fn opt_time(r: &dyn StoreRow, col: &str) -> StoreResult<Option<UnixTime>> {
     Ok(r.opt_int(col)?.map(UnixTime))
 }
 
-fn scopes(r: &dyn StoreRow) -> StoreResult<ScopeSet> {
+pub(crate) fn scopes(r: &dyn StoreRow) -> StoreResult<ScopeSet> {
     u32::try_from(r.int("scopes")?).map(ScopeSet).map_err(|_| StoreError::Other("scopes out of range".into()))
 }
 
@@ -151,6 +151,7 @@ pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
         name: r.text("name")?,
         api_enabled: r.flag("api_enabled")?,
         created_at: time(r, "created_at")?,
+        time_based_access: r.flag("time_based_access")?,
     })
 }
 

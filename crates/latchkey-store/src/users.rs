@@ -1,5 +1,6 @@
 //! People: user accounts with the channel each has, their browser sessions, and the throttling of failed
-//! sign-ins.
+//! sign-ins. Changes to an account (disable, enable, delete, a new password) are `Accounts::change_account`'s,
+//! which records their events.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::records::{Channel, NewUser, Session, User};
@@ -20,10 +21,6 @@ pub trait Users: Send + Sync {
     async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>>;
     /// Every user.
     async fn users(&self) -> StoreResult<Vec<User>>;
-    /// Deletes a user, their channel, sessions and grants; false when there is no such user.
-    async fn delete_user(&self, id: &str) -> StoreResult<bool>;
-    /// Disables (`Some(at)`) or re-enables (`None`) a user; false when there is no such user.
-    async fn set_user_disabled(&self, id: &str, at: Option<UnixTime>) -> StoreResult<bool>;
     /// The user's channel.
     async fn channel_of(&self, user_id: &str) -> StoreResult<Option<Channel>>;
 
@@ -52,8 +49,6 @@ static USER: Sql = Sql::new("SELECT * FROM users WHERE id = $1");
 /// Both engines index `lower(email)`.
 static USER_BY_EMAIL: Sql = Sql::new("SELECT * FROM users WHERE lower(email) = lower($1)");
 static USERS: Sql = Sql::new("SELECT * FROM users ORDER BY created_at, id");
-static DELETE_USER: Sql = Sql::new("DELETE FROM users WHERE id = $1");
-static SET_USER_DISABLED: Sql = Sql::new("UPDATE users SET disabled_at = $1 WHERE id = $2");
 static CHANNEL_OF: Sql =
     Sql::new("SELECT id, user_id, title, description, created_at FROM channels WHERE user_id = $1");
 
@@ -105,14 +100,6 @@ impl<E: Engine> Users for Db<E> {
 
     async fn users(&self) -> StoreResult<Vec<User>> {
         self.engine.all(&USERS, args![], rows::user_from_row).await
-    }
-
-    async fn delete_user(&self, id: &str) -> StoreResult<bool> {
-        self.exec_one(&DELETE_USER, args![id]).await
-    }
-
-    async fn set_user_disabled(&self, id: &str, at: Option<UnixTime>) -> StoreResult<bool> {
-        self.exec_one(&SET_USER_DISABLED, args![at, id]).await
     }
 
     async fn channel_of(&self, user_id: &str) -> StoreResult<Option<Channel>> {

@@ -6,7 +6,7 @@
 use crate::output::{self, Exit};
 use crate::StoreArgs;
 use clap::{Args, Subcommand};
-use ids::{ClientId, ItemId, ProjectId, UserRef};
+use ids::{ClientId, ItemId, ProjectId};
 use keys::{KeysCmd, SecretsCmd};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
@@ -17,9 +17,11 @@ use latchkey_server::admin::{
 use latchkey_server::clock::SystemClock;
 use std::io::Read;
 use std::process::ExitCode;
+use users::UserCmd;
 
 mod ids;
 mod keys;
+mod users;
 
 /// `latchkey admin` and its global options.
 #[derive(Args)]
@@ -82,6 +84,15 @@ enum ProjectCmd {
         /// The project id.
         #[arg(long)]
         project: String,
+    },
+    /// Changes a project's settings.
+    Update {
+        /// The project id.
+        #[arg(long)]
+        project: String,
+        /// Offer time-based access on its clients' consent page (`on`) or not (`off`).
+        #[arg(long, value_parser = ["on", "off"])]
+        time_based_access: Option<String>,
     },
     /// Lists projects.
     List,
@@ -360,44 +371,6 @@ fn parse_type(s: &str) -> Result<ClientType, String> {
     ClientType::parse(s).ok_or_else(|| "one of desktop, mobile, universal-desktop, browser-extension".into())
 }
 
-#[derive(Subcommand)]
-enum UserCmd {
-    /// Creates a user (and their channel); the password is read from standard input.
-    Create {
-        /// The e-mail address, used to sign in.
-        #[arg(long)]
-        email: String,
-        /// Read the password from standard input (required: passwords never go on the command line).
-        #[arg(long, required = true)]
-        password_stdin: bool,
-        /// The display name.
-        #[arg(long)]
-        name: Option<String>,
-    },
-    /// Lists users.
-    List,
-    /// Shows a user (by id or e-mail).
-    Show {
-        #[command(flatten)]
-        user: UserRef,
-    },
-    /// Deletes a user, their channel, sessions and grants.
-    Delete {
-        #[command(flatten)]
-        user: UserRef,
-    },
-    /// Disables a user: no sign-in, and their tokens stop working.
-    Disable {
-        #[command(flatten)]
-        user: UserRef,
-    },
-    /// Re-enables a disabled user.
-    Enable {
-        #[command(flatten)]
-        user: UserRef,
-    },
-}
-
 /// Runs one admin command.
 pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
     let config = args.config.load()?;
@@ -432,6 +405,10 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             }
             ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, op, &project, true).await),
             ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, op, &project, false).await),
+            ProjectCmd::Update { project, time_based_access } => match time_based_access.as_deref() {
+                Some(on) => out(ops::project_set_time_based_access(store, op, &project, on == "on").await),
+                None => out(ops::project_show(store, op, &project).await),
+            },
             ProjectCmd::List => out(ops::project_list(store, op).await),
             ProjectCmd::Show(id) => out(ops::project_show(store, op, &id.get()).await),
             ProjectCmd::Delete(id) => out(ops::project_delete(store, op, &id.get()).await),
@@ -535,17 +512,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         },
-        Noun::User(cmd) => match cmd {
-            UserCmd::Create { email, name, .. } => {
-                let password = read_password()?;
-                out(ops::user_create(store, &email, &password, name.as_deref(), now).await)
-            }
-            UserCmd::List => out(ops::user_list(store).await),
-            UserCmd::Show { user } => out(ops::user_show(store, &user.get()).await),
-            UserCmd::Delete { user } => out(ops::user_delete(store, &user.get()).await),
-            UserCmd::Disable { user } => out(ops::user_set_disabled(store, &user.get(), true, now).await),
-            UserCmd::Enable { user } => out(ops::user_set_disabled(store, &user.get(), false, now).await),
-        },
+        Noun::User(cmd) => users::user(store, &config, cmd, now).await?,
         Noun::Listing(cmd) => match cmd {
             ListingCmd::Add { item_id, publisher_email, group, members } => {
                 let group = group.as_deref().map(|g| (g, members.as_slice()));
@@ -568,7 +535,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A typed result as the JSON printed.
-fn out<T: serde::Serialize>(result: AdminResult<T>) -> AdminResult<serde_json::Value> {
+pub(super) fn out<T: serde::Serialize>(result: AdminResult<T>) -> AdminResult<serde_json::Value> {
     result.map(|v| serde_json::to_value(v).unwrap_or_default())
 }
 
@@ -583,7 +550,7 @@ fn warnings_to_stderr() {
 }
 
 /// Reads a password from standard input: the first line, without its line ending.
-fn read_password() -> anyhow::Result<String> {
+pub(super) fn read_password() -> anyhow::Result<String> {
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text)?;
     let line = text.lines().next().unwrap_or("").to_owned();

@@ -29,6 +29,7 @@ pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>
         proof::use_once(ports, proof, rule, now).await?;
     }
     let (access_token, expires_in) = mint(ports, &found.grant, scopes, now)?;
+    ports.grant_used(&found.grant.id, now);
     Ok(TokenResponse {
         access_token,
         expires_in,

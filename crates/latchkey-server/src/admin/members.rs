@@ -47,9 +47,23 @@ pub async fn project_create(
         });
     }
     let id = format!("project-{}", random_id(10));
-    store.create_project(&Project { id: id.clone(), name: name.into(), api_enabled: false, created_at: now }).await?;
-    let created =
-        ProjectView { project_id: id.clone(), name: name.into(), api_enabled: false, created_at: None, role: None };
+    store
+        .create_project(&Project {
+            id: id.clone(),
+            name: name.into(),
+            api_enabled: false,
+            created_at: now,
+            time_based_access: false,
+        })
+        .await?;
+    let created = ProjectView {
+        project_id: id.clone(),
+        name: name.into(),
+        api_enabled: false,
+        time_based_access: false,
+        created_at: None,
+        role: None,
+    };
     let Some(owner_id) = owner_id else { return Ok(created) };
     let owner = ProjectMember { project_id: id.clone(), user_id: owner_id, role: ProjectRole::Owner, added_at: now };
     if let Err(e) = store.add_project_member(&owner).await {
@@ -87,6 +101,21 @@ pub async fn project_delete(store: &dyn Store, actor: &Actor, project_id: &str) 
         return Err(no_project(project_id));
     }
     Ok(ProjectDeleted { project_id: project_id.into(), deleted: true, clients_deleted: clients })
+}
+
+/// Offers time-based access on the consent page of a project's clients, or stops offering it (grants already
+/// limited keep their end).
+pub async fn project_set_time_based_access(
+    store: &dyn Store,
+    actor: &Actor,
+    project_id: &str,
+    on: bool,
+) -> AdminResult<ProjectView> {
+    let access = actor.project(store, project_id, Right::Edit).await?;
+    if !store.set_time_based_access(project_id, on).await? {
+        return Err(no_project(project_id));
+    }
+    Ok(ProjectView { time_based_access: on, ..access.view() })
 }
 
 /// Enables or disables the data API of a project.

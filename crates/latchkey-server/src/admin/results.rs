@@ -18,6 +18,8 @@ pub struct ProjectView {
     pub name: String,
     /// Whether its data API is enabled.
     pub api_enabled: bool,
+    /// Whether its clients' consent page offers time-based access.
+    pub time_based_access: bool,
     /// When it was created (absent from the answer to its creation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
@@ -34,6 +36,7 @@ impl ProjectView {
             project_id: p.id.clone(),
             name: p.name.clone(),
             api_enabled: p.api_enabled,
+            time_based_access: p.time_based_access,
             created_at: Some(p.created_at.0),
             role: role.map(ProjectRole::as_str),
         }
@@ -299,7 +302,7 @@ pub struct UserList {
 }
 
 /// A user deleted, disabled or enabled.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UserChanged {
     /// The user.
     pub user_id: String,

@@ -52,6 +52,7 @@ pub(super) async fn bearer_grant(
         .await?
         .filter(|g| g.is_usable(now))
         .ok_or_else(|| ApiError::unauthenticated("The access token was revoked.", true))?;
+    state.last_used.note(&claims.grant_id, now);
     Ok((claims, found))
 }
 

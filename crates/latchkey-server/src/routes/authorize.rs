@@ -1,17 +1,24 @@
 //! `GET /o/oauth2/v2/auth` (the request, then the sign-in, account-chooser or consent page) and
 //! `POST /o/oauth2/v2/auth` (the user's decision on the consent page).
+//!
+//! Which account a request continues as is decided once, in [`choose`]: `prompt=login` signs in (again); an
+//! `authuser` (set by the chooser and after signing in) names a signed-in account; `prompt=select_account` shows
+//! the chooser; a `login_hint` selects the signed-in account whose e-mail address or `sub` it is, or pre-fills the
+//! sign-in form with an e-mail address (never with a `sub`); one signed-in account goes straight on, several show
+//! the chooser.
 
 use super::AUTHORIZE_PATH;
 use crate::clock::OsRandom;
 use crate::error::{redirect_to_app, store_error, AuthorizeFailure};
 use crate::extract::{self, Pairs};
-use crate::session::{self, SignedIn};
+use crate::session::{self, Browser, BrowserError, SignedIn};
 use crate::state::AppState;
-use crate::views::{self, ConsentPage, ConsentScope, SelectAccountPage};
+use crate::views::{self, Choice, ConsentPage, ConsentScope, Period, SelectAccountPage};
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use latchkey_core::account::{self, ACCESS_PERIODS};
 use latchkey_core::authorize::{self, AuthorizeParams, Context, ValidRequest};
 use latchkey_core::client::Client;
 use latchkey_core::redirect;
@@ -23,48 +30,107 @@ use latchkey_core::{ErrorCode, OAuthError};
 /// The API service named on the consent page.
 const API_NAME: &str = "Video Data API";
 
+/// A request that passed the checks, with what its pages depend on.
+struct Checked {
+    client: Client,
+    request: ValidRequest,
+    /// Whether the client's project offers time-based access.
+    time_based: bool,
+}
+
+/// What the request shows next, once the browser's accounts are known.
+enum Next<'b> {
+    /// Go on as this account.
+    Account(&'b SignedIn),
+    /// The sign-in page, pre-filled with this address.
+    SignIn(&'b str),
+    /// The account chooser.
+    Chooser,
+    /// `authuser` names an account that is not signed in in this browser.
+    Unknown,
+}
+
+/// Decides which account the request continues as (the order is the module's doc).
+fn choose<'b>(browser: &'b Browser, request: &'b ValidRequest, params: &AuthorizeParams) -> Next<'b> {
+    let hint = request.login_hint.as_deref();
+    let prefill = hint.filter(|h| h.contains('@')).unwrap_or("");
+    if request.prompt.login {
+        return Next::SignIn(prefill);
+    }
+    if let Some(id) = params.authuser.as_deref() {
+        return browser.find(id).map_or(Next::Unknown, Next::Account);
+    }
+    if request.prompt.select_account {
+        return if browser.accounts.is_empty() { Next::SignIn(prefill) } else { Next::Chooser };
+    }
+    if let Some(h) = hint {
+        return browser.hinted(h).map_or(Next::SignIn(prefill), Next::Account);
+    }
+    match browser.accounts.as_slice() {
+        [] => Next::SignIn(""),
+        [one] => Next::Account(one),
+        _ => Next::Chooser,
+    }
+}
+
 /// Shows the page the request needs next.
 pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let pairs = extract::pairs(query.unwrap_or_default().as_bytes());
     let params = AuthorizeParams::from_pairs(extract::borrowed(&pairs));
-    let (client, request) = match validate(&state, &params, &headers).await {
+    let checked = match validate(&state, &params, &headers).await {
         Ok(ok) => ok,
         Err(failure) => return failure.into_response(),
     };
-    let signed_in = match session::current(&state, &headers).await {
-        Ok(s) => s,
-        Err(e) => return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response(),
+    let browser = match session::accounts(&state, &headers).await {
+        Ok(b) => b,
+        Err(e) => return browser_failure(&state, e),
     };
-    let continue_to = continue_url(&params, false);
-    let hint_differs =
-        |s: &SignedIn| request.login_hint.as_ref().is_some_and(|h| !s.user.email.eq_ignore_ascii_case(h));
-    match signed_in {
-        Some(s) if !request.prompt.login && !hint_differs(&s) => {
-            if request.prompt.none {
-                return back(&state, &request, ErrorCode::ConsentRequired, "The user must consent to this request.");
-            }
-            if request.prompt.select_account {
-                return views::page(
-                    StatusCode::OK,
-                    &SelectAccountPage {
-                        app_name: &client.name,
-                        user_email: &s.user.email,
-                        continue_href: &continue_to,
-                        switch_href: &continue_url(&params, true),
-                    },
-                );
-            }
-            consent_page(&state, &client, &request, &params, &s, None)
+    let request = &checked.request;
+    let none = request.prompt.none;
+    match choose(&browser, request, &params) {
+        Next::Account(_) if none => {
+            back(&state, request, ErrorCode::ConsentRequired, "The user must consent to this request.")
         }
-        _ if request.prompt.none => back(&state, &request, ErrorCode::LoginRequired, "The user must sign in."),
-        _ => super::login::login_page(
+        Next::Account(s) => {
+            let mut page = consent_page(&state, &checked, &params, s, None);
+            if browser.stale || browser.accounts.first().is_some_and(|f| f.user.id != s.user.id) {
+                let cookie = browser.cookie_with_first(&s.user.id, state.config.session_lifetime);
+                page.headers_mut().append(header::SET_COOKIE, cookie);
+            }
+            page
+        }
+        Next::SignIn(_) if none => back(&state, request, ErrorCode::LoginRequired, "The user must sign in."),
+        Next::SignIn(email) => super::login::login_page(
             &headers,
             StatusCode::OK,
-            Some(&client.name),
+            Some(&checked.client.name),
             None,
-            &continue_to,
-            request.login_hint.as_deref().unwrap_or(""),
+            &continue_url(&params, Mode::Continue),
+            email,
         ),
+        Next::Chooser if none => back(
+            &state,
+            request,
+            ErrorCode::AccountSelectionRequired,
+            "The browser is signed in to several accounts: the user must choose one.",
+        ),
+        Next::Chooser => {
+            let accounts = browser
+                .accounts
+                .iter()
+                .map(|s| Choice {
+                    email: &s.user.email,
+                    name: s.user.name.as_deref(),
+                    href: continue_url(&params, Mode::As(&s.user.id)),
+                })
+                .collect();
+            let switch_href = continue_url(&params, Mode::SignInAgain);
+            views::page(
+                StatusCode::OK,
+                &SelectAccountPage { app_name: &checked.client.name, accounts, switch_href: &switch_href },
+            )
+        }
+        Next::Unknown => unknown_account(),
     }
 }
 
@@ -77,19 +143,23 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let request_pairs: Pairs = extract::pairs(field("request").unwrap_or("").as_bytes());
     let params = AuthorizeParams::from_pairs(extract::borrowed(&request_pairs));
-    let signed_in = match session::current(&state, &headers).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            return super::login::login_page(
-                &headers,
-                StatusCode::OK,
-                None,
-                Some("Your session ended. Sign in again to continue."),
-                &continue_url(&params, false),
-                "",
-            )
-        }
-        Err(e) => return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response(),
+    let browser = match session::accounts(&state, &headers).await {
+        Ok(b) => b,
+        Err(e) => return browser_failure(&state, e),
+    };
+    let signed_in = match params.authuser.as_deref() {
+        Some(id) => browser.find(id),
+        None => browser.accounts.first().filter(|_| browser.accounts.len() == 1),
+    };
+    let Some(signed_in) = signed_in else {
+        return super::login::login_page(
+            &headers,
+            StatusCode::OK,
+            None,
+            Some("Your session ended. Sign in again to continue."),
+            &continue_url(&params, Mode::Continue),
+            "",
+        );
     };
     if !session::csrf_ok(&state, &signed_in.session, field("csrf").unwrap_or("")) {
         return views::notice(
@@ -98,13 +168,21 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
             "The form could not be verified. Go back to the app and start again.",
         );
     }
-    let (client, request) = match validate(&state, &params, &headers).await {
+    let checked = match validate(&state, &params, &headers).await {
         Ok(ok) => ok,
         Err(failure) => return failure.into_response(),
     };
+    let request = &checked.request;
     match field("decision") {
-        Some("deny") => back(&state, &request, ErrorCode::AccessDenied, "The user denied the request."),
+        Some("deny") => back(&state, request, ErrorCode::AccessDenied, "The user denied the request."),
         Some("allow") => {
+            let Ok(lifetime) = account::access_period(field("duration"), checked.time_based) else {
+                return AuthorizeFailure::page(
+                    OAuthError::invalid_request("The access period chosen is not one this app offers."),
+                    &state.urls.issuer,
+                )
+                .into_response();
+            };
             let mut granted = ScopeSet::EMPTY;
             for (_, id) in form.iter().filter(|(k, _)| k == "scope") {
                 if let Some(i) = state.scopes.index_of(id) {
@@ -113,16 +191,10 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
             }
             let granted = granted.intersection(request.scopes);
             if granted.is_empty() {
-                return consent_page(
-                    &state,
-                    &client,
-                    &request,
-                    &params,
-                    &signed_in,
-                    Some("Select at least one permission to allow, or choose Cancel."),
-                );
+                let again = Some("Select at least one permission to allow, or choose Cancel.");
+                return consent_page(&state, &checked, &params, signed_in, again);
             }
-            issue_code(&state, &client, &request, &signed_in, granted).await
+            issue_code(&state, &checked, signed_in, granted, lifetime).await
         }
         _ => AuthorizeFailure::page(OAuthError::invalid_request("Choose Allow or Cancel."), &state.urls.issuer)
             .into_response(),
@@ -134,21 +206,21 @@ async fn validate(
     state: &AppState,
     params: &AuthorizeParams,
     headers: &HeaderMap,
-) -> Result<(Client, ValidRequest), AuthorizeFailure> {
+) -> Result<Checked, AuthorizeFailure> {
     let issuer = &state.urls.issuer;
     let page = |e| AuthorizeFailure::page(store_error(e), issuer);
     let client = match params.client_id.as_deref() {
         Some(id) if !id.is_empty() => state.store.client(id).await.map_err(page)?,
         _ => None,
     };
-    let api_enabled = match &client {
-        Some(c) => state.store.project(&c.project_id).await.map_err(page)?.is_some_and(|p| p.api_enabled),
-        None => false,
+    let project = match &client {
+        Some(c) => state.store.project(&c.project_id).await.map_err(page)?,
+        None => None,
     };
     let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let cx = Context {
         client: client.as_ref(),
-        api_enabled,
+        api_enabled: project.as_ref().is_some_and(|p| p.api_enabled),
         registry: &state.scopes,
         require_pkce: state.config.require_pkce,
         user_agent,
@@ -160,12 +232,37 @@ async fn validate(
     };
     let request = authorize::validate(params, cx).map_err(failure)?;
     match client {
-        Some(client) => Ok((client, request)),
+        Some(client) => Ok(Checked { client, request, time_based: project.is_some_and(|p| p.time_based_access) }),
         None => Err(AuthorizeFailure::page(
             OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found."),
             issuer,
         )),
     }
+}
+
+/// The page for a session cookie that cannot be read (removed with it) or a store failure.
+pub fn browser_failure(state: &AppState, e: BrowserError) -> Response {
+    match e {
+        BrowserError::Store(e) => AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response(),
+        BrowserError::Tampered => {
+            let mut page = views::notice(
+                StatusCode::BAD_REQUEST,
+                "Your sign-in could not be read",
+                "This browser sent a sign-in cookie that latchkey did not set. It has been removed: sign in again.",
+            );
+            page.headers_mut().append(header::SET_COOKIE, session::clear_session_cookie());
+            page
+        }
+    }
+}
+
+/// The page for an `authuser` that names no account signed in in this browser.
+pub fn unknown_account() -> Response {
+    views::notice(
+        StatusCode::BAD_REQUEST,
+        "That account is not signed in",
+        "The account chosen is not signed in in this browser. Go back to the app and start again, or sign in to it.",
+    )
 }
 
 /// Sends an error back to the app.
@@ -178,10 +275,22 @@ fn back(state: &AppState, request: &ValidRequest, code: ErrorCode, text: &'stati
     .into_response()
 }
 
-/// The authorization URL to come back to after a page: `prompt` loses `login` and `select_account` (they
-/// have been honoured), and `login_hint` goes (it pre-filled the form already). `sign_in_again` asks for
-/// `prompt=login` instead.
-fn continue_url(params: &AuthorizeParams, sign_in_again: bool) -> String {
+/// Where a page of the flow leads back to.
+#[derive(Debug, Clone, Copy)]
+pub enum Mode<'a> {
+    /// On, with `login` and `select_account` dropped from `prompt` (they have been honoured).
+    Continue,
+    /// On as this signed-in account.
+    As(&'a str),
+    /// To the sign-in page, to add another account (`prompt=login`).
+    SignInAgain,
+    /// To the account chooser (`prompt=select_account`).
+    Chooser,
+}
+
+/// The authorization URL to come back to after a page: `login_hint` goes (it pre-filled the form or selected the
+/// account already), and `prompt` and `authuser` follow `mode`.
+pub fn continue_url(params: &AuthorizeParams, mode: Mode<'_>) -> String {
     let mut p = params.clone();
     let rest: Vec<&str> = p
         .prompt
@@ -190,7 +299,16 @@ fn continue_url(params: &AuthorizeParams, sign_in_again: bool) -> String {
         .split(' ')
         .filter(|v| !v.is_empty() && *v != "login" && *v != "select_account")
         .collect();
-    p.prompt = if sign_in_again { Some("login".into()) } else { (!rest.is_empty()).then(|| rest.join(" ")) };
+    p.prompt = match mode {
+        Mode::SignInAgain => Some("login".into()),
+        Mode::Chooser => Some("select_account".into()),
+        Mode::Continue | Mode::As(_) => (!rest.is_empty()).then(|| rest.join(" ")),
+    };
+    p.authuser = match mode {
+        Mode::As(id) => Some(id.to_owned()),
+        Mode::Continue => p.authuser,
+        Mode::SignInAgain | Mode::Chooser => None,
+    };
     p.login_hint = None;
     let mut query = form_urlencoded::Serializer::new(String::new());
     for (k, v) in p.to_pairs() {
@@ -201,27 +319,32 @@ fn continue_url(params: &AuthorizeParams, sign_in_again: bool) -> String {
 
 fn consent_page(
     state: &AppState,
-    client: &Client,
-    request: &ValidRequest,
+    checked: &Checked,
     params: &AuthorizeParams,
     signed_in: &SignedIn,
     error: Option<&str>,
 ) -> Response {
     let csrf = session::csrf_token(state, &signed_in.session);
-    let carried = continue_url(params, false);
+    let carried = continue_url(params, Mode::As(&signed_in.user.id));
     let carried = carried.split_once('?').map(|(_, q)| q).unwrap_or("");
     let scopes = state
         .scopes
-        .iter(request.scopes)
+        .iter(checked.request.scopes)
         .map(|s| ConsentScope { id: &s.id, summary: s.summary, checked: false })
         .collect();
+    let periods = match checked.time_based {
+        true => ACCESS_PERIODS.iter().map(|(secs, label)| Period { secs: *secs, label }).collect(),
+        false => Vec::new(),
+    };
     let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     views::page(
         status,
         &ConsentPage {
-            app_name: &client.name,
+            app_name: &checked.client.name,
             api_name: API_NAME,
             user_email: &signed_in.user.email,
+            switch_href: &continue_url(params, Mode::Chooser),
+            periods,
             scopes,
             csrf: &csrf,
             request: carried,
@@ -232,11 +355,12 @@ fn consent_page(
 
 async fn issue_code(
     state: &AppState,
-    client: &Client,
-    request: &ValidRequest,
+    checked: &Checked,
     signed_in: &SignedIn,
     granted: ScopeSet,
+    grant_lifetime: Option<i64>,
 ) -> Response {
+    let (client, request) = (&checked.client, &checked.request);
     let now = state.clock.now();
     let code = Secret::generate("lkc_", &OsRandom);
     let record = AuthCode {
@@ -250,7 +374,7 @@ async fn issue_code(
         auth_time: signed_in.session.created_at,
         expires_at: now.plus(state.config.code_lifetime),
         used: false,
-        grant_lifetime: None,
+        grant_lifetime,
     };
     if let Err(e) = state.store.insert_code(&record).await {
         return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response();

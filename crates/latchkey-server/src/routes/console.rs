@@ -47,6 +47,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/projects", post(projects::projects_post))
         .route("/console/projects/{project}", get(projects::project_get))
         .route("/console/projects/{project}/api", post(projects::api_post))
+        .route("/console/projects/{project}/time-based-access", post(projects::time_based_access_post))
         .route("/console/projects/{project}/delete", get(projects::delete_get).post(projects::delete_post))
         .route("/console/projects/{project}/members", post(projects::members_post))
         .route("/console/projects/{project}/members/{user}/remove", post(projects::member_remove_post))
@@ -94,6 +95,8 @@ fn notice(done: Option<&str>) -> Option<String> {
         "project-deleted" => "Project deleted, with its OAuth clients.",
         "api-enabled" => "The data API is enabled for this project.",
         "api-disabled" => "The data API is disabled for this project.",
+        "time-based-on" => "Time-based access is offered: people can limit an app's access to a period.",
+        "time-based-off" => "Time-based access is no longer offered. Access already limited keeps its end.",
         "member-added" => "Member added.",
         "member-removed" => "Member removed.",
         "role-changed" => "Role changed.",

@@ -2,7 +2,7 @@
 
 use super::AUTHORIZE_PATH;
 use crate::extract::{self, ClientAddr};
-use crate::session::{self, SESSION_COOKIE};
+use crate::session::{self, Browser, BrowserError, StartError};
 use crate::state::AppState;
 use crate::views::{self, LoginPage};
 use axum::body::Bytes;
@@ -104,51 +104,104 @@ pub async fn signin_post(
     if let Err(e) = state.store.clear_login_failures(&account_key).await {
         return unavailable(e);
     }
-    let cookie = match session::start(&state, &user.id).await {
+    // A cookie we could not have set is replaced: the browser starts over with this account.
+    let browser = match session::accounts(&state, &headers).await {
+        Ok(b) => b,
+        Err(BrowserError::Tampered) => Browser::default(),
+        Err(BrowserError::Store(e)) => return unavailable(e),
+    };
+    let cookie = match session::start(&state, &browser, &user.id).await {
         Ok(c) => c,
-        Err(e) => return unavailable(e),
+        Err(StartError::TooMany(n)) => {
+            let msg = format!(
+                "This browser is signed in to {n} accounts, the most it may hold. Sign out of one of them on your \
+                 account page, then sign in again."
+            );
+            return again(StatusCode::CONFLICT, &msg);
+        }
+        Err(StartError::Store(e)) => return unavailable(e),
     };
     tracing::info!(user_id = %user.id, "signed in");
+    let next = continue_as(continue_to, &user.id);
     let mut response = StatusCode::SEE_OTHER.into_response();
     let h = response.headers_mut();
     h.append(header::SET_COOKIE, cookie);
-    h.insert(header::LOCATION, HeaderValue::from_str(continue_to).unwrap_or(HeaderValue::from_static("/")));
+    h.insert(header::LOCATION, HeaderValue::from_str(&next).unwrap_or(HeaderValue::from_static("/")));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
-/// `POST /signout`: ends the session (CSRF-checked) and goes home.
+/// Where to go after signing in as `user_id`: the authorization request or the account page goes on as the account
+/// just signed in (`authuser`), whichever other accounts the browser holds.
+fn continue_as(continue_to: &str, user_id: &str) -> String {
+    let (path, query) = continue_to.split_once('?').unwrap_or((continue_to, ""));
+    if path != AUTHORIZE_PATH && path != "/account" {
+        return continue_to.to_owned();
+    }
+    let mut out = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k != "authuser") {
+        out.append_pair(&k, &v);
+    }
+    out.append_pair("authuser", user_id);
+    format!("{path}?{}", out.finish())
+}
+
+/// `POST /signout`: signs the browser out of one account (`account`, a user id; default the most recently used
+/// one) or, with `all`, out of every account. The form's CSRF token is that of the account named.
 pub async fn signout_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = extract::pairs(&body);
-    let token = form.iter().find(|(k, _)| k == "csrf").map(|(_, v)| v.as_str()).unwrap_or("");
-    if let Ok(Some(s)) = session::current(&state, &headers).await {
-        if !session::csrf_ok(&state, &s.session, token) {
-            return views::notice(StatusCode::FORBIDDEN, "This page has expired", "Reload the page and try again.");
-        }
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    response.headers_mut().insert(header::LOCATION, HeaderValue::from_static("/"));
+    let browser = match session::accounts(&state, &headers).await {
+        Ok(b) => b,
+        Err(BrowserError::Tampered) => Browser::default(),
+        Err(BrowserError::Store(e)) => return unavailable(e),
+    };
+    let target = match field("account") {
+        Some(id) => browser.find(id),
+        None => browser.accounts.first(),
+    };
+    let Some(target) = target else {
+        response.headers_mut().append(header::SET_COOKIE, session::clear_session_cookie());
+        return response;
+    };
+    if !session::csrf_ok(&state, &target.session, field("csrf").unwrap_or("")) {
+        return views::notice(StatusCode::FORBIDDEN, "This page has expired", "Reload the page and try again.");
+    }
+    let all = field("all").is_some_and(|v| !v.is_empty());
+    let ending = browser.accounts.iter().filter(|s| all || s.user.id == target.user.id);
+    for s in ending {
         if let Err(e) = state.store.delete_session(&s.session.token_hash).await {
             return unavailable(e);
         }
     }
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    response.headers_mut().append(header::SET_COOKIE, session::set_cookie(SESSION_COOKIE, "", 0));
-    response.headers_mut().insert(header::LOCATION, HeaderValue::from_static("/"));
+    let cookie = match all {
+        true => session::clear_session_cookie(),
+        false => browser.cookie_without(&target.user.id, state.config.session_lifetime),
+    };
+    response.headers_mut().append(header::SET_COOKIE, cookie);
     response
 }
 
-/// `GET /`: who is signed in, with a link to the developer console.
+/// `GET /`: the signed-in accounts, with links to the account page and the developer console.
 pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    match session::current(&state, &headers).await {
-        Ok(Some(s)) => views::page(StatusCode::OK, &views::HomePage { email: Some(&s.user.email) }),
-        Ok(None) => views::page(StatusCode::OK, &views::HomePage { email: None }),
-        Err(e) => unavailable(e),
-    }
+    let browser = match session::accounts(&state, &headers).await {
+        Ok(b) => b,
+        Err(BrowserError::Tampered) => Browser::default(),
+        Err(BrowserError::Store(e)) => return unavailable(e),
+    };
+    let accounts = browser.accounts.iter().map(|s| (s.user.email.as_str(), s.user.id.as_str())).collect();
+    views::page(StatusCode::OK, &views::HomePage { accounts })
 }
 
-/// Where a sign-in may continue to: only our own authorization endpoint, the console or the home page (no open
-/// redirect).
+/// Where a sign-in may continue to: only our own authorization endpoint, the account page, the console or the home
+/// page (no open redirect).
 fn safe_continue(target: Option<&str>) -> &str {
     let ours = |t: &str| {
         t.starts_with(&format!("{AUTHORIZE_PATH}?"))
+            || t == "/account"
+            || t.starts_with("/account?")
             || t == "/console"
             || t.starts_with("/console/")
             || t.starts_with("/console?")
@@ -175,5 +228,15 @@ mod tests {
         assert_eq!(super::safe_continue(Some("/console/projects/p1")), "/console/projects/p1");
         assert_eq!(super::safe_continue(Some("/consoles")), "/");
         assert_eq!(super::safe_continue(Some("/console\\evil")), "/");
+        assert_eq!(super::safe_continue(Some("/account")), "/account");
+        assert_eq!(super::safe_continue(Some("/accounts")), "/");
+    }
+
+    #[test]
+    fn signing_in_continues_as_the_account_just_signed_in() {
+        let next = super::continue_as("/o/oauth2/v2/auth?client_id=c&authuser=old&state=s%20t", "42");
+        assert_eq!(next, "/o/oauth2/v2/auth?client_id=c&state=s+t&authuser=42");
+        assert_eq!(super::continue_as("/account", "42"), "/account?authuser=42");
+        assert_eq!(super::continue_as("/console/projects", "42"), "/console/projects");
     }
 }

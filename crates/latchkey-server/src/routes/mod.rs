@@ -1,6 +1,7 @@
 //! The HTTP routes. A handler runs its extractors, makes one call into the core or the store, and maps the
 //! result; error mapping lives in `crate::error`.
 
+mod account;
 mod api;
 mod appcheck;
 mod authorize;
@@ -31,6 +32,10 @@ pub fn router(state: AppState) -> Router {
         .route(AUTHORIZE_PATH, get(authorize::authorize_get).post(authorize::authorize_post))
         .route("/signin", get(login::signin_get).post(login::signin_post))
         .route("/signout", axum::routing::post(login::signout_post))
+        .route("/account", get(account::account_get))
+        .route("/account/apps/remove", axum::routing::post(account::apps_remove_post))
+        .route("/account/password", axum::routing::post(account::password_post))
+        .route("/account/sessions/end-others", axum::routing::post(account::end_others_post))
         .route(TOKEN_PATH, axum::routing::post(token::token_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
         .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))

@@ -105,6 +105,10 @@ impl Ports for StorePorts<'_> {
         Ok(self.state.store.legacy_grant_by_refresh(refresh_hash).await?)
     }
 
+    fn grant_used(&self, id: &GrantId, now: UnixTime) {
+        self.state.last_used.note(id, now);
+    }
+
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> Result<bool, TokenError> {
         let revoked = self.state.store.revoke_grant(id, now).await?;
         if revoked {

@@ -34,6 +34,8 @@ pub struct ProjectRow {
     pub role: &'static str,
     /// Whether the data API is enabled.
     pub api_enabled: bool,
+    /// Whether its clients' consent page offers time-based access.
+    pub time_based_access: bool,
     /// When it was created.
     pub created: String,
 }

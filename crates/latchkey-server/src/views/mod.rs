@@ -3,6 +3,7 @@
 //! Pages work without JavaScript, cannot be framed (`frame-ancestors 'none'`), are never cached and send no
 //! referrer. Inputs keep the names browser automation relies on: `email`, `password`, `scope`, `decision`.
 
+pub mod account;
 pub mod console;
 
 use askama::Template;
@@ -40,6 +41,14 @@ pub struct ConsentScope<'a> {
     pub checked: bool,
 }
 
+/// One access period offered on the consent page (time-based access).
+pub struct Period {
+    /// The seconds, the radio button's value (0: until removed).
+    pub secs: i64,
+    /// Its label.
+    pub label: &'static str,
+}
+
 /// The consent page.
 #[derive(Template)]
 #[template(path = "consent.html")]
@@ -50,6 +59,10 @@ pub struct ConsentPage<'a> {
     pub api_name: &'a str,
     /// Who is signed in.
     pub user_email: &'a str,
+    /// The account chooser, to continue as another account.
+    pub switch_href: &'a str,
+    /// The access periods offered (time-based access), none when the project does not offer them.
+    pub periods: Vec<Period>,
     /// The requested scopes.
     pub scopes: Vec<ConsentScope<'a>>,
     /// The CSRF token.
@@ -60,16 +73,24 @@ pub struct ConsentPage<'a> {
     pub error: Option<&'a str>,
 }
 
-/// The account chooser (`prompt=select_account`).
+/// One account on the chooser: its address and where choosing it leads.
+pub struct Choice<'a> {
+    /// The account's e-mail address.
+    pub email: &'a str,
+    /// Its display name, if any.
+    pub name: Option<&'a str>,
+    /// Continue as this account.
+    pub href: String,
+}
+
+/// The account chooser: every signed-in account, most recently used first, and "Use another account".
 #[derive(Template)]
 #[template(path = "select_account.html")]
 pub struct SelectAccountPage<'a> {
     /// The client's name.
     pub app_name: &'a str,
-    /// Who is signed in.
-    pub user_email: &'a str,
-    /// Continue with this account.
-    pub continue_href: &'a str,
+    /// The signed-in accounts.
+    pub accounts: Vec<Choice<'a>>,
     /// Sign in with another account.
     pub switch_href: &'a str,
 }
@@ -94,12 +115,12 @@ pub struct NoticePage<'a> {
     pub message: &'a str,
 }
 
-/// The home page `/`: who is signed in, with a link to the developer console.
+/// The home page `/`: the signed-in accounts, with links to the account page and the developer console.
 #[derive(Template)]
 #[template(path = "home.html")]
 pub struct HomePage<'a> {
-    /// The signed-in user's e-mail address, if anyone is signed in.
-    pub email: Option<&'a str>,
+    /// The signed-in accounts' e-mail addresses and ids, most recently used first.
+    pub accounts: Vec<(&'a str, &'a str)>,
 }
 
 /// Renders a page with the headers every page carries.

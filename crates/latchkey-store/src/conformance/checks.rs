@@ -1,5 +1,6 @@
 //! The list of checks, each registered once, for a harness to run on every backend.
 
+use super::accounts::*;
 use super::*;
 use std::future::Future;
 use std::pin::Pin;
@@ -48,4 +49,7 @@ checks! {
     api_keys_are_kept_per_user: by_ref,
     seeded_users_and_grants_are_stored_as_they_are: by_ref,
     client_lifecycle: by_ref,
+    account_changes_record_one_event_each: by_ref,
+    removing_an_apps_access_revokes_its_grants_and_only_those: by_ref,
+    last_use_days_move_forward_and_ended_grants_are_not_live: by_ref,
 }

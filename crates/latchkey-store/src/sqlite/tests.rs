@@ -120,7 +120,10 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
     assert_eq!(counted(&store), (2, 2));
     store.revoke_grants_of_code(&grants[3].code_hash, latchkey_core::time::UnixTime(1)).await.expect("revoke");
     assert_eq!(counted(&store), (1, 1));
-    store.delete_user(&user_id).await.expect("delete");
+    store
+        .change_account(&user_id, &latchkey_core::account::AccountChange::Delete, latchkey_core::time::UnixTime(1))
+        .await
+        .expect("delete");
     assert_eq!(counted(&store), (0, 0), "a deleted user's counts go with their grants");
 }
 

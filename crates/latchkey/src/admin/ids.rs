@@ -27,5 +27,4 @@ macro_rules! id_arg {
 
 id_arg!(ProjectId, project, legacy_project, "project", "project id");
 id_arg!(ClientId, client, legacy_client, "client", "client id");
-id_arg!(UserRef, user, legacy_user, "user", "user, by id or e-mail address");
 id_arg!(ItemId, item_id, legacy_item_id, "item-id", "listing's item ID");

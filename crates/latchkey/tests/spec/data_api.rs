@@ -332,7 +332,9 @@ async fn access_tokens_minted_before_a_key_rotation_keep_working() {
 async fn a_token_of_a_deleted_user_is_401() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::user_delete(server.store(), ALICE).await.expect("delete");
+    latchkey_server::admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
+        .await
+        .expect("delete");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 401);
 }
 

@@ -4,12 +4,12 @@
 use crate::support::*;
 use url::Url;
 
-const REDIRECT: &str = "http://127.0.0.1:5555/callback";
-const ALICE: &str = "alice@example.com";
-const BOB: &str = "bob@example.com";
+pub(crate) const REDIRECT: &str = "http://127.0.0.1:5555/callback";
+pub(crate) const ALICE: &str = "alice@example.com";
+pub(crate) const BOB: &str = "bob@example.com";
 
 /// An authorization URL with extra parameters.
-fn url_with(server: &TestServer, app: &App, scopes: &[&str], pkce: &Pkce, extra: &[(&str, &str)]) -> String {
+pub(crate) fn url_with(server: &TestServer, app: &App, scopes: &[&str], pkce: &Pkce, extra: &[(&str, &str)]) -> String {
     let mut url = Url::parse(&authorize_url(server, app, scopes, pkce, REDIRECT, "st4te")).expect("url");
     {
         let mut q = url.query_pairs_mut();
@@ -21,7 +21,7 @@ fn url_with(server: &TestServer, app: &App, scopes: &[&str], pkce: &Pkce, extra:
 }
 
 /// The opening tags of the `<input>` elements of a page.
-fn inputs(page: &Page) -> Vec<&str> {
+pub(crate) fn inputs(page: &Page) -> Vec<&str> {
     page.body
         .match_indices("<input")
         .filter_map(|(i, _)| page.body[i..].find('>').map(|end| &page.body[i..i + end + 1]))
@@ -29,7 +29,7 @@ fn inputs(page: &Page) -> Vec<&str> {
 }
 
 /// The value of an attribute of a tag, decoded.
-fn attr(tag: &str, name: &str) -> Option<String> {
+pub(crate) fn attr(tag: &str, name: &str) -> Option<String> {
     let needle = format!(" {name}=\"");
     let start = tag.find(&needle)? + needle.len();
     let end = tag[start..].find('"')? + start;
@@ -37,12 +37,12 @@ fn attr(tag: &str, name: &str) -> Option<String> {
 }
 
 /// The input tag named `name`.
-fn input_named<'p>(page: &'p Page, name: &str) -> Option<&'p str> {
+pub(crate) fn input_named<'p>(page: &'p Page, name: &str) -> Option<&'p str> {
     inputs(page).into_iter().find(|t| attr(t, "name").as_deref() == Some(name))
 }
 
 /// The values of the consent page's scope checkboxes, in order.
-fn scope_checkboxes(page: &Page) -> Vec<String> {
+pub(crate) fn scope_checkboxes(page: &Page) -> Vec<String> {
     inputs(page)
         .into_iter()
         .filter(|t| attr(t, "type").as_deref() == Some("checkbox") && attr(t, "name").as_deref() == Some("scope"))
@@ -51,27 +51,27 @@ fn scope_checkboxes(page: &Page) -> Vec<String> {
 }
 
 /// Whether the page is the sign-in form.
-fn is_sign_in(page: &Page) -> bool {
+pub(crate) fn is_sign_in(page: &Page) -> bool {
     input_named(page, "password").is_some() && page.body.contains("action=\"/signin\"")
 }
 
 /// Whether the page is the consent form.
-fn is_consent(page: &Page) -> bool {
+pub(crate) fn is_consent(page: &Page) -> bool {
     !scope_checkboxes(page).is_empty() && page.body.contains("name=\"decision\" value=\"allow\"")
 }
 
 /// The `Set-Cookie` header values of a response.
-fn set_cookies(page: &Page) -> Vec<String> {
+pub(crate) fn set_cookies(page: &Page) -> Vec<String> {
     page.headers.get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).map(str::to_owned).collect()
 }
 
 /// Whether the response sets a session cookie with a value (not a removal).
-fn sets_session(page: &Page) -> bool {
+pub(crate) fn sets_session(page: &Page) -> bool {
     set_cookies(page).iter().any(|c| c.starts_with("__Host-lk_session=") && !c.starts_with("__Host-lk_session=;"))
 }
 
 /// The error code shown on an error page.
-fn page_error_code(page: &Page) -> Option<String> {
+pub(crate) fn page_error_code(page: &Page) -> Option<String> {
     let needle = "<code id=\"error-code\">";
     let start = page.body.find(needle)? + needle.len();
     let end = page.body[start..].find("</code>")? + start;
@@ -79,7 +79,7 @@ fn page_error_code(page: &Page) -> Option<String> {
 }
 
 /// Follows a sign-in's redirect to our own path.
-async fn follow(server: &TestServer, browser: &Browser, redirect: &Page) -> Page {
+pub(crate) async fn follow(server: &TestServer, browser: &Browser, redirect: &Page) -> Page {
     assert_eq!(redirect.status, 303, "a redirect: {}", redirect.body);
     let to = redirect.headers["location"].to_str().expect("location");
     assert!(to.starts_with('/'), "stays on the server: {to}");
@@ -87,7 +87,7 @@ async fn follow(server: &TestServer, browser: &Browser, redirect: &Page) -> Page
 }
 
 /// Exchanges a code (redirected to [`REDIRECT`]) for tokens.
-async fn exchange(server: &TestServer, app: &App, code: &str, pkce: &Pkce) -> latchkey_proto::TokenResponse {
+pub(crate) async fn exchange(server: &TestServer, app: &App, code: &str, pkce: &Pkce) -> latchkey_proto::TokenResponse {
     let response = server
         .token(&[
             ("grant_type", "authorization_code"),

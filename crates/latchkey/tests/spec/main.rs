@@ -8,6 +8,8 @@ mod flow;
 mod interop_oauth2_rs;
 mod token_exchange;
 
+mod account_page;
+mod accounts;
 mod app_check;
 mod app_cli;
 mod authorize_endpoint;
@@ -24,3 +26,4 @@ mod rfc7636_pkce;
 mod rfc8252_loopback;
 mod rfc9449_dpop;
 mod secrets_at_rest;
+mod time_based_access;

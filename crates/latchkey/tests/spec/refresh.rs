@@ -186,7 +186,9 @@ async fn a_disabled_user_cannot_refresh_until_re_enabled() {
 async fn a_deleted_user_cannot_refresh() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::user_delete(server.store(), ALICE).await.expect("delete");
+    latchkey_server::admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
+        .await
+        .expect("delete");
     assert_eq!(error_of(refresh(&server, &app, rt(&t)).await).await, invalid_grant());
 }
 

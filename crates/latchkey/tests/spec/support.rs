@@ -87,6 +87,14 @@ impl TestServer {
 
     /// Starts a server after `change` adjusts the configuration.
     pub async fn start_with(change: impl FnOnce(&mut Config)) -> Self {
+        Self::start_with_clock(change, Arc::new(SystemClock)).await
+    }
+
+    /// Starts a server with its own clock (a [`TestClock`] to move time by hand).
+    pub async fn start_with_clock(
+        change: impl FnOnce(&mut Config),
+        clock: Arc<dyn latchkey_core::time::Clock>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = Config {
             data_dir: dir.path().to_path_buf(),
@@ -95,7 +103,7 @@ impl TestServer {
         };
         change(&mut config);
         let db = choose_database(&mut config).await;
-        let running = latchkey_server::start(config, Arc::new(SystemClock)).await.expect("server starts");
+        let running = latchkey_server::start(config, clock).await.expect("server starts");
         let base = running.urls.issuer.clone();
         let ca = std::fs::read(&running.cert_path).expect("certificate");
         Self { running, base, ca, dir, db }
@@ -191,6 +199,23 @@ impl TestServer {
             .await;
         assert_eq!(response.status(), 200, "code exchange");
         response.json().await.expect("token response")
+    }
+}
+
+/// A clock that tests move by hand: the system's time plus an offset, so that nothing sleeps.
+#[derive(Debug, Default)]
+pub struct TestClock(std::sync::atomic::AtomicI64);
+
+impl TestClock {
+    /// Moves the clock forward by `secs`.
+    pub fn advance(&self, secs: i64) {
+        self.0.fetch_add(secs, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl latchkey_core::time::Clock for TestClock {
+    fn now(&self) -> latchkey_core::time::UnixTime {
+        SystemClock.now().plus(self.0.load(std::sync::atomic::Ordering::SeqCst))
     }
 }
 

@@ -415,7 +415,9 @@ async fn a_code_of_a_disabled_user_is_invalid_grant() {
 async fn a_code_of_a_deleted_user_is_invalid_grant() {
     let (server, app) = setup().await;
     let (code, pkce) = code_for(&server, &app).await;
-    latchkey_server::admin::user_delete(server.store(), ALICE).await.expect("delete");
+    latchkey_server::admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
+        .await
+        .expect("delete");
     assert_eq!(error_of(server.token(&exchange_form(&app, &code, &pkce.verifier)).await).await, invalid_grant());
 }
 

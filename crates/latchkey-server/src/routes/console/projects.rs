@@ -22,6 +22,7 @@ pub(super) fn row(access: &Access) -> ProjectRow {
         name: access.project.name.clone(),
         role: access.role.map_or("", |r| r.as_str()),
         api_enabled: access.project.api_enabled,
+        time_based_access: access.project.time_based_access,
         created: date(access.project.created_at),
     }
 }
@@ -171,6 +172,22 @@ pub async fn api_post(State(state): State<AppState>, Path(project): Path<String>
     match admin::project_set_api(store, &form.dev.actor(), &project, enabled).await {
         Ok(_) => {
             let done = if enabled { "api-enabled" } else { "api-disabled" };
+            see_other(&format!("/console/projects/{project}?done={done}"))
+        }
+        Err(e) => form.dev.failure(&e),
+    }
+}
+
+/// `POST /console/projects/{project}/time-based-access`: offers time-based access (`enabled=true`) or stops.
+pub async fn time_based_access_post(
+    State(state): State<AppState>,
+    Path(project): Path<String>,
+    form: Posted,
+) -> Response {
+    let on = form.get("enabled") == "true";
+    match admin::project_set_time_based_access(&*state.store, &form.dev.actor(), &project, on).await {
+        Ok(_) => {
+            let done = if on { "time-based-on" } else { "time-based-off" };
             see_other(&format!("/console/projects/{project}?done={done}"))
         }
         Err(e) => form.dev.failure(&e),

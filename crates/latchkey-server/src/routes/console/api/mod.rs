@@ -11,6 +11,7 @@ mod clients;
 mod doc;
 mod keys;
 mod projects;
+mod users;
 
 use crate::admin::api_keys;
 use crate::admin::{Actor, ClientRef, Right};
@@ -41,6 +42,12 @@ fn parts() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(projects::projects_get, projects::projects_post))
         .routes(routes!(projects::project_get, projects::project_delete))
         .routes(routes!(projects::project_api_put))
+        .routes(routes!(projects::project_time_based_access_put))
+        .routes(routes!(users::user_apps_get))
+        .routes(routes!(users::user_app_delete))
+        .routes(routes!(users::user_disable_post))
+        .routes(routes!(users::user_enable_post))
+        .routes(routes!(users::user_delete))
         .routes(routes!(projects::members_get, projects::members_post))
         .routes(routes!(projects::member_patch, projects::member_delete))
         .routes(routes!(clients::clients_get, clients::clients_post))

@@ -75,26 +75,44 @@ pub(super) async fn project_delete(
     ok(admin::project_delete(&*state.store, &caller.actor(), &project).await?)
 }
 
-/// The data API switch.
+/// A project's switch (its data API, time-based access): on or off.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct ApiSwitch {
-    /// Whether the project's data API is enabled.
+pub(super) struct Switch {
+    /// Whether it is on.
     enabled: bool,
 }
 
 /// Enable or disable the data API.
 #[utoipa::path(put, path = "/console/api/v1/projects/{project}/api", tag = "projects", operation_id = "setProjectApi",
-    params(ProjectPath), request_body = ApiSwitch,
+    params(ProjectPath), request_body = Switch,
     responses((status = 200, body = ApiSwitched), (status = 400, response = BadRequest),
         (status = 401, response = Unauthorized), (status = 404, response = NotFound)))]
 pub(super) async fn project_api_put(
     State(state): State<AppState>,
     caller: Caller,
     Path(ProjectPath { project }): Path<ProjectPath>,
-    Body(s): Body<ApiSwitch>,
+    Body(s): Body<Switch>,
 ) -> ApiResult {
     ok(admin::project_set_api(&*state.store, &caller.actor(), &project, s.enabled).await?)
+}
+
+/// Offer time-based access on the consent page of the project's clients, or stop offering it.
+///
+/// When on, a person authorizing one of the project's apps may limit the access to 1 hour, 1 day, 1 week or 30
+/// days; the token responses of a limited grant carry `refresh_token_expires_in`. Turning it off keeps the end of
+/// the grants already limited.
+#[utoipa::path(put, path = "/console/api/v1/projects/{project}/time-based-access", tag = "projects",
+    operation_id = "setProjectTimeBasedAccess", params(ProjectPath), request_body = Switch,
+    responses((status = 200, body = ProjectView), (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized), (status = 404, response = NotFound)))]
+pub(super) async fn project_time_based_access_put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(ProjectPath { project }): Path<ProjectPath>,
+    Body(s): Body<Switch>,
+) -> ApiResult {
+    ok(admin::project_set_time_based_access(&*state.store, &caller.actor(), &project, s.enabled).await?)
 }
 
 /// List the members.

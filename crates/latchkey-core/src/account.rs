@@ -1,0 +1,183 @@
+//! What happens to a person's account, decided once: the changes a person or an operator makes (disable,
+//! enable, delete, a new password, other sessions ended, an app's access removed) and the domain event each one
+//! causes. The store writes a change and its event in one unit of work, so that the cross-account protection
+//! events (RISC / Shared Signals) that report them are never lost and never report what did not happen.
+
+use crate::time::UnixTime;
+
+/// A change to an account. Each variant causes exactly one [`EventKind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountChange {
+    /// The account may no longer sign in; its sessions end and its grants stop working.
+    Disable,
+    /// A disabled account may sign in again (its old sessions stay ended).
+    Enable,
+    /// The account is deleted, with its channel, sessions and grants.
+    Delete,
+    /// A new password (its argon2id PHC string); every session but `keep` ends.
+    PasswordChanged {
+        /// The new password's hash.
+        password_hash: String,
+        /// The hash of the session that changed it, which stays signed in.
+        keep: Option<Vec<u8>>,
+    },
+    /// Every session of the account but `keep` ends.
+    OtherSessionsEnded {
+        /// The hash of the session that asked, which stays signed in.
+        keep: Option<Vec<u8>>,
+    },
+    /// Every grant of one client for the account is revoked (the account page's "Remove access").
+    AppAccessRemoved {
+        /// The client.
+        client_id: String,
+    },
+}
+
+impl AccountChange {
+    /// The event the change causes.
+    pub fn event(&self) -> EventKind {
+        match self {
+            Self::Disable => EventKind::AccountDisabled,
+            Self::Enable => EventKind::AccountEnabled,
+            Self::Delete => EventKind::AccountPurged,
+            Self::PasswordChanged { .. } => EventKind::CredentialChanged,
+            Self::OtherSessionsEnded { .. } => EventKind::SessionsRevoked,
+            Self::AppAccessRemoved { .. } => EventKind::TokensRevoked,
+        }
+    }
+
+    /// The client the change concerns, when it concerns one.
+    pub fn client_id(&self) -> Option<&str> {
+        match self {
+            Self::AppAccessRemoved { client_id } => Some(client_id),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of domain event, named after the RISC and CAEP event types that will report them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// The account was disabled.
+    AccountDisabled,
+    /// The account was enabled again.
+    AccountEnabled,
+    /// The account was deleted.
+    AccountPurged,
+    /// The account's password changed.
+    CredentialChanged,
+    /// The account's browser sessions were ended.
+    SessionsRevoked,
+    /// One app's tokens for the account were revoked.
+    TokensRevoked,
+}
+
+impl EventKind {
+    /// Every kind.
+    pub const ALL: [EventKind; 6] = [
+        Self::AccountDisabled,
+        Self::AccountEnabled,
+        Self::AccountPurged,
+        Self::CredentialChanged,
+        Self::SessionsRevoked,
+        Self::TokensRevoked,
+    ];
+
+    /// The kind's name in the store.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::AccountDisabled => "account_disabled",
+            Self::AccountEnabled => "account_enabled",
+            Self::AccountPurged => "account_purged",
+            Self::CredentialChanged => "credential_changed",
+            Self::SessionsRevoked => "sessions_revoked",
+            Self::TokensRevoked => "tokens_revoked",
+        }
+    }
+
+    /// The event type identifier of the Shared Signals profile (RISC, or CAEP for a credential change).
+    pub const fn event_type(self) -> &'static str {
+        match self {
+            Self::AccountDisabled => "https://schemas.openid.net/secevent/risc/event-type/account-disabled",
+            Self::AccountEnabled => "https://schemas.openid.net/secevent/risc/event-type/account-enabled",
+            Self::AccountPurged => "https://schemas.openid.net/secevent/risc/event-type/account-purged",
+            Self::CredentialChanged => "https://schemas.openid.net/secevent/caep/event-type/credential-change",
+            Self::SessionsRevoked => "https://schemas.openid.net/secevent/risc/event-type/sessions-revoked",
+            Self::TokensRevoked => "https://schemas.openid.net/secevent/oauth/event-type/token-revoked",
+        }
+    }
+
+    /// Parses the kind's name in the store.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// A domain event as the store keeps it (the outbox that the event transmitter reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountEvent {
+    /// Its place in the outbox.
+    pub id: i64,
+    /// When the change happened.
+    pub at: UnixTime,
+    /// What happened.
+    pub kind: EventKind,
+    /// The account.
+    pub user_id: String,
+    /// The client, for [`EventKind::TokensRevoked`].
+    pub client_id: Option<String>,
+}
+
+/// The periods a person may choose on the consent page when the project offers time-based access
+/// (`DECISIONS.md`), in seconds; 0 is "until I remove it".
+pub const ACCESS_PERIODS: [(i64, &str); 5] =
+    [(0, "Until I remove it"), (3600, "1 hour"), (86_400, "1 day"), (604_800, "1 week"), (2_592_000, "30 days")];
+
+/// A period the consent page did not offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the access period chosen is not one this app offers")]
+pub struct PeriodNotOffered;
+
+/// The grant lifetime of a period chosen on the consent page: `Ok(None)` for "until I remove it", an error for a
+/// period not offered (or any limit at all when the project does not offer time-based access).
+pub fn access_period(chosen: Option<&str>, offered: bool) -> Result<Option<i64>, PeriodNotOffered> {
+    let secs = match chosen {
+        None | Some("") => return Ok(None),
+        Some(v) => v.parse::<i64>().map_err(|_| PeriodNotOffered)?,
+    };
+    match secs {
+        0 => Ok(None),
+        s if offered && ACCESS_PERIODS.iter().any(|(p, _)| *p == s) => Ok(Some(s)),
+        _ => Err(PeriodNotOffered),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_offered_periods_are_accepted() {
+        assert_eq!(access_period(None, true), Ok(None));
+        assert_eq!(access_period(Some("0"), false), Ok(None));
+        assert_eq!(access_period(Some("3600"), true), Ok(Some(3600)));
+        assert_eq!(access_period(Some("2592000"), true), Ok(Some(2_592_000)));
+        assert_eq!(
+            access_period(Some("3600"), false),
+            Err(PeriodNotOffered),
+            "no limit when the project does not offer it"
+        );
+        assert_eq!(access_period(Some("60"), true), Err(PeriodNotOffered));
+        assert_eq!(access_period(Some("-3600"), true), Err(PeriodNotOffered));
+        assert_eq!(access_period(Some("1h"), true), Err(PeriodNotOffered));
+    }
+
+    #[test]
+    fn every_kind_reads_back_from_its_name_and_has_a_shared_signals_type() {
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::parse(k.as_str()), Some(k));
+            assert!(k.event_type().starts_with("https://schemas.openid.net/secevent/"));
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The account page (`/account`): the apps with access to the account, and its security actions.
+
+use crate::admin::accounts::AppAccess;
+use askama::Template;
+use latchkey_core::time::UnixTime;
+
+/// A day as the account page shows it: `2024-05-01`.
+pub fn day(t: i64) -> String {
+    super::console::date(UnixTime(t)).chars().take(10).collect()
+}
+
+/// One signed-in account in the page's switcher.
+pub struct Switch<'a> {
+    /// Its e-mail address.
+    pub email: &'a str,
+    /// Its id (the `authuser` of its page).
+    pub id: &'a str,
+    /// Whether it is the account shown.
+    pub current: bool,
+}
+
+/// The account page.
+#[derive(Template)]
+#[template(path = "account.html")]
+pub struct AccountPage<'a> {
+    /// The account shown.
+    pub email: &'a str,
+    /// Its id, which every form names.
+    pub user_id: &'a str,
+    /// The CSRF token of its session.
+    pub csrf: &'a str,
+    /// Every signed-in account of the browser.
+    pub accounts: Vec<Switch<'a>>,
+    /// The apps with access.
+    pub apps: &'a [AppAccess],
+    /// What the last action did.
+    pub notice: Option<&'a str>,
+    /// Why the last action failed.
+    pub error: Option<&'a str>,
+}
+
+impl AccountPage<'_> {
+    /// A day, for the template.
+    pub fn day(&self, t: &i64) -> String {
+        day(*t)
+    }
+
+    /// A date and time, for the template.
+    pub fn when(&self, t: &i64) -> String {
+        super::console::date(UnixTime(*t))
+    }
+}

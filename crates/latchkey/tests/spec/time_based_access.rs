@@ -1,0 +1,137 @@
+//! "Time-based access" (spec: "What the service does" 7, the refresh token's `valid -> expired`,
+//! `refresh_token_expires_in`; `DECISIONS.md`): the project's switch, the periods offered on the consent page, the
+//! counting down, and the end, with a clock moved by hand.
+
+use crate::login_consent::{exchange, url_with, ALICE};
+use crate::support::*;
+use latchkey_server::admin::{self, Actor};
+use std::sync::Arc;
+
+/// The `duration` radio values of a consent page.
+fn periods(page: &Page) -> Vec<String> {
+    page.body
+        .match_indices("name=\"duration\" value=\"")
+        .map(|(i, m)| {
+            let rest = &page.body[i + m.len()..];
+            rest[..rest.find('"').expect("end")].to_owned()
+        })
+        .collect()
+}
+
+/// Authorizes `app` as alice for readonly with `duration` chosen; returns the token response.
+async fn authorize(
+    server: &TestServer,
+    app: &App,
+    duration: Option<&str>,
+) -> (Page, Option<latchkey_proto::TokenResponse>) {
+    let browser = server.browser();
+    let pkce = Pkce::new();
+    let consent = browser.consent_page(&url_with(server, app, &[READONLY], &pkce, &[]), ALICE).await;
+    let mut form = vec![
+        ("csrf".to_owned(), consent.input("csrf").expect("csrf")),
+        ("request".to_owned(), consent.input("request").expect("request")),
+        ("scope".to_owned(), READONLY.to_owned()),
+        ("decision".to_owned(), "allow".to_owned()),
+    ];
+    if let Some(d) = duration {
+        form.push(("duration".to_owned(), d.to_owned()));
+    }
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let done = browser.post("/o/oauth2/v2/auth", &form).await;
+    let tokens = match done.redirect_param("code") {
+        Some(code) => Some(exchange(server, app, &code, &pkce).await),
+        None => None,
+    };
+    (consent, tokens)
+}
+
+async fn refresh(server: &TestServer, app: &App, rt: &str) -> reqwest::Response {
+    server.token(&[("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", rt)]).await
+}
+
+#[tokio::test]
+async fn without_the_switch_no_period_is_offered_and_none_is_accepted() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    let (consent, tokens) = authorize(&server, &app, None).await;
+    assert!(periods(&consent).is_empty(), "no radio group");
+    let t = tokens.expect("a code");
+    assert_eq!(t.refresh_token_expires_in, None, "an unlimited grant never carries the field");
+    let r = refresh(&server, &app, t.refresh_token.as_deref().expect("rt")).await;
+    let body: serde_json::Value = r.json().await.expect("json");
+    assert!(body.get("refresh_token_expires_in").is_none(), "{body}");
+    let (_, refused) = authorize(&server, &app, Some("3600")).await;
+    assert!(refused.is_none(), "a period the project does not offer gets no code");
+}
+
+#[tokio::test]
+async fn a_one_hour_grant_counts_down_then_fails_on_refresh_and_on_the_data_api() {
+    let clock = Arc::new(TestClock::default());
+    let server = TestServer::start_with_clock(|_| {}, clock.clone()).await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    let now = latchkey_core::time::UnixTime(1_700_000_000);
+    let view = admin::project_set_time_based_access(server.store(), &Actor::Operator, &app.project_id, true)
+        .await
+        .expect("switch");
+    assert!(view.time_based_access);
+    let _ = now;
+
+    let (consent, tokens) = authorize(&server, &app, Some("3600")).await;
+    assert_eq!(periods(&consent), vec!["0", "3600", "86400", "604800", "2592000"]);
+    assert!(consent.body.contains("name=\"duration\" value=\"0\" checked"), "until I remove it is the default");
+    let t = tokens.expect("a code");
+    let first = t.refresh_token_expires_in.expect("a limited grant carries the field");
+    assert!((3590..=3600).contains(&first), "{first}");
+    let rt = t.refresh_token.clone().expect("rt");
+
+    clock.advance(1200);
+    let r = refresh(&server, &app, &rt).await;
+    assert_eq!(r.status(), 200);
+    let later: latchkey_proto::TokenResponse = r.json().await.expect("json");
+    let left = later.refresh_token_expires_in.expect("still carried");
+    assert!(left < first && (2390..=2400).contains(&left), "counting down: {first} then {left}");
+    assert_eq!(channels(&server, &later.access_token).await.status(), 200);
+
+    clock.advance(2400);
+    assert_eq!(error_of(refresh(&server, &app, &rt).await).await, (400, "invalid_grant".into()), "the period ended");
+    assert_eq!(channels(&server, &later.access_token).await.status(), 401, "its access tokens stop with it");
+
+    let (_, forever) = authorize(&server, &app, Some("0")).await;
+    assert_eq!(forever.expect("code").refresh_token_expires_in, None, "until I remove it: no field");
+    let (_, bogus) = authorize(&server, &app, Some("60")).await;
+    assert!(bogus.is_none(), "a period not offered gets an error page and no code");
+}
+
+#[tokio::test]
+async fn a_period_not_offered_gets_an_error_page_and_changes_nothing() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    admin::project_set_time_based_access(server.store(), &Actor::Operator, &app.project_id, true)
+        .await
+        .expect("switch");
+    let browser = server.browser();
+    let pkce = Pkce::new();
+    let consent = browser.consent_page(&url_with(&server, &app, &[READONLY], &pkce, &[]), ALICE).await;
+    let csrf = consent.input("csrf").expect("csrf");
+    let request = consent.input("request").expect("request");
+    for bad in ["7200", "-1", "forever"] {
+        let page = browser
+            .post(
+                "/o/oauth2/v2/auth",
+                &[
+                    ("csrf", &csrf),
+                    ("request", &request),
+                    ("scope", READONLY),
+                    ("duration", bad),
+                    ("decision", "allow"),
+                ],
+            )
+            .await;
+        assert_eq!(page.status, 400, "{bad}: {}", page.body);
+        assert!(page.headers.get("location").is_none(), "an error page, not a redirect");
+        assert!(unescape(&page.body).contains("not one this app offers"));
+    }
+}
