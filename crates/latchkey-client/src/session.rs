@@ -52,13 +52,20 @@ impl Session {
 
     /// A valid access token: the stored one while it has more than a minute left, else a refreshed one. Callers
     /// asking while a refresh runs wait for it and share its result. [`Error::SignInAgain`] means the grant is
-    /// gone: the stored tokens are forgotten and the user must sign in again.
+    /// gone (revoked, or the period of time-based access ended, which is known without asking the server): the
+    /// stored tokens are forgotten and the user must sign in again.
     pub async fn access_token(&self) -> Result<String, Error> {
         let mut guard = self.tokens.lock().await;
         if guard.is_none() {
             *guard = self.store.load()?;
         }
         let current = guard.as_ref().ok_or(Error::NotSignedIn)?;
+        if current.refresh_expires_at.is_some_and(|end| end <= self.client.now()) {
+            // Time-based access: the period the user granted has ended, and the server refuses the grant's tokens.
+            self.store.clear()?;
+            *guard = None;
+            return Err(Error::SignInAgain("The time-limited access you granted has ended.".into()));
+        }
         if current.expires_at - self.client.now() > REFRESH_MARGIN {
             return Ok(current.access_token.clone());
         }

@@ -82,6 +82,20 @@ async fn concurrent_callers_wait_for_one_refresh_and_share_its_token() {
 }
 
 #[tokio::test]
+async fn a_time_limited_grant_past_its_end_asks_to_sign_in_again_without_a_request() {
+    let http = FakeHttp::new(vec![]);
+    let ended = TokenSet { refresh_expires_at: Some(unix_now() - 1), ..stored(3000) };
+    let f = fixture(http.clone(), Some(ended));
+    assert!(matches!(f.session.access_token().await, Err(Error::SignInAgain(_))), "the period ended");
+    assert!(http.requests().is_empty(), "known without asking the server");
+    assert!(on_disk(&f).is_none(), "the tokens are forgotten");
+
+    let running = TokenSet { refresh_expires_at: Some(unix_now() + 600), ..stored(3000) };
+    let f = fixture(FakeHttp::new(vec![]), Some(running));
+    assert_eq!(f.session.access_token().await.expect("token"), "lka_old", "before its end the grant works");
+}
+
+#[tokio::test]
 async fn sign_in_again_on_refresh_forgets_the_stored_tokens() {
     let http = FakeHttp::new(vec![oauth_error(400, "invalid_grant")]);
     let f = fixture(http, Some(stored(0)));

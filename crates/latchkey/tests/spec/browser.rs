@@ -342,14 +342,14 @@ impl Drop for Driver {
 
 /// The installed app's loopback redirect listener (RFC 8252 §7.3): answers `GET /callback` with a page telling
 /// the user to go back to the app, and hands the query to the test.
-struct Loopback {
-    redirect_uri: String,
+pub(crate) struct Loopback {
+    pub(crate) redirect_uri: String,
     hits: mpsc::UnboundedReceiver<HashMap<String, String>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Loopback {
-    async fn bind() -> Self {
+    pub(crate) async fn bind() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("loopback listener");
         let port = listener.local_addr().expect("address").port();
         let (tx, hits) = mpsc::unbounded_channel();
@@ -362,7 +362,7 @@ impl Loopback {
     }
 
     /// Waits for the browser to arrive at the redirect URI; returns its query.
-    async fn callback(&mut self) -> HashMap<String, String> {
+    pub(crate) async fn callback(&mut self) -> HashMap<String, String> {
         match tokio::time::timeout(WAIT, self.hits.recv()).await {
             Ok(Some(query)) => query,
             _ => panic!("the browser never reached {}", self.redirect_uri),

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod account_browser;
 mod browser;
 mod console_browser;
 mod flow;
