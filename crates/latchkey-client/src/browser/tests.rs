@@ -26,12 +26,25 @@ fn wait_for(path: &Path) -> String {
     }
 }
 
+/// Runs the fake browser; a spawn that failed is tried again a few times, since a script written a moment ago can be
+/// refused with ETXTBSY while another test thread's fork still holds it open for writing.
+#[cfg(unix)]
+fn run_fake(command: &str) -> bool {
+    (0..5).any(|_| {
+        let ok = run(command, URL);
+        if !ok {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ok
+    })
+}
+
 #[cfg(unix)]
 #[test]
 fn a_browser_command_gets_the_url_appended() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("args");
-    assert!(run(&fake_browser(dir.path(), &out), URL));
+    assert!(run_fake(&fake_browser(dir.path(), &out)));
     assert_eq!(wait_for(&out), format!("{URL}\n"));
 }
 
@@ -41,7 +54,7 @@ fn percent_s_in_a_browser_command_is_replaced_by_the_url_and_nothing_is_appended
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("args");
     let command = format!("{} --new-window %s --flag", fake_browser(dir.path(), &out));
-    assert!(run(&command, URL));
+    assert!(run_fake(&command));
     assert_eq!(wait_for(&out), format!("--new-window\n{URL}\n--flag\n"));
 }
 
