@@ -214,7 +214,7 @@ mod tests {
         let count = ids.len();
         ids.sort();
         ids.dedup();
-        assert_eq!((ids.len(), count), (23, 23), "23 operations, each with its own id");
+        assert_eq!((ids.len(), count), (29, 29), "29 operations, each with its own id");
     }
 
     #[test]
