@@ -52,7 +52,8 @@ pub trait Accounts: Send + Sync {
     async fn record_last_used(&self, uses: &[(GrantId, UnixTime)]) -> StoreResult<()>;
 }
 
-static USER_EXISTS: Sql = Sql::new("SELECT 1 FROM users WHERE id = $1");
+/// A BIGINT on both engines (`Tx::scalar` reads an i64; PostgreSQL types a bare 1 as INT4).
+static USER_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM users WHERE id = $1");
 static DISABLE: Sql = Sql::new("UPDATE users SET disabled_at = $1 WHERE id = $2 AND disabled_at IS NULL");
 static ENABLE: Sql = Sql::new("UPDATE users SET disabled_at = NULL WHERE id = $1 AND disabled_at IS NOT NULL");
 static DELETE: Sql = Sql::new("DELETE FROM users WHERE id = $1");
