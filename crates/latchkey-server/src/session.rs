@@ -120,13 +120,20 @@ pub async fn accounts(state: &AppState, headers: &HeaderMap) -> Result<Browser, 
     Ok(browser)
 }
 
-/// The browser's most recently used account, if any (a cookie that cannot be read counts as none).
-pub async fn current(state: &AppState, headers: &HeaderMap) -> StoreResult<Option<SignedIn>> {
+/// [`accounts`], where a cookie that cannot be read counts as no account (for pages that replace or clear it, or
+/// show nothing of it).
+pub async fn accounts_or_none(state: &AppState, headers: &HeaderMap) -> StoreResult<Browser> {
     match accounts(state, headers).await {
-        Ok(mut b) if !b.accounts.is_empty() => Ok(Some(b.accounts.swap_remove(0))),
-        Ok(_) | Err(BrowserError::Tampered) => Ok(None),
+        Ok(b) => Ok(b),
+        Err(BrowserError::Tampered) => Ok(Browser::default()),
         Err(BrowserError::Store(e)) => Err(e),
     }
+}
+
+/// The browser's most recently used account, if any (a cookie that cannot be read counts as none).
+pub async fn current(state: &AppState, headers: &HeaderMap) -> StoreResult<Option<SignedIn>> {
+    let mut b = accounts_or_none(state, headers).await?;
+    Ok((!b.accounts.is_empty()).then(|| b.accounts.swap_remove(0)))
 }
 
 impl Browser {

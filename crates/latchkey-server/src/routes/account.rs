@@ -5,7 +5,7 @@
 use super::authorize::{browser_failure, unknown_account};
 use crate::admin::accounts::{self, AppAccess};
 use crate::admin::AdminError;
-use crate::error::{admin_message, admin_status, store_error};
+use crate::error::{admin_message, admin_status};
 use crate::extract::{self, Pairs};
 use crate::session::{self, Browser, SignedIn};
 use crate::state::AppState;
@@ -130,7 +130,6 @@ async fn render(
     let apps: Vec<AppAccess> =
         match accounts::apps_of(&*state.store, &shown.user, &state.scopes, state.clock.now()).await {
             Ok(list) => list.apps,
-            Err(AdminError::Store(e)) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e)),
             Err(e) => return views::notice(admin_status(&e).0, "Something went wrong", &admin_message(&e)),
         };
     let csrf = session::csrf_token(state, &shown.session);

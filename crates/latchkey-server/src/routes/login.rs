@@ -2,7 +2,7 @@
 
 use super::AUTHORIZE_PATH;
 use crate::extract::{self, ClientAddr};
-use crate::session::{self, Browser, BrowserError, StartError};
+use crate::session::{self, StartError};
 use crate::state::AppState;
 use crate::views::{self, LoginPage};
 use axum::body::Bytes;
@@ -105,10 +105,9 @@ pub async fn signin_post(
         return unavailable(e);
     }
     // A cookie we could not have set is replaced: the browser starts over with this account.
-    let browser = match session::accounts(&state, &headers).await {
+    let browser = match session::accounts_or_none(&state, &headers).await {
         Ok(b) => b,
-        Err(BrowserError::Tampered) => Browser::default(),
-        Err(BrowserError::Store(e)) => return unavailable(e),
+        Err(e) => return unavailable(e),
     };
     let cookie = match session::start(&state, &browser, &user.id).await {
         Ok(c) => c,
@@ -153,10 +152,9 @@ pub async fn signout_post(State(state): State<AppState>, headers: HeaderMap, bod
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let mut response = StatusCode::SEE_OTHER.into_response();
     response.headers_mut().insert(header::LOCATION, HeaderValue::from_static("/"));
-    let browser = match session::accounts(&state, &headers).await {
+    let browser = match session::accounts_or_none(&state, &headers).await {
         Ok(b) => b,
-        Err(BrowserError::Tampered) => Browser::default(),
-        Err(BrowserError::Store(e)) => return unavailable(e),
+        Err(e) => return unavailable(e),
     };
     let target = match field("account") {
         Some(id) => browser.find(id),
@@ -186,10 +184,9 @@ pub async fn signout_post(State(state): State<AppState>, headers: HeaderMap, bod
 
 /// `GET /`: the signed-in accounts, with links to the account page and the developer console.
 pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let browser = match session::accounts(&state, &headers).await {
+    let browser = match session::accounts_or_none(&state, &headers).await {
         Ok(b) => b,
-        Err(BrowserError::Tampered) => Browser::default(),
-        Err(BrowserError::Store(e)) => return unavailable(e),
+        Err(e) => return unavailable(e),
     };
     let accounts = browser.accounts.iter().map(|s| (s.user.email.as_str(), s.user.id.as_str())).collect();
     views::page(StatusCode::OK, &views::HomePage { accounts })

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_both_redeem_it_at_once,
         a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second,
         a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_by_every_instance,
+        access_removed_with_the_admin_cli_ends_the_apps_tokens_on_every_instance,
         dpop_jtis_and_nonces_are_single_use_across_instances,
         the_refresh_token_limits_hold_under_concurrent_issuance_on_two_instances,
         crash::on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
@@ -198,6 +199,35 @@ async fn a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_
         }
     }
     assert!(acknowledged.elapsed() < Duration::from_secs(1));
+    Ok(())
+}
+
+async fn access_removed_with_the_admin_cli_ends_the_apps_tokens_on_every_instance() -> Result<(), Unreachable> {
+    let c = Cluster::start(&[]).await?;
+    let http = http(&c.tls, false);
+    let t = c.tokens_via(&c.a.base).await;
+    let rt = t.refresh_token.clone().expect("refresh token");
+    assert_eq!(channels(&http, &c.b.base, &t.access_token).await.expect("api"), 200);
+    let listed = admin_ok(&c.db.url, &["user", "grants", "--email", EMAIL], "").await;
+    assert_eq!(listed["apps"][0]["client_id"], c.client_id.as_str(), "{listed}");
+    let args = ["user", "revoke-app", "--email", EMAIL, "--client", &c.client_id];
+    assert_eq!(admin_ok(&c.db.url, &args, "").await["revoked"], 1);
+    let removed = Instant::now();
+    for base in [&c.a.base, &c.b.base] {
+        let (status, body) = refresh(&http, base, &c.client_id, &rt).await.expect("refresh");
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{base}, at once");
+        loop {
+            let status = channels(&http, base, &t.access_token).await.expect("api");
+            if status == 401 {
+                break;
+            }
+            assert_eq!(status, 200);
+            assert!(removed.elapsed() < Duration::from_secs(1), "{base}'s data API still accepts after 1 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (code, _, err) = admin(&c.db.url, &args, "").await;
+    assert_eq!(code, 3, "nothing left to remove is not found: {err}");
     Ok(())
 }
 

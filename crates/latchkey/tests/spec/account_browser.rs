@@ -33,26 +33,11 @@ async fn allow(
     find(browser, "button[name=decision][value=allow]").await.click().await.expect("click Allow");
     let callback = loopback.callback().await;
     let code = callback.get("code").expect("a code");
-    let r = server
-        .token(&[
-            ("grant_type", "authorization_code"),
-            ("client_id", &app.client_id),
-            ("code", code),
-            ("code_verifier", &pkce.verifier),
-            ("redirect_uri", &loopback.redirect_uri),
-        ])
-        .await;
-    assert_eq!(r.status(), 200, "code exchange");
-    r.json().await.expect("tokens")
+    server.exchange(app, code, pkce, &loopback.redirect_uri).await
 }
 
 async fn refresh_status(server: &TestServer, app: &App, t: &latchkey_proto::TokenResponse) -> u16 {
-    let rt = t.refresh_token.as_deref().expect("refresh token");
-    server
-        .token(&[("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", rt)])
-        .await
-        .status()
-        .as_u16()
+    server.refresh(app, t.refresh_token.as_deref().expect("refresh token")).await.status().as_u16()
 }
 
 #[tokio::test]

@@ -17,8 +17,7 @@ async fn granted(server: &TestServer, app: &App, email: &str) -> (Browser, latch
 }
 
 async fn refresh(server: &TestServer, app: &App, t: &latchkey_proto::TokenResponse) -> reqwest::Response {
-    let rt = t.refresh_token.as_deref().expect("refresh token");
-    server.token(&[("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", rt)]).await
+    server.refresh(app, t.refresh_token.as_deref().expect("refresh token")).await
 }
 
 /// The value of the hidden input `name` of the form whose action is `action`.
@@ -43,7 +42,7 @@ async fn the_account_page_lists_each_app_and_remove_access_revokes_its_tokens_on
     let body = unescape(&page.body);
     assert_eq!(body.matches("class=\"app\"").count(), 2, "one row per app: {body}");
     assert!(body.contains(&photos.client_id) && body.contains(&notes.client_id));
-    assert!(body.contains("View your latchkey account") || body.contains(READONLY), "permissions: {body}");
+    assert!(body.contains("View your account"), "permissions in words: {body}");
     assert!(body.contains(READONLY) && body.contains(UPLOAD), "scope ids shown");
     assert!(body.contains("Test project"), "the project's name");
     assert!(body.contains("Remove access"));

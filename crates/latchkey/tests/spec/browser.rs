@@ -69,17 +69,7 @@ async fn a_user_signs_in_and_allows_some_scopes_in_chromium_and_the_app_gets_onl
         let done = find(&browser, "#app-done").await.text().await.expect("text");
         assert!(done.contains("close this window"), "the app's page tells the user what to do: {done}");
 
-        let r = server
-            .token(&[
-                ("grant_type", "authorization_code"),
-                ("client_id", &app.client_id),
-                ("code", code),
-                ("code_verifier", &pkce.verifier),
-                ("redirect_uri", &loopback.redirect_uri),
-            ])
-            .await;
-        assert_eq!(r.status(), 200, "code exchange");
-        let t: latchkey_proto::TokenResponse = r.json().await.expect("token response");
+        let t = server.exchange(&app, code, &pkce, &loopback.redirect_uri).await;
         let mut granted: Vec<&str> = t.scope.split(' ').collect();
         granted.sort_unstable();
         assert_eq!(granted, vec![READONLY, "openid"], "only the ticked scopes are granted");

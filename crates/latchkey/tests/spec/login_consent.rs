@@ -88,17 +88,7 @@ pub(crate) async fn follow(server: &TestServer, browser: &Browser, redirect: &Pa
 
 /// Exchanges a code (redirected to [`REDIRECT`]) for tokens.
 pub(crate) async fn exchange(server: &TestServer, app: &App, code: &str, pkce: &Pkce) -> latchkey_proto::TokenResponse {
-    let response = server
-        .token(&[
-            ("grant_type", "authorization_code"),
-            ("client_id", &app.client_id),
-            ("code", code),
-            ("code_verifier", &pkce.verifier),
-            ("redirect_uri", REDIRECT),
-        ])
-        .await;
-    assert_eq!(response.status(), 200, "code exchange");
-    response.json().await.expect("token response")
+    server.exchange(app, code, pkce, REDIRECT).await
 }
 
 #[tokio::test]

@@ -188,17 +188,28 @@ impl TestServer {
         let pkce = Pkce::new();
         let redirect = "http://127.0.0.1:5555/callback";
         let code = self.browser().code(self, app, email, scopes, scopes, &pkce, redirect).await;
+        self.exchange(app, &code, &pkce, redirect).await
+    }
+
+    /// Exchanges a code, which must succeed: returns the token response.
+    pub async fn exchange(&self, app: &App, code: &str, pkce: &Pkce, redirect_uri: &str) -> TokenResponse {
         let response = self
             .token(&[
                 ("grant_type", "authorization_code"),
                 ("client_id", &app.client_id),
-                ("code", &code),
+                ("code", code),
                 ("code_verifier", &pkce.verifier),
-                ("redirect_uri", redirect),
+                ("redirect_uri", redirect_uri),
             ])
             .await;
         assert_eq!(response.status(), 200, "code exchange");
         response.json().await.expect("token response")
+    }
+
+    /// A refresh of a (public) client with its refresh token.
+    pub async fn refresh(&self, app: &App, refresh_token: &str) -> reqwest::Response {
+        self.token(&[("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", refresh_token)])
+            .await
     }
 }
 

@@ -4,7 +4,8 @@
 
 use crate::login_consent::{exchange, url_with, ALICE};
 use crate::support::*;
-use latchkey_server::admin::{self, Actor};
+use latchkey_core::time::Clock;
+use latchkey_server::admin::{self, accounts, Actor};
 use std::sync::Arc;
 
 /// The `duration` radio values of a consent page.
@@ -45,8 +46,14 @@ async fn authorize(
     (consent, tokens)
 }
 
-async fn refresh(server: &TestServer, app: &App, rt: &str) -> reqwest::Response {
-    server.token(&[("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", rt)]).await
+/// Alice's account page, in a browser signed in for it.
+async fn account_page(server: &TestServer) -> Page {
+    let browser = server.browser();
+    let login = browser.get(&server.url("/signin?continue=/account")).await;
+    let signed_in = browser.sign_in(&login, ALICE, PASSWORD).await;
+    assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+    let to = signed_in.headers["location"].to_str().expect("location").to_owned();
+    browser.get(&server.url(&to)).await
 }
 
 #[tokio::test]
@@ -58,7 +65,7 @@ async fn without_the_switch_no_period_is_offered_and_none_is_accepted() {
     assert!(periods(&consent).is_empty(), "no radio group");
     let t = tokens.expect("a code");
     assert_eq!(t.refresh_token_expires_in, None, "an unlimited grant never carries the field");
-    let r = refresh(&server, &app, t.refresh_token.as_deref().expect("rt")).await;
+    let r = server.refresh(&app, t.refresh_token.as_deref().expect("rt")).await;
     let body: serde_json::Value = r.json().await.expect("json");
     assert!(body.get("refresh_token_expires_in").is_none(), "{body}");
     let (_, refused) = authorize(&server, &app, Some("3600")).await;
@@ -85,9 +92,14 @@ async fn a_one_hour_grant_counts_down_then_fails_on_refresh_and_on_the_data_api(
     let first = t.refresh_token_expires_in.expect("a limited grant carries the field");
     assert!((3590..=3600).contains(&first), "{first}");
     let rt = t.refresh_token.clone().expect("rt");
+    let page = account_page(&server).await;
+    assert_eq!(page.body.matches("class=\"ends\"").count(), 1, "the account page says when access ends: {}", page.body);
+    let listed = accounts::user_grants(server.store(), ALICE, &server.running.state.scopes, clock.now()).await;
+    let end = listed.expect("grants").apps[0].expires_at.expect("an end");
+    assert!((clock.now().0 + 3590..=clock.now().0 + 3600).contains(&end), "{end}");
 
     clock.advance(1200);
-    let r = refresh(&server, &app, &rt).await;
+    let r = server.refresh(&app, &rt).await;
     assert_eq!(r.status(), 200);
     let later: latchkey_proto::TokenResponse = r.json().await.expect("json");
     let left = later.refresh_token_expires_in.expect("still carried");
@@ -95,8 +107,10 @@ async fn a_one_hour_grant_counts_down_then_fails_on_refresh_and_on_the_data_api(
     assert_eq!(channels(&server, &later.access_token).await.status(), 200);
 
     clock.advance(2400);
-    assert_eq!(error_of(refresh(&server, &app, &rt).await).await, (400, "invalid_grant".into()), "the period ended");
+    assert_eq!(error_of(server.refresh(&app, &rt).await).await, (400, "invalid_grant".into()), "the period ended");
     assert_eq!(channels(&server, &later.access_token).await.status(), 401, "its access tokens stop with it");
+    let listed = accounts::user_grants(server.store(), ALICE, &server.running.state.scopes, clock.now()).await;
+    assert!(listed.expect("grants").apps.is_empty(), "an ended grant no longer gives the app access");
 
     let (_, forever) = authorize(&server, &app, Some("0")).await;
     assert_eq!(forever.expect("code").refresh_token_expires_in, None, "until I remove it: no field");
