@@ -124,14 +124,15 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let app = routes::router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();
     let maintenance = tokio::spawn(maintain(state.clone()));
-    let last_used = state.clone();
+    let stopping = state.clone();
     let task = tokio::spawn(async move {
         listener::serve(listener, tls_config, app, async {
             let _ = rx.await;
         })
         .await;
         maintenance.abort();
-        last_used.last_used.flush(&*last_used.store, last_used.clock.now()).await;
+        // The last batch of last-use days, once no request can note another.
+        stopping.last_used.flush(&*stopping.store, stopping.clock.now()).await;
         if let Some(refresh) = jwks_refresh {
             refresh.abort();
         }
@@ -158,7 +159,8 @@ pub fn prepare_data_dir(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Background upkeep: key reloads, the batch of last-use days, purging of expired rows, deleting unused clients and purging deleted ones.
+/// Background upkeep: key reloads, the batches of last-use days, purging of expired rows, deleting unused clients
+/// and purging deleted ones.
 async fn maintain(state: AppState) {
     let mut reload = tokio::time::interval(KEY_RELOAD_EVERY);
     let mut purge = tokio::time::interval(PURGE_EVERY);
