@@ -57,6 +57,8 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         api_enabled: true,
         created_at: now,
         time_based_access: false,
+        org_id: None,
+        audience: Default::default(),
     };
     store.create_project(&project).await?;
     let client = Client {

@@ -13,6 +13,7 @@ pub mod dpop;
 pub mod error;
 pub mod flow;
 pub mod jws;
+pub mod org;
 pub mod pkce;
 pub mod redirect;
 pub mod refresh_token;

@@ -73,10 +73,10 @@ fn every_error_code_has_a_row() {
 }
 
 #[test]
-fn codes_not_raised_yet_say_which_issue_will() {
+fn the_organisation_codes_are_raised() {
     for (code, raised_by) in rows() {
         if code == "org_internal" || code == "admin_policy_enforced" {
-            assert_eq!(raised_by, "not yet: issue 21", "{code} comes with organisations");
+            assert!(raised_by.contains("org.rs::decide"), "{code} is raised by the organisation checks: {raised_by}");
         }
     }
 }

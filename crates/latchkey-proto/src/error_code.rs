@@ -49,10 +49,8 @@ pub enum ErrorCode {
     /// The page is shown in a forbidden embedded user agent (the spec's user-facing error).
     DisallowedUseragent,
     /// The client belongs to a project limited to the accounts of one organisation (the spec's user-facing error).
-    /// Not raised yet: organisations come with issue 21.
     OrgInternal,
     /// An administrator's policy prevents the account from authorizing a requested scope for this client.
-    /// Not raised yet: workspace policies come with organisations, issue 21.
     AdminPolicyEnforced,
     /// `prompt=none` was sent but the user must sign in (OpenID Connect Core §3.1.2.6).
     LoginRequired,

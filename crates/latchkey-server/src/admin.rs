@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod actor;
 pub mod api_keys;
 pub mod members;
+pub mod orgs;
 pub mod results;
 pub mod signing_keys;
 

@@ -74,12 +74,18 @@ pub trait Clients: Send + Sync {
     async fn delete_listing(&self, item_id: &str) -> StoreResult<bool>;
 }
 
-static CREATE_PROJECT: Sql =
-    Sql::new("INSERT INTO projects (id, name, api_enabled, created_at, time_based_access) VALUES ($1, $2, $3, $4, $5)");
-static PROJECT: Sql =
-    Sql::new("SELECT id, name, api_enabled, created_at, time_based_access FROM projects WHERE id = $1");
-static PROJECTS: Sql =
-    Sql::new("SELECT id, name, api_enabled, created_at, time_based_access FROM projects ORDER BY created_at, id");
+static CREATE_PROJECT: Sql = Sql::new(
+    "INSERT INTO projects (id, name, api_enabled, created_at, time_based_access, org_id, audience) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+);
+/// A project's columns, in the order its mapper reads them.
+macro_rules! project_columns {
+    () => {
+        "id, name, api_enabled, created_at, time_based_access, org_id, audience"
+    };
+}
+static PROJECT: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects WHERE id = $1"));
+static PROJECTS: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects ORDER BY created_at, id"));
 static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
 static SET_TIME_BASED_ACCESS: Sql = Sql::new("UPDATE projects SET time_based_access = $1 WHERE id = $2");
 static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
@@ -145,7 +151,10 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
 #[async_trait]
 impl<E: Engine> Clients for Db<E> {
     async fn create_project(&self, p: &Project) -> StoreResult<()> {
-        self.exec(&CREATE_PROJECT, args![&p.id, &p.name, p.api_enabled, p.created_at, p.time_based_access]).await?;
+        let placement = args![&p.org_id, p.audience.as_str()];
+        let mut row = args![&p.id, &p.name, p.api_enabled, p.created_at, p.time_based_access];
+        row.extend(placement);
+        self.exec(&CREATE_PROJECT, row).await?;
         Ok(())
     }
 

@@ -5,6 +5,7 @@
 mod accounts;
 mod audit;
 mod checks;
+mod orgs;
 pub use audit::a_revocation_and_its_audit_record_commit_together;
 pub use checks::{Check, Run, CHECKS};
 
@@ -33,8 +34,15 @@ fn random_b64(n: usize) -> String {
 
 /// A project with a desktop client, and a user; returns (client_id, user_id).
 pub async fn fixture(store: &dyn Store) -> (String, String) {
-    let project =
-        Project { id: random_b64(9), name: "p".into(), api_enabled: true, created_at: T0, time_based_access: false };
+    let project = Project {
+        id: random_b64(9),
+        name: "p".into(),
+        api_enabled: true,
+        created_at: T0,
+        time_based_access: false,
+        org_id: None,
+        audience: Default::default(),
+    };
     store.create_project(&project).await.expect("project");
     let client = Client {
         client_id: format!("c-{}", random_b64(9)),
@@ -51,23 +59,7 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         ownership_verified_at: None,
     };
     store.create_client(&client).await.expect("client");
-    let user_id = random_b64(9);
-    let user = NewUser {
-        id: user_id.clone(),
-        email: format!("{}@example.com", random_b64(6).to_lowercase()),
-        name: Some("U".into()),
-        password_hash: "$argon2id$x".into(),
-        created_at: T0,
-    };
-    let channel = Channel {
-        id: format!("UC{}", random_b64(9)),
-        user_id: user_id.clone(),
-        title: "U".into(),
-        description: String::new(),
-        created_at: T0,
-    };
-    store.create_user(&user, &channel).await.expect("user");
-    (client.client_id, user_id)
+    (client.client_id, another_user(store).await)
 }
 
 fn code(client_id: &str, user_id: &str) -> AuthCode {
@@ -437,11 +429,16 @@ async fn listings_are_kept_by_item_id(store: &dyn Store) {
 
 /// A user (with channel) for the membership checks; returns the id.
 async fn another_user(store: &dyn Store) -> String {
+    user_at(store, "example.com").await
+}
+
+/// A new user with an address at `domain`; returns its id.
+async fn user_at(store: &dyn Store, domain: &str) -> String {
     let id = random_b64(9);
     let user = NewUser {
         id: id.clone(),
-        email: format!("{}@example.com", random_b64(6).to_lowercase()),
-        name: None,
+        email: format!("{}@{domain}", random_b64(6).to_lowercase()),
+        name: Some("U".into()),
         password_hash: "$argon2id$x".into(),
         created_at: T0,
     };

@@ -56,9 +56,32 @@ pub(crate) trait Tx: Send {
     fn exec<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<u64>>;
     /// Runs a statement; returns the first column of its first row, an integer.
     fn scalar<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<Option<i64>>>;
+    /// Runs a read; hands each row, in order, to `row`.
+    fn each<'a>(
+        &'a mut self,
+        sql: &'static Sql,
+        args: Args<'a>,
+        row: &'a mut (dyn FnMut(&dyn StoreRow) -> StoreResult<()> + Send),
+    ) -> BoxFuture<'a, StoreResult<()>>;
     /// Takes a row lock that orders this unit after others changing the same thing. Only an engine whose
     /// writers run side by side takes it (PostgreSQL); SQLite's single writer already runs units one by one.
     fn lock<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<()>>;
+}
+
+/// Every row of a read inside a unit of work, mapped.
+pub(crate) async fn rows<T: Send>(
+    tx: &mut dyn Tx,
+    sql: &'static Sql,
+    args: Args<'_>,
+    map: Mapper<T>,
+) -> StoreResult<Vec<T>> {
+    let mut out = Vec::new();
+    tx.each(sql, args, &mut |r| {
+        out.push(map(r)?);
+        Ok(())
+    })
+    .await?;
+    Ok(out)
 }
 
 /// How one engine runs statements and units of work.

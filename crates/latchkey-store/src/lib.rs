@@ -3,7 +3,7 @@
 //! Handlers hold an `Arc<dyn Store>` and never branch on the backend. Each aggregate has its trait, implemented
 //! once for both engines over statements written once ([`sql`]): [`Clients`] (projects and clients), [`Grants`]
 //! (codes and grants), [`Users`] (accounts, sessions, sign-in throttling), [`Accounts`] (apps with access, account
-//! changes with their events, last use), [`Console`] (members, API keys),
+//! changes with their events, last use), [`Orgs`] (organisations and their policies), [`Console`] (members, API keys),
 //! [`Keys`], [`Replay`] (single-use values), [`Audit`] and [`Maintenance`]. A change that needs several
 //! statements to hold together (redeeming a code under the refresh-token limits, revoking a reused code's
 //! grants with their audit records) is a unit of work ([`db`]) that commits or fails as one, so that a response is only sent once
@@ -25,6 +25,7 @@ mod grants;
 mod keys;
 mod maintenance;
 mod migrations;
+mod orgs;
 pub mod postgres;
 mod records;
 mod replay;
@@ -45,9 +46,10 @@ pub use db::Db;
 pub use grants::Grants;
 pub use keys::Keys;
 pub use maintenance::Maintenance;
+pub use orgs::Orgs;
 pub use records::{
-    ApiKey, AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, Member, MemberChange, NewUser, Project,
-    ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
+    ApiKey, AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, Member, MemberChange, NewUser, Org,
+    OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
 };
 pub use replay::Replay;
 pub use users::Users;
@@ -57,13 +59,19 @@ use std::time::Duration;
 
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
-    pub use crate::{Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Replay, Store, Users};
+    pub use crate::{Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, Store, Users};
 }
 
 /// Everything latchkey keeps: the one handle over every aggregate.
-pub trait Store: Clients + Grants + Users + Accounts + Console + Keys + Replay + Audit + Maintenance + 'static {}
+pub trait Store:
+    Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + 'static
+{
+}
 
-impl<T: Clients + Grants + Users + Accounts + Console + Keys + Replay + Audit + Maintenance + 'static> Store for T {}
+impl<T: Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + 'static> Store
+    for T
+{
+}
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]

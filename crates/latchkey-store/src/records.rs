@@ -1,5 +1,7 @@
 //! Records the store keeps beyond the protocol's own (clients, codes and grants live in `latchkey-core`).
 
+use latchkey_core::org::{AppAccess, Audience, Placement};
+use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::Grant;
 
@@ -16,6 +18,60 @@ pub struct Project {
     pub created_at: UnixTime,
     /// Whether its clients' consent page offers time-based access (`DECISIONS.md`).
     pub time_based_access: bool,
+    /// The organisation it belongs to, if any.
+    pub org_id: Option<String>,
+    /// Who its clients serve.
+    pub audience: Audience,
+}
+
+impl Project {
+    /// Where the project stands, for [`latchkey_core::org::decide`].
+    pub fn placement(&self) -> Placement<'_> {
+        Placement { org_id: self.org_id.as_deref(), audience: self.audience }
+    }
+}
+
+/// An organisation with its policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Org {
+    /// The organisation id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// When it was created.
+    pub created_at: UnixTime,
+    /// Its restricted data-API scopes.
+    pub restricted: ScopeSet,
+    /// The access of apps it has not listed.
+    pub default_access: AppAccess,
+    /// Whether the clients of its own projects are trusted.
+    pub trust_internal: bool,
+}
+
+/// A member of an organisation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgMember {
+    /// The account.
+    pub user_id: String,
+    /// Its e-mail address.
+    pub email: String,
+    /// Whether it administers the organisation.
+    pub admin: bool,
+    /// How it joined: `admin` (added by an administrator or the operator) or `domain` (by its address).
+    pub via: String,
+    /// Whether the account is disabled.
+    pub disabled: bool,
+}
+
+/// An app an organisation lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgApp {
+    /// The client.
+    pub client_id: String,
+    /// Its access, when listed with one (else the organisation's default applies).
+    pub access: Option<AppAccess>,
+    /// The scopes it is delegated for every member, if it is.
+    pub delegated: Option<ScopeSet>,
 }
 
 /// A user to create.

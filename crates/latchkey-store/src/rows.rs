@@ -7,6 +7,7 @@ use crate::{StoreError, StoreResult};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientDetails, ClientType};
+use latchkey_core::org::{AppAccess, Audience};
 use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
@@ -142,7 +143,7 @@ pub(crate) fn opt_time(r: &dyn StoreRow, col: &str) -> StoreResult<Option<UnixTi
 }
 
 pub(crate) fn scopes(r: &dyn StoreRow) -> StoreResult<ScopeSet> {
-    u32::try_from(r.int("scopes")?).map(ScopeSet).map_err(|_| StoreError::Other("scopes out of range".into()))
+    scope_bits(r, "scopes")
 }
 
 pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
@@ -152,7 +153,30 @@ pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
         api_enabled: r.flag("api_enabled")?,
         created_at: time(r, "created_at")?,
         time_based_access: r.flag("time_based_access")?,
+        org_id: r.opt_text("org_id")?,
+        audience: audience(r)?,
     })
+}
+
+/// The `audience` column.
+fn audience(r: &dyn StoreRow) -> StoreResult<Audience> {
+    let name = r.text("audience")?;
+    Audience::parse(&name).ok_or_else(|| StoreError::Other(format!("audience {name}")))
+}
+
+/// A scope-set column (the registry's bits).
+pub(crate) fn scope_bits(r: &dyn StoreRow, col: &str) -> StoreResult<ScopeSet> {
+    u32::try_from(r.int(col)?).map(ScopeSet).map_err(|_| StoreError::Other(format!("{col} out of range")))
+}
+
+/// An app-access pair of columns: the access's name and the scopes of a `specific` one.
+pub(crate) fn app_access(r: &dyn StoreRow, col: &str, scopes: &str) -> StoreResult<Option<AppAccess>> {
+    let Some(name) = r.opt_text(col)? else { return Ok(None) };
+    let listed = match r.opt_int(scopes)? {
+        Some(bits) => ScopeSet(u32::try_from(bits).map_err(|_| StoreError::Other(format!("{scopes} out of range")))?),
+        None => ScopeSet::EMPTY,
+    };
+    AppAccess::parse(&name, listed).map(Some).ok_or_else(|| StoreError::Other(format!("app access {name}")))
 }
 
 pub(crate) fn client_from_row(r: &dyn StoreRow) -> StoreResult<Client> {

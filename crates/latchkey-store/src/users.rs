@@ -39,12 +39,17 @@ pub trait Users: Send + Sync {
     async fn clear_login_failures(&self, key: &str) -> StoreResult<()>;
 }
 
-/// Inserts a user.
+/// Inserts a user (and, by its address's domain, its membership of an organisation).
 pub(crate) static INSERT_USER: Sql =
     Sql::new("INSERT INTO users (id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)");
 /// Inserts a channel.
 pub(crate) static INSERT_CHANNEL: Sql =
     Sql::new("INSERT INTO channels (id, user_id, title, description, created_at) VALUES ($1, $2, $3, $4, $5)");
+/// A new account joins the organisation that claimed its address's domain, if any.
+static JOIN_BY_DOMAIN: Sql = Sql::new(
+    "INSERT INTO org_members (user_id, org_id, admin, via, added_at) \
+     SELECT $1, org_id, $4, 'domain', $3 FROM org_domains WHERE domain = $2",
+);
 static USER: Sql = Sql::new("SELECT * FROM users WHERE id = $1");
 /// Both engines index `lower(email)`.
 static USER_BY_EMAIL: Sql = Sql::new("SELECT * FROM users WHERE lower(email) = lower($1)");
@@ -72,6 +77,8 @@ static CLEAR_LOGIN_FAILURES: Sql = Sql::new("DELETE FROM login_failures WHERE ke
 pub(crate) async fn insert_user(tx: &mut dyn Tx, u: &NewUser, ch: &Channel) -> StoreResult<()> {
     tx.exec(&INSERT_USER, args![&u.id, &u.email, &u.name, &u.password_hash, u.created_at]).await?;
     tx.exec(&INSERT_CHANNEL, args![&ch.id, &ch.user_id, &ch.title, &ch.description, ch.created_at]).await?;
+    let domain = u.email.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase();
+    tx.exec(&JOIN_BY_DOMAIN, args![&u.id, domain, u.created_at, false]).await?;
     Ok(())
 }
 

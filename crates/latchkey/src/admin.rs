@@ -15,12 +15,14 @@ use latchkey_server::admin::{
     self as ops, api_keys, members, Actor, AdminResult, ClientEdit, ClientRef, NewClient, StoreDirectory,
 };
 use latchkey_server::clock::SystemClock;
+use orgs::OrgCmd;
 use std::io::Read;
 use std::process::ExitCode;
 use users::UserCmd;
 
 mod ids;
 mod keys;
+mod orgs;
 mod users;
 
 /// `latchkey admin` and its global options.
@@ -46,6 +48,9 @@ enum Noun {
     /// User accounts.
     #[command(subcommand)]
     User(UserCmd),
+    /// Organisations: members, administrators and their policy over apps.
+    #[command(subcommand)]
+    Org(OrgCmd),
     /// The built-in listing directory (extension-store listings), for owner verification.
     #[command(subcommand)]
     Listing(ListingCmd),
@@ -93,6 +98,12 @@ enum ProjectCmd {
         /// Offer time-based access on its clients' consent page (`on`) or not (`off`).
         #[arg(long, value_parser = ["on", "off"])]
         time_based_access: Option<String>,
+        /// Place the project in this organisation (`none` takes it out of any).
+        #[arg(long)]
+        org: Option<String>,
+        /// Who its clients serve: `external` (any account) or `internal` (its organisation's members only).
+        #[arg(long, value_parser = ["internal", "external"])]
+        audience: Option<String>,
     },
     /// Lists projects.
     List,
@@ -405,10 +416,10 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             }
             ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, op, &project, true).await),
             ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, op, &project, false).await),
-            ProjectCmd::Update { project, time_based_access } => match time_based_access.as_deref() {
-                Some(on) => out(ops::project_set_time_based_access(store, op, &project, on == "on").await),
-                None => out(ops::project_show(store, op, &project).await),
-            },
+            ProjectCmd::Update { project, time_based_access, org, audience } => {
+                let (tba, org, audience) = (time_based_access.as_deref(), org.as_deref(), audience.as_deref());
+                orgs::project_update(store, &project, tba, org, audience, now).await
+            }
             ProjectCmd::List => out(ops::project_list(store, op).await),
             ProjectCmd::Show(id) => out(ops::project_show(store, op, &id.get()).await),
             ProjectCmd::Delete(id) => out(ops::project_delete(store, op, &id.get()).await),
@@ -513,6 +524,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             }
         },
         Noun::User(cmd) => users::user(store, &config, cmd, now).await?,
+        Noun::Org(cmd) => orgs::org(store, &config, cmd, now).await,
         Noun::Listing(cmd) => match cmd {
             ListingCmd::Add { item_id, publisher_email, group, members } => {
                 let group = group.as_deref().map(|g| (g, members.as_slice()));

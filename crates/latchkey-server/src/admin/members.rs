@@ -54,6 +54,8 @@ pub async fn project_create(
             api_enabled: false,
             created_at: now,
             time_based_access: false,
+            org_id: None,
+            audience: Default::default(),
         })
         .await?;
     let created = ProjectView {
@@ -61,6 +63,8 @@ pub async fn project_create(
         name: name.into(),
         api_enabled: false,
         time_based_access: false,
+        org_id: None,
+        audience: "external",
         created_at: None,
         role: None,
     };

@@ -20,6 +20,10 @@ pub struct ProjectView {
     pub api_enabled: bool,
     /// Whether its clients' consent page offers time-based access.
     pub time_based_access: bool,
+    /// The organisation it belongs to, if any.
+    pub org_id: Option<String>,
+    /// Who its clients serve: `external` (any account) or `internal` (its organisation's members).
+    pub audience: &'static str,
     /// When it was created (absent from the answer to its creation).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<i64>,
@@ -37,6 +41,8 @@ impl ProjectView {
             name: p.name.clone(),
             api_enabled: p.api_enabled,
             time_based_access: p.time_based_access,
+            org_id: p.org_id.clone(),
+            audience: p.audience.as_str(),
             created_at: Some(p.created_at.0),
             role: role.map(ProjectRole::as_str),
         }

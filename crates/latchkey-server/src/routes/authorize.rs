@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use latchkey_core::account::{self, ACCESS_PERIODS};
 use latchkey_core::authorize::{self, AuthorizeParams, Context, ValidRequest};
 use latchkey_core::client::Client;
+use latchkey_core::org::{self, Audience, Consent, Placement};
 use latchkey_core::redirect;
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::secret::Secret;
@@ -36,6 +37,30 @@ struct Checked {
     request: ValidRequest,
     /// Whether the client's project offers time-based access.
     time_based: bool,
+    /// The client's project's organisation, if any.
+    org_id: Option<String>,
+    /// Who the client's project serves.
+    audience: Audience,
+}
+
+impl Checked {
+    /// Runs the checks that need the account (`latchkey_core::org`'s order: audience, delegation, app access)
+    /// with its organisation's policy for this client, read once; a refusal is a page, never a redirect.
+    async fn policy(&self, state: &AppState, user_id: &str) -> Result<Consent, Response> {
+        let issuer = &state.urls.issuer;
+        let member = match state.store.member_policy(user_id, &self.client.client_id).await {
+            Ok(m) => m,
+            Err(e) => return Err(AuthorizeFailure::page(store_error(e), issuer).into_response()),
+        };
+        let placement = Placement { org_id: self.org_id.as_deref(), audience: self.audience };
+        match org::decide(placement, member.as_ref(), self.request.scopes) {
+            Ok(consent) => Ok(consent),
+            Err(refusal) => {
+                let error = refusal.error(&self.client, &state.scopes);
+                Err(AuthorizeFailure::page(error, issuer).into_response())
+            }
+        }
+    }
 }
 
 /// What the request shows next, once the browser's accounts are known.
@@ -88,11 +113,18 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
     let request = &checked.request;
     let none = request.prompt.none;
     match choose(&browser, request, &params) {
-        Next::Account(_) if none => {
-            back(&state, request, ErrorCode::ConsentRequired, "The user must consent to this request.")
-        }
         Next::Account(s) => {
-            let mut page = consent_page(&state, &checked, &params, s, None);
+            let consent = match checked.policy(&state, &s.user.id).await {
+                Ok(c) => c,
+                Err(refused) => return refused,
+            };
+            let mut page = match consent {
+                Consent::Skip => issue_code(&state, &checked, s, request.scopes, None).await,
+                _ if none => {
+                    return back(&state, request, ErrorCode::ConsentRequired, "The user must consent to this request.")
+                }
+                _ => consent_page(&state, &checked, &params, s, consent, None),
+            };
             if browser.stale || browser.accounts.first().is_some_and(|f| f.user.id != s.user.id) {
                 let cookie = browser.cookie_with_first(&s.user.id, state.config.session_lifetime);
                 page.headers_mut().append(header::SET_COOKIE, cookie);
@@ -173,6 +205,10 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
         Err(failure) => return failure.into_response(),
     };
     let request = &checked.request;
+    let consent = match checked.policy(&state, &signed_in.user.id).await {
+        Ok(c) => c,
+        Err(refused) => return refused,
+    };
     match field("decision") {
         Some("deny") => back(&state, request, ErrorCode::AccessDenied, "The user denied the request."),
         Some("allow") => {
@@ -189,10 +225,13 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
                     granted.0 |= 1 << i;
                 }
             }
-            let granted = granted.intersection(request.scopes);
+            let granted = match consent {
+                Consent::Granular => granted.intersection(request.scopes),
+                Consent::AllOrNone | Consent::Skip => request.scopes,
+            };
             if granted.is_empty() {
                 let again = Some("Select at least one permission to allow, or choose Cancel.");
-                return consent_page(&state, &checked, &params, signed_in, again);
+                return consent_page(&state, &checked, &params, signed_in, consent, again);
             }
             issue_code(&state, &checked, signed_in, granted, lifetime).await
         }
@@ -232,7 +271,13 @@ async fn validate(
     };
     let request = authorize::validate(params, cx).map_err(failure)?;
     match client {
-        Some(client) => Ok(Checked { client, request, time_based: project.is_some_and(|p| p.time_based_access) }),
+        Some(client) => Ok(Checked {
+            client,
+            request,
+            time_based: project.as_ref().is_some_and(|p| p.time_based_access),
+            audience: project.as_ref().map_or(Audience::External, |p| p.audience),
+            org_id: project.and_then(|p| p.org_id),
+        }),
         None => Err(AuthorizeFailure::page(
             OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found."),
             issuer,
@@ -322,6 +367,7 @@ fn consent_page(
     checked: &Checked,
     params: &AuthorizeParams,
     signed_in: &SignedIn,
+    consent: Consent,
     error: Option<&str>,
 ) -> Response {
     let csrf = session::csrf_token(state, &signed_in.session);
@@ -346,6 +392,7 @@ fn consent_page(
             switch_href: &continue_url(params, Mode::Chooser),
             periods,
             scopes,
+            all_or_none: consent == Consent::AllOrNone,
             csrf: &csrf,
             request: carried,
             error,
@@ -378,6 +425,15 @@ async fn issue_code(
     };
     if let Err(e) = state.store.insert_code(&record).await {
         return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response();
+    }
+    // The policy once more, now that the code is stored: a change committed since the check before is seen here,
+    // and one committed later expires the stored code itself (`Orgs::change_org`): no code outlives a policy that
+    // refuses it.
+    if let Err(refused) = checked.policy(state, &signed_in.user.id).await {
+        if let Err(e) = state.store.expire_code(&record.code_hash).await {
+            return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response();
+        }
+        return refused;
     }
     let mut params = vec![("code", code.expose())];
     if let Some(s) = &request.state {

@@ -1,5 +1,5 @@
 //! The developer console at `/console`: projects, their members and data API, OAuth clients of the four types,
-//! App Check and owner verification, API keys; and the JSON admin API under `/console/api/v1` ([`api`]).
+//! App Check and owner verification, API keys, organisations ([`orgs`]); and the JSON admin API under `/console/api/v1` ([`api`]).
 //!
 //! Pages are server-rendered and work without JavaScript. Every form carries the session's CSRF token and
 //! every change answers with a redirect (POST-redirect-GET), except the three that show a secret once: a new
@@ -25,6 +25,7 @@ mod auth;
 mod clients;
 mod forms;
 mod keys;
+mod orgs;
 mod projects;
 
 use crate::admin::{Access, AdminError, ClientRef, Right};
@@ -62,6 +63,17 @@ pub fn router() -> Router<AppState> {
         .route(&format!("{client}/app-check/{{action}}"), get(app_check::confirm_get))
         .route(&format!("{client}/app-check/debug-secret"), post(app_check::debug_secret_post))
         .route(&format!("{client}/verify-ownership"), post(app_check::verify_ownership_post))
+        .route("/console/projects/{project}/placement", post(orgs::placement_post))
+        .route("/console/orgs", get(orgs::orgs_get))
+        .route("/console/orgs/{org}", get(orgs::org_get))
+        .route("/console/orgs/{org}/members", post(orgs::members_post))
+        .route("/console/orgs/{org}/members/{user}/remove", post(orgs::member_remove_post))
+        .route("/console/orgs/{org}/members/{user}/{action}", post(orgs::member_disabled_post))
+        .route("/console/orgs/{org}/scopes", post(orgs::scopes_post))
+        .route("/console/orgs/{org}/settings", post(orgs::settings_post))
+        .route("/console/orgs/{org}/apps", post(orgs::apps_post))
+        .route("/console/orgs/{org}/delegations", post(orgs::delegations_post))
+        .route("/console/orgs/{org}/delegations/{client}/remove", post(orgs::delegation_remove_post))
         .route("/console/api-keys", get(keys::keys_get).post(keys::keys_post))
         .route("/console/api-keys/{id}/revoke", post(keys::revoke_post))
         .merge(api::router())
@@ -109,6 +121,14 @@ fn notice(done: Option<&str>) -> Option<String> {
         "app-check-disable" => "App Check is being disabled.",
         "ownership-verified" => "Ownership verified: you are the publisher of this extension's listing.",
         "key-revoked" => "API key revoked.",
+        "placement-saved" => "Organisation and audience saved. Access the new audience does not allow was revoked.",
+        "org-member-added" => "Member added.",
+        "org-member-removed" => "Member removed. Access their organisation's internal apps had was revoked.",
+        "org-member-disabled" => "Account disabled: it cannot sign in, and its apps' tokens stop working.",
+        "org-member-enabled" => "Account enabled again.",
+        "org-policy-saved" => {
+            "Policy saved. It holds for new authorizations, and access it no longer allows was revoked."
+        }
         _ => return None,
     };
     Some(text.into())

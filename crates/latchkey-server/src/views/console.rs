@@ -36,6 +36,10 @@ pub struct ProjectRow {
     pub api_enabled: bool,
     /// Whether its clients' consent page offers time-based access.
     pub time_based_access: bool,
+    /// The organisation it belongs to, if any.
+    pub org_id: Option<String>,
+    /// Whether its clients serve only its organisation's members.
+    pub internal: bool,
     /// When it was created.
     pub created: String,
 }
@@ -127,6 +131,8 @@ pub struct ProjectPage {
     pub member_role: String,
     /// What is wrong with the add-member form.
     pub member_error: Option<String>,
+    /// The organisation the developer administers, where they may place the project.
+    pub admin_of: Option<String>,
 }
 
 /// One client type on the type chooser.

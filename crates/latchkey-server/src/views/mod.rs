@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod console;
+pub mod org_console;
 
 use askama::Template;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -65,6 +66,9 @@ pub struct ConsentPage<'a> {
     pub periods: Vec<Period>,
     /// The requested scopes.
     pub scopes: Vec<ConsentScope<'a>>,
+    /// Whether the app gets all the requested scopes or none (an app the account's organisation trusts): no
+    /// checkbox per scope.
+    pub all_or_none: bool,
     /// The CSRF token.
     pub csrf: &'a str,
     /// The authorization request, form-encoded, carried through the form.

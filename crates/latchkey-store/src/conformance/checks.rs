@@ -1,6 +1,7 @@
 //! The list of checks, each registered once, for a harness to run on every backend.
 
 use super::accounts::*;
+use super::orgs::*;
 use super::*;
 use std::future::Future;
 use std::pin::Pin;
@@ -52,4 +53,8 @@ checks! {
     account_changes_record_one_event_each: by_ref,
     removing_an_apps_access_revokes_its_grants_and_only_those: by_ref,
     last_use_days_move_forward_and_ended_grants_are_not_live: by_ref,
+    organisations_keep_members_by_domain_and_by_name: by_ref,
+    a_members_policy_is_read_for_one_client: by_ref,
+    a_policy_change_revokes_what_it_no_longer_allows: by_ref,
+    an_internal_project_keeps_only_its_members_grants: by_ref,
 }

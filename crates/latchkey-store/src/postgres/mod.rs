@@ -16,6 +16,7 @@ pub(crate) mod errors;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
 use crate::records::Redemption;
+use crate::rows::StoreRow;
 use crate::sql::{Args, Sql, Value};
 use crate::{PoolSettings, Redeemed, StoreError, StoreResult};
 use errors::{is_retryable, map_err};
@@ -149,6 +150,21 @@ impl Tx for PgTx<'_> {
                 Ok(row) => first_int(row),
                 Err(e) => Err(self.note(e)),
             }
+        })
+    }
+
+    fn each<'a>(
+        &'a mut self,
+        sql: &'static Sql,
+        args: Args<'a>,
+        row: &'a mut (dyn FnMut(&dyn StoreRow) -> StoreResult<()> + Send),
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(async move {
+            let rows = match bind(sql, &args).fetch_all(&mut *self.conn).await {
+                Ok(rows) => rows,
+                Err(e) => return Err(self.note(e)),
+            };
+            rows.iter().try_for_each(|r| row(r))
         })
     }
 

@@ -6,7 +6,7 @@
 mod engine;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
-use crate::rows::SqliteRow;
+use crate::rows::{SqliteRow, StoreRow};
 use crate::sql::{owned, Args, Sql, Value};
 use crate::{StoreError, StoreResult};
 use engine::map_err;
@@ -92,6 +92,21 @@ fn query<T>(conn: &Connection, sql: &'static Sql, args: &Args<'_>, map: Mapper<T
     Ok(out)
 }
 
+/// Hands each row of a read, in order, to `row`.
+fn each(
+    conn: &Connection,
+    sql: &'static Sql,
+    args: &Args<'_>,
+    row: &mut (dyn FnMut(&dyn StoreRow) -> StoreResult<()> + Send),
+) -> StoreResult<()> {
+    let mut stmt = conn.prepare_cached(sql.sqlite()).map_err(map_err)?;
+    let mut rows = stmt.query(params_from_iter(args.iter())).map_err(map_err)?;
+    while let Some(r) = rows.next().map_err(map_err)? {
+        row(&SqliteRow::new(r))?;
+    }
+    Ok(())
+}
+
 /// A unit's statements on the writer's connection, inside the batch's transaction.
 /// It holds the connection by `&mut`, which is `Send` where `&Connection` is not.
 struct SqliteTx<'c> {
@@ -105,6 +120,15 @@ impl Tx for SqliteTx<'_> {
 
     fn scalar<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<Option<i64>>> {
         Box::pin(std::future::ready(scalar(self.conn, sql, &args)))
+    }
+
+    fn each<'a>(
+        &'a mut self,
+        sql: &'static Sql,
+        args: Args<'a>,
+        row: &'a mut (dyn FnMut(&dyn StoreRow) -> StoreResult<()> + Send),
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(std::future::ready(each(self.conn, sql, &args, row)))
     }
 
     fn lock<'a>(&'a mut self, _sql: &'static Sql, _args: Args<'a>) -> BoxFuture<'a, StoreResult<()>> {

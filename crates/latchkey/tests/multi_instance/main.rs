@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second,
         a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_by_every_instance,
         access_removed_with_the_admin_cli_ends_the_apps_tokens_on_every_instance,
+        an_organisation_policy_set_through_one_instance_holds_on_the_next_authorization_at_the_other,
         dpop_jtis_and_nonces_are_single_use_across_instances,
         the_refresh_token_limits_hold_under_concurrent_issuance_on_two_instances,
         crash::on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
@@ -228,6 +229,33 @@ async fn access_removed_with_the_admin_cli_ends_the_apps_tokens_on_every_instanc
     }
     let (code, _, err) = admin(&c.db.url, &args, "").await;
     assert_eq!(code, 3, "nothing left to remove is not found: {err}");
+    Ok(())
+}
+
+/// An administrator blocks the app through instance A's JSON API: the next authorization, served by B, is refused
+/// with the `admin_policy_enforced` page, and the grant issued before is refused by both (no policy is cached).
+async fn an_organisation_policy_set_through_one_instance_holds_on_the_next_authorization_at_the_other(
+) -> Result<(), Unreachable> {
+    let c = Cluster::start(&[]).await?;
+    let http = http(&c.tls, false);
+    let t = c.tokens_via(&c.b.base).await;
+    let org = admin_ok(&c.db.url, &["org", "create", "--name", "Many", "--domain", "example.com"], "").await;
+    let org = org["org_id"].as_str().expect("org_id").to_owned();
+    admin_ok(&c.db.url, &["org", "add-admin", "--org", &org, "--email", EMAIL], "").await;
+    let key = admin_ok(&c.db.url, &["api-key", "create", "--email", EMAIL, "--name", "admin"], "").await;
+    let key = key["api_key"].as_str().expect("api_key").to_owned();
+    let path = format!("{}/console/api/v1/orgs/{org}/apps/{}", c.a.base, c.client_id);
+    let r = http.put(path).bearer_auth(&key).json(&json!({ "access": "blocked" })).send().await.expect("put");
+    assert_eq!(r.status(), 200, "{:?}", r.text().await);
+    let browser = browser(&c.b.base, &c.tls, false);
+    let refused = browser.consent_page(&authorize_url(&c.b.base, &c.client_id, &Pkce::new()), EMAIL).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("admin_policy_enforced"), "{}", refused.body);
+    for base in [&c.a.base, &c.b.base] {
+        let rt = t.refresh_token.as_deref().expect("refresh token");
+        let (status, body) = refresh(&http, base, &c.client_id, rt).await.expect("refresh");
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{base}");
+    }
     Ok(())
 }
 

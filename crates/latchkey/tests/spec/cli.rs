@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_latchkey");
 
 /// Runs `latchkey admin --data-dir DIR <args>`, feeding `stdin`; returns (exit code, stdout, stderr).
-fn admin(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
+pub(crate) fn admin(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
     let mut child = Command::new(BIN)
         .arg("admin")
         .arg("--data-dir")
@@ -31,7 +31,7 @@ fn admin(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, String) {
     )
 }
 
-fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {text}"))
 }
 

@@ -13,19 +13,19 @@ const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
 
 /// A developer calling the API with their key.
-struct Api<'s> {
+pub(crate) struct Api<'s> {
     server: &'s TestServer,
     key: String,
 }
 
 impl<'s> Api<'s> {
-    async fn new(server: &'s TestServer, email: &str) -> Self {
+    pub(crate) async fn new(server: &'s TestServer, email: &str) -> Self {
         server.user(email).await;
         let k = api_keys::api_key_create(server.store(), email, "test", SystemClock.now()).await.expect("key");
         Self { server, key: k.api_key }
     }
 
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.server.http().request(method, self.server.url(path)).bearer_auth(&self.key);
         if let Some(b) = body {
@@ -37,21 +37,21 @@ impl<'s> Api<'s> {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         self.call("GET", path, None).await
     }
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         self.call("POST", path, Some(body)).await
     }
 
-    async fn project(&self, name: &str) -> String {
+    pub(crate) async fn project(&self, name: &str) -> String {
         let (status, v) = self.post("/console/api/v1/projects", json!({ "name": name })).await;
         assert_eq!(status, 201, "{v}");
         v["project_id"].as_str().expect("id").to_owned()
     }
 }
 
-fn assert_error(got: &(u16, Value), status: u16, error: &str) {
+pub(crate) fn assert_error(got: &(u16, Value), status: u16, error: &str) {
     assert_eq!(got.0, status, "{}", got.1);
     assert_eq!(got.1["error"], error, "{}", got.1);
     assert!(got.1["error_description"].as_str().is_some_and(|d| !d.is_empty()), "{}", got.1);
@@ -77,7 +77,7 @@ async fn every_route_needs_an_api_key_and_the_openapi_document_is_served() {
     let expected: Value = serde_json::from_str(openapi()).expect("document");
     assert_eq!(doc, expected, "the served document is the one the routes are declared with");
     let ops = documented(&doc);
-    assert_eq!(ops.len(), 29, "{ops:?}");
+    assert_eq!(ops.len(), 43, "{ops:?}");
     for (method, path) in &ops {
         let url = server
             .url(&path.replace("{project}", "p").replace("{client}", "c").replace("{user}", "u").replace("{id}", "k"));
@@ -448,4 +448,26 @@ async fn a_key_lists_and_revokes_its_developers_keys_but_cannot_create_one() {
     let (status, _) = alice.call("DELETE", &format!("/console/api/v1/api-keys/{own_id}"), None).await;
     assert_eq!(status, 200);
     assert_error(&alice.get("/console/api/v1/api-keys").await, 401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_body_over_64_kib_is_a_json_413_and_a_refusal_keeps_the_connection_usable() {
+    let server = TestServer::start().await;
+    let alice = Api::new(&server, ALICE).await;
+    let huge = json!({ "name": "x".repeat(70 * 1024) });
+    let r = server.http().post(server.url("/console/api/v1/projects")).bearer_auth(&alice.key).json(&huge).send();
+    let r = r.await.expect("request");
+    assert_eq!(r.status().as_u16(), 413);
+    let body: Value = r.json().await.expect("json");
+    assert_eq!(body["error"], "invalid_request", "{body}");
+    // A refusal before the body is looked at (wrong content type, then a project not found) reads it first, so the
+    // same connection serves the next request.
+    let http = server.http();
+    for _ in 0..3 {
+        let r = http.post(server.url("/console/api/v1/projects")).bearer_auth(&alice.key).body("{\"name\":\"p\"}");
+        assert_eq!(r.send().await.expect("request").status(), 400, "not JSON by its content type");
+        let r = http.put(server.url("/console/api/v1/projects/nope/api")).bearer_auth(&alice.key).json(&json!({}));
+        assert_eq!(r.send().await.expect("request").status(), 404);
+    }
+    assert_eq!(alice.get("/console/api/v1/projects").await.0, 200);
 }

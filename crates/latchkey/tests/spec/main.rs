@@ -7,6 +7,7 @@ mod browser;
 mod console_browser;
 mod flow;
 mod interop_oauth2_rs;
+mod org_browser;
 mod token_exchange;
 
 mod account_page;
@@ -21,6 +22,8 @@ mod console_api;
 mod data_api;
 mod login_consent;
 mod metadata;
+mod organisations;
+mod organisations_api;
 mod refresh;
 mod rfc7009_revoke;
 mod rfc7636_pkce;

@@ -13,6 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use latchkey_core::client;
+use latchkey_core::org::Audience;
 use latchkey_store::ProjectRole;
 
 /// A project as the console lists it.
@@ -23,6 +24,8 @@ pub(super) fn row(access: &Access) -> ProjectRow {
         role: access.role.map_or("", |r| r.as_str()),
         api_enabled: access.project.api_enabled,
         time_based_access: access.project.time_based_access,
+        org_id: access.project.org_id.clone(),
+        internal: access.project.audience == Audience::Internal,
         created: date(access.project.created_at),
     }
 }
@@ -122,8 +125,14 @@ pub(super) async fn project_page(
             role: m.role.as_str(),
         })
         .collect();
+    let admin_of = match store.membership_of(&dev.user.id).await {
+        Ok(Some((org, true))) => Some(org),
+        Ok(_) => None,
+        Err(e) => return dev.failure(&e.into()),
+    };
     let view = ProjectPage {
         layout: dev.layout,
+        admin_of,
         notice,
         error,
         is_owner: access.role == Some(ProjectRole::Owner),

@@ -31,6 +31,8 @@ use utoipa::{IntoParams, Modify, OpenApi, ToResponse};
         (name = "members"),
         (name = "clients"),
         (name = "app-check"),
+        (name = "organisations", description = "Organisations: members, administrators and the API access controls \
+            their administrators set (`docs/organisations.md`)."),
         (name = "users", description = "User accounts: the apps with access to an account (the caller's own, or any \
             for an operator) and the operator's changes. Operators are the accounts listed in the `operators` setting."),
         (name = "api-keys", description = "The caller's own API keys: list and revoke. Creating a key is not an API \

@@ -33,7 +33,7 @@ pub(super) struct UserAppPath {
 
 impl Caller {
     /// Whether the caller is an operator (`operators` in the configuration).
-    fn is_operator(&self, state: &AppState) -> bool {
+    pub(super) fn is_operator(&self, state: &AppState) -> bool {
         state.config.operators.iter().any(|e| e.eq_ignore_ascii_case(&self.0.email))
     }
 

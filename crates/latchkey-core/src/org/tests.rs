@@ -1,0 +1,95 @@
+use super::*;
+use crate::scope::Scope;
+
+const READ: ScopeSet = Scope::Readonly.set();
+const UPLOAD: ScopeSet = Scope::Upload.set();
+const OPENID: ScopeSet = Scope::OpenId.set();
+
+fn both(a: ScopeSet, b: ScopeSet) -> ScopeSet {
+    ScopeSet(a.0 | b.0)
+}
+
+fn member(org: &str) -> Membership {
+    Membership {
+        org_id: org.into(),
+        admin: false,
+        restricted: ScopeSet::EMPTY,
+        default_access: AppAccess::Limited,
+        trust_internal: false,
+        access: None,
+        delegated: None,
+    }
+}
+
+const OUTSIDE: Placement<'static> = Placement { org_id: None, audience: Audience::External };
+
+#[test]
+fn an_account_outside_any_organisation_consents_scope_by_scope() {
+    assert_eq!(decide(OUTSIDE, None, both(READ, UPLOAD)), Ok(Consent::Granular));
+}
+
+#[test]
+fn an_internal_project_serves_only_its_organisations_members() {
+    let internal = Placement { org_id: Some("o1"), audience: Audience::Internal };
+    assert_eq!(decide(internal, None, READ), Err(Refusal::OrgInternal));
+    assert_eq!(decide(internal, Some(&member("o2")), READ), Err(Refusal::OrgInternal));
+    assert_eq!(decide(internal, Some(&member("o1")), READ), Ok(Consent::Granular));
+    let external = Placement { org_id: Some("o1"), audience: Audience::External };
+    assert_eq!(decide(external, None, READ), Ok(Consent::Granular));
+}
+
+#[test]
+fn a_limited_app_may_have_the_unrestricted_scopes_and_identity() {
+    let m = Membership { restricted: UPLOAD, ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&m), both(READ, OPENID)), Ok(Consent::Granular));
+    assert_eq!(decide(OUTSIDE, Some(&m), both(READ, UPLOAD)), Err(Refusal::Policy { blocked: UPLOAD }));
+}
+
+#[test]
+fn a_specific_app_may_have_its_listed_scopes_only() {
+    let m = Membership { access: Some(AppAccess::Specific(UPLOAD)), ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&m), both(UPLOAD, OPENID)), Ok(Consent::Granular));
+    assert_eq!(decide(OUTSIDE, Some(&m), both(READ, UPLOAD)), Err(Refusal::Policy { blocked: READ }));
+}
+
+#[test]
+fn a_blocked_app_may_have_nothing_not_even_sign_in() {
+    let m = Membership { access: Some(AppAccess::Blocked), ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&m), OPENID), Err(Refusal::Policy { blocked: OPENID }));
+    let by_default = Membership { default_access: AppAccess::Blocked, ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&by_default), READ), Err(Refusal::Policy { blocked: READ }));
+}
+
+#[test]
+fn a_trusted_app_has_restricted_scopes_all_or_none() {
+    let m = Membership { restricted: UPLOAD, access: Some(AppAccess::Trusted), ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&m), both(READ, UPLOAD)), Ok(Consent::AllOrNone));
+}
+
+#[test]
+fn internal_apps_are_trusted_when_the_switch_is_on_unless_listed_otherwise() {
+    let own = Placement { org_id: Some("o1"), audience: Audience::External };
+    let m = Membership { restricted: UPLOAD, trust_internal: true, ..member("o1") };
+    assert_eq!(decide(own, Some(&m), UPLOAD), Ok(Consent::AllOrNone));
+    assert_eq!(decide(OUTSIDE, Some(&m), UPLOAD), Err(Refusal::Policy { blocked: UPLOAD }));
+    let listed = Membership { access: Some(AppAccess::Blocked), ..m };
+    assert_eq!(decide(own, Some(&listed), READ), Err(Refusal::Policy { blocked: READ }));
+}
+
+#[test]
+fn a_delegated_app_skips_consent_within_its_scopes_and_is_refused_outside_them() {
+    let m = Membership { restricted: UPLOAD, delegated: Some(UPLOAD), ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&m), both(UPLOAD, OPENID)), Ok(Consent::Skip));
+    assert_eq!(decide(OUTSIDE, Some(&m), both(READ, UPLOAD)), Err(Refusal::Policy { blocked: READ }));
+}
+
+#[test]
+fn names_read_back() {
+    for name in AppAccess::NAMES {
+        assert_eq!(AppAccess::parse(name, READ).map(AppAccess::name), Some(name));
+    }
+    assert_eq!(AppAccess::parse("open", READ), None);
+    assert_eq!(Audience::parse("internal"), Some(Audience::Internal));
+    assert_eq!(Audience::parse(Audience::External.as_str()), Some(Audience::External));
+    assert_eq!(Audience::parse("everyone"), None);
+}
