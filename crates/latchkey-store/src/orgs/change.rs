@@ -75,30 +75,31 @@ enum Affected<'a> {
     Project(&'a str),
 }
 
-/// The live grants (`$1` now) or pending codes a change may bear on, with what [`org::decide`] needs; the
-/// selection (`$2`) follows.
+/// The rows of `$table` (its key column `$id`) that are still `$live` (`$1` is now) and that a change may bear on
+/// (`$where`, with `$2`), with what [`org::decide`] needs.
 macro_rules! candidates {
-    (grants, $where:literal) => {
+    ($id:literal, $table:literal, $live:literal, $where:literal) => {
         concat!(
-            "SELECT g.id, g.user_id, g.client_id, g.scopes, p.org_id AS project_org, p.audience, ",
+            "SELECT g.",
+            $id,
+            ", g.user_id, g.client_id, g.scopes, p.org_id AS project_org, p.audience, ",
             membership_columns!(),
-            " FROM grants g JOIN clients c ON c.client_id = g.client_id JOIN projects p ON p.id = c.project_id \
+            " FROM ",
+            $table,
+            " g JOIN clients c ON c.client_id = g.client_id JOIN projects p ON p.id = c.project_id \
              LEFT JOIN org_members m ON m.user_id = g.user_id",
             membership_joins!("g.client_id"),
-            " WHERE g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > $1) AND ",
+            " WHERE ",
+            $live,
+            " AND ",
             $where
         )
     };
+    (grants, $where:literal) => {
+        candidates!("id", "grants", "g.revoked_at IS NULL AND (g.expires_at IS NULL OR g.expires_at > $1)", $where)
+    };
     (codes, $where:literal) => {
-        concat!(
-            "SELECT g.code_hash, g.user_id, g.client_id, g.scopes, p.org_id AS project_org, p.audience, ",
-            membership_columns!(),
-            " FROM auth_codes g JOIN clients c ON c.client_id = g.client_id JOIN projects p ON p.id = c.project_id \
-             LEFT JOIN org_members m ON m.user_id = g.user_id",
-            membership_joins!("g.client_id"),
-            " WHERE g.used_at IS NULL AND g.expires_at > $1 AND ",
-            $where
-        )
+        candidates!("code_hash", "auth_codes", "g.used_at IS NULL AND g.expires_at > $1", $where)
     };
 }
 

@@ -11,6 +11,7 @@ use latchkey_server::admin::{Actor, ClientRef};
 use latchkey_server::clock::SystemClock;
 
 mod clients;
+mod orgs;
 
 const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
