@@ -53,7 +53,7 @@ pub trait Accounts: Send + Sync {
 }
 
 /// A BIGINT on both engines (`Tx::scalar` reads an i64; PostgreSQL types a bare 1 as INT4).
-static USER_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM users WHERE id = $1");
+pub(crate) static USER_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM users WHERE id = $1");
 static DISABLE: Sql = Sql::new("UPDATE users SET disabled_at = $1 WHERE id = $2 AND disabled_at IS NULL");
 static ENABLE: Sql = Sql::new("UPDATE users SET disabled_at = NULL WHERE id = $1 AND disabled_at IS NOT NULL");
 static DELETE: Sql = Sql::new("DELETE FROM users WHERE id = $1");

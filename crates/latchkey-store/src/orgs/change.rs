@@ -1,6 +1,7 @@
 //! The units of work that change organisations, and [`enforce`]: what every change runs before it commits.
 
 use super::{membership_columns, membership_from_row, membership_joins};
+use crate::accounts::USER_EXISTS;
 use crate::db::{rows, BoxFuture, Outcome, Tx};
 use crate::records::Org;
 use crate::rows::StoreRow;
@@ -23,7 +24,6 @@ fn refuse<T>(why: OrgRefusal) -> Changed<T> {
 
 /// BIGINTs on both engines (`Tx::scalar` reads an i64).
 static ORG_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM orgs WHERE id = $1");
-static USER_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM users WHERE id = $1");
 static CLIENT_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM clients WHERE client_id = $1");
 static PROJECT_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM projects WHERE id = $1");
 /// 1 when the user is a member of `$2`, 0 when of another organisation, no row when of none.

@@ -10,7 +10,7 @@ const ALICE: &str = "alice@example.com";
 const BOB: &str = "bob@example.com";
 
 /// Signs in on the sign-in page the browser shows.
-async fn sign_in(browser: &Client, email: &str) {
+pub(crate) async fn sign_in(browser: &Client, email: &str) {
     find(browser, "input[name=email]").await.send_keys(email).await.expect("type the email");
     find(browser, "input[name=password]").await.send_keys(PASSWORD).await.expect("type the password");
     find(browser, "form button[type=submit]").await.click().await.expect("submit the sign-in form");

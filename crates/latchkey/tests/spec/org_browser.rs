@@ -3,6 +3,7 @@
 //! consent page has no per-scope checkboxes and grants all; a domain-wide-delegated client skips the consent page;
 //! and after the administrator blocks a client on the console's organisation page, a new authorization is refused.
 
+use crate::account_browser::sign_in;
 use crate::browser::{find, with_chrome, Loopback};
 use crate::organisations::{change, corp, CAROL};
 use crate::support::*;
@@ -12,13 +13,6 @@ use latchkey_core::time::UnixTime;
 use latchkey_server::admin::{orgs, Actor};
 
 const ALICE: &str = "alice@example.com";
-
-/// Signs in on the sign-in page the browser shows.
-async fn sign_in(browser: &Client, email: &str) {
-    find(browser, "input[name=email]").await.send_keys(email).await.expect("type the email");
-    find(browser, "input[name=password]").await.send_keys(PASSWORD).await.expect("type the password");
-    find(browser, "form button[type=submit]").await.click().await.expect("submit the sign-in form");
-}
 
 /// The error code of the error page the browser shows.
 async fn error_code(browser: &Client) -> String {
