@@ -43,7 +43,7 @@ pub trait Grants: Send + Sync {
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> StoreResult<bool>;
 }
 
-static INSERT_CODE: Sql = Sql::new(
+pub(crate) static INSERT_CODE: Sql = Sql::new(
     "INSERT INTO auth_codes (code_hash, client_id, user_id, redirect_uri, scopes, challenge_method, challenge, \
      nonce, auth_time, expires_at, used_at, grant_lifetime) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11)",
 );
@@ -101,6 +101,23 @@ static AUDIT_GRANTS_OF_CODE: Sql = Sql::new(
     "INSERT INTO audit_log (at, action, user_id, client_id, grant_id) SELECT $1, 'code_reused', user_id, \
      client_id, id FROM grants WHERE id IN (SELECT grant_id FROM auth_codes WHERE code_hash = $2) AND revoked_at = $1",
 );
+/// A code's columns, in the order of [`INSERT_CODE`].
+pub(crate) fn code_args(c: &AuthCode) -> Args<'_> {
+    args![
+        &c.code_hash,
+        &c.client_id,
+        &c.user_id,
+        &c.redirect_uri,
+        i64::from(c.scopes.0),
+        c.challenge.as_ref().map(|(m, _)| m.as_str()),
+        c.challenge.as_ref().map(|(_, v)| v.as_str()),
+        &c.nonce,
+        c.auth_time,
+        c.expires_at,
+        c.grant_lifetime,
+    ]
+}
+
 /// A grant's columns, in the order of [`INSERT_GRANT`].
 pub(crate) fn grant_args(g: &Grant) -> Args<'_> {
     let mut args = args![&g.id, &g.client_id, &g.user_id, i64::from(g.scopes.0), &g.refresh_hash, &g.dpop_jkt];
@@ -172,20 +189,7 @@ fn revoke_of_code<'t>(
 #[async_trait]
 impl<E: Engine> Grants for Db<E> {
     async fn insert_code(&self, c: &AuthCode) -> StoreResult<()> {
-        let args = args![
-            &c.code_hash,
-            &c.client_id,
-            &c.user_id,
-            &c.redirect_uri,
-            i64::from(c.scopes.0),
-            c.challenge.as_ref().map(|(m, _)| m.as_str()),
-            c.challenge.as_ref().map(|(_, v)| v.as_str()),
-            &c.nonce,
-            c.auth_time,
-            c.expires_at,
-            c.grant_lifetime,
-        ];
-        self.exec(&INSERT_CODE, args).await?;
+        self.exec(&INSERT_CODE, code_args(c)).await?;
         Ok(())
     }
 

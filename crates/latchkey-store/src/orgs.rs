@@ -14,11 +14,13 @@ use crate::rows::{self, StoreRow};
 use crate::sql::{args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use latchkey_core::org::{AppAccess, Audience, Membership, OrgChange, OrgRefusal};
+use latchkey_core::org::{AppAccess, Audience, Membership, OrgChange, OrgRefusal, Refusal};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
+use latchkey_core::token::AuthCode;
 
 mod change;
+mod code;
 
 /// Organisations and their policies.
 #[async_trait]
@@ -41,9 +43,10 @@ pub trait Orgs: Send + Sync {
     /// The policy of the user's organisation as it bears on one client; `None` outside any organisation. One
     /// read: the authorization endpoint's, once the account is known.
     async fn member_policy(&self, user_id: &str, client_id: &str) -> StoreResult<Option<Membership>>;
-    /// Expires an authorization code not yet redeemed: the authorization endpoint's last word when the policy it
-    /// checked changed while the code was being stored.
-    async fn expire_code(&self, code_hash: &[u8]) -> StoreResult<()>;
+    /// Stores an authorization code of a client of `project_id` if the organisation policy, read under the locks
+    /// every organisation change takes, still allows its scopes for its user: the check and the insert are one
+    /// unit of work ([`code`]), so no change slips between them. Otherwise nothing is stored: the refusal.
+    async fn insert_code_if_allowed(&self, code: &AuthCode, project_id: &str) -> StoreResult<Result<(), Refusal>>;
     /// Applies a change to an organisation and revokes what the changed policy refuses; returns how many grants
     /// were revoked.
     async fn change_org(&self, org_id: &str, change: &OrgChange, now: UnixTime)
@@ -191,8 +194,9 @@ impl<E: Engine> Orgs for Db<E> {
         Ok(self.engine.one(&MEMBER_POLICY, args![user_id, client_id], membership_from_row).await?.flatten())
     }
 
-    async fn expire_code(&self, code_hash: &[u8]) -> StoreResult<()> {
-        self.exec(&change::EXPIRE_CODE, args![code_hash]).await.map(drop)
+    async fn insert_code_if_allowed(&self, code: &AuthCode, project_id: &str) -> StoreResult<Result<(), Refusal>> {
+        let data = (code.clone(), project_id.to_owned());
+        self.engine.unit(Durability::Durable, code::insert_if_allowed, data).await
     }
 
     async fn change_org(&self, org_id: &str, c: &OrgChange, now: UnixTime) -> StoreResult<Result<u64, OrgRefusal>> {

@@ -41,6 +41,25 @@ fn refused(why: OrgRefusal, org_id: &str, subject: &str) -> AdminError {
     }
 }
 
+/// Whether an account's address is at one of the organisation's verified domains: the accounts an administrator
+/// manages (adds, disables, enables). Others are the operator's to add: an administrator must not be able to pull
+/// an outside account into the organisation's policy (and its domain-wide delegations).
+async fn at_its_domains(store: &dyn Store, org_id: &str, email: &str) -> Result<bool, AdminError> {
+    let domain = email.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase();
+    Ok(store.org_domains(org_id).await?.contains(&domain))
+}
+
+/// For an administrator (not the operator), refuses an account outside the organisation's verified domains.
+async fn managed(store: &dyn Store, actor: &Actor, org_id: &str, email: &str) -> Result<(), AdminError> {
+    match actor {
+        Actor::Developer(_) if !at_its_domains(store, org_id, email).await? => Err(AdminError::Forbidden(
+            "an administrator manages the accounts at the organisation's verified domains; the operator adds others"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The organisation, if the actor may administer it.
 pub async fn org_admin(store: &dyn Store, actor: &Actor, org_id: &str) -> Result<Org, AdminError> {
     if let Actor::Developer(user) = actor {
@@ -201,7 +220,12 @@ pub async fn org_add_member(
     now: UnixTime,
 ) -> AdminResult<OrgChanged> {
     org_admin(store, actor, org_id).await?;
+    if id_or_email.contains('@') {
+        // Before the account is looked up: an administrator learns nothing of addresses outside the domains.
+        managed(store, actor, org_id, id_or_email).await?;
+    }
     let user = find_user(store, id_or_email).await?;
+    managed(store, actor, org_id, &user.email).await?;
     org_change(store, actor, org_id, OrgChange::AddMember { user_id: user.id, admin }, now).await
 }
 
@@ -232,6 +256,7 @@ pub async fn org_member_set_disabled(
     if !matches!(store.membership_of(&user.id).await?, Some((org, _)) if org == org_id) {
         return Err(refused(OrgRefusal::NotMember, org_id, id_or_email));
     }
+    managed(store, actor, org_id, &user.email).await?;
     if let Actor::Developer(me) = actor {
         if me.id == user.id {
             return Err(AdminError::Invalid("an administrator cannot disable their own account".into()));
@@ -256,6 +281,10 @@ pub async fn project_place(
     now: UnixTime,
 ) -> AdminResult<ProjectView> {
     let access = actor.project(store, project_id, Right::Edit).await?;
+    if let Some(current) = &access.project.org_id {
+        // A project in an organisation is that organisation's administrators' to move or open up.
+        org_admin(store, actor, current).await?;
+    }
     let org_id = match org {
         Some(Some(o)) => {
             org_admin(store, actor, o).await?;

@@ -211,6 +211,11 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
     };
     match field("decision") {
         Some("deny") => back(&state, request, ErrorCode::AccessDenied, "The user denied the request."),
+        Some("allow") if (consent == Consent::AllOrNone) != (field("mode") == Some("all")) => {
+            // The app became trusted, or stopped being, while the page was open: the choice shown no longer fits.
+            let again = Some("This app's access changed while the page was open. Review it again.");
+            consent_page(&state, &checked, &params, signed_in, consent, again)
+        }
         Some("allow") => {
             let Ok(lifetime) = account::access_period(field("duration"), checked.time_based) else {
                 return AuthorizeFailure::page(
@@ -423,17 +428,15 @@ async fn issue_code(
         used: false,
         grant_lifetime,
     };
-    if let Err(e) = state.store.insert_code(&record).await {
-        return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response();
-    }
-    // The policy once more, now that the code is stored: a change committed since the check before is seen here,
-    // and one committed later expires the stored code itself (`Orgs::change_org`): no code outlives a policy that
-    // refuses it.
-    if let Err(refused) = checked.policy(state, &signed_in.user.id).await {
-        if let Err(e) = state.store.expire_code(&record.code_hash).await {
-            return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response();
+    // The policy's last word: judged again under the locks every organisation change takes, in the unit of work
+    // that stores the code, so that no change slips between the check and the code (`Orgs::insert_code_if_allowed`).
+    match state.store.insert_code_if_allowed(&record, &client.project_id).await {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => {
+            let error = refusal.error(client, &state.scopes);
+            return AuthorizeFailure::page(error, &state.urls.issuer).into_response();
         }
-        return refused;
+        Err(e) => return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response(),
     }
     let mut params = vec![("code", code.expose())];
     if let Some(s) = &request.state {

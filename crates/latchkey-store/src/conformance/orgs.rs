@@ -5,8 +5,9 @@ use super::{another_user, code, fixture, issue, random_b64, user_at, T0};
 use crate::prelude::*;
 use crate::{GrantLimits, Org};
 use latchkey_core::account::EventKind;
-use latchkey_core::org::{AppAccess, Audience, Membership, OrgChange, OrgRefusal};
+use latchkey_core::org::{AppAccess, Audience, Membership, OrgChange, OrgRefusal, Refusal};
 use latchkey_core::scope::{Scope, ScopeSet};
+use latchkey_core::token::AuthCode;
 
 const LIMITS: GrantLimits = GrantLimits { per_client_user: 50, per_user: 100 }; // well above what a check issues
 
@@ -127,10 +128,14 @@ pub(super) async fn a_policy_change_revokes_what_it_no_longer_allows(store: &dyn
     let audit = store.audit_records(&user).await.expect("audit");
     assert!(audit.iter().any(|r| r.action == "org_policy_revoked" && r.client_id.as_deref() == Some(&client_id)));
 
-    let another = code(&client_id, &user);
-    store.insert_code(&another).await.expect("code");
-    store.expire_code(&another.code_hash).await.expect("expire");
-    assert!(store.code(&another.code_hash).await.expect("get").expect("code").expires_at <= T0, "expired by hand");
+    let project = store.client(&client_id).await.expect("get").expect("client").project_id;
+    let refused = code(&client_id, &user); // readonly and force-ssl: force-ssl is restricted now
+    let judged = store.insert_code_if_allowed(&refused, &project).await.expect("insert");
+    assert_eq!(judged, Err(Refusal::Policy { blocked: force_ssl }), "judged with the policy as it stands");
+    assert!(store.code(&refused.code_hash).await.expect("get").is_none(), "a refused code is not stored");
+    let allowed = AuthCode { scopes: Scope::Readonly.set(), ..code(&client_id, &user) };
+    assert_eq!(store.insert_code_if_allowed(&allowed, &project).await.expect("insert"), Ok(()));
+    assert!(store.code(&allowed.code_hash).await.expect("get").is_some(), "an allowed code is stored");
 
     let trusted = OrgChange::AppAccess { client_id: client_id.clone(), access: Some(AppAccess::Trusted) };
     assert_eq!(change(store, &o, trusted).await, Ok(0));

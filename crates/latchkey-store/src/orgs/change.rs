@@ -115,8 +115,11 @@ static AUDIT_GRANT: Sql = Sql::new(
     "INSERT INTO audit_log (at, action, user_id, client_id, grant_id) VALUES ($1, 'org_policy_revoked', $2, $3, $4)",
 );
 /// An expired code is refused at the token endpoint like any other (`invalid_grant`); a redeemed one stays as it is.
-pub(super) static EXPIRE_CODE: Sql =
-    Sql::new("UPDATE auth_codes SET expires_at = 0 WHERE code_hash = $1 AND used_at IS NULL");
+static EXPIRE_CODE: Sql = Sql::new("UPDATE auth_codes SET expires_at = 0 WHERE code_hash = $1 AND used_at IS NULL");
+/// The locks of a change, in the order of [`super::code`]: account, organisation, project.
+static LOCK_USER: Sql = Sql::new("SELECT id FROM users WHERE id = $1 FOR UPDATE");
+static LOCK_ORG: Sql = Sql::new("SELECT id FROM orgs WHERE id = $1 FOR UPDATE");
+static LOCK_PROJECT: Sql = Sql::new("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
 static INSERT_EVENT: Sql =
     Sql::new("INSERT INTO account_events (at, kind, user_id, client_id) VALUES ($1, $2, $3, $4)");
 
@@ -223,6 +226,10 @@ pub(super) fn change<'t>(
 ) -> BoxFuture<'t, Changed<u64>> {
     Box::pin(async move {
         let (org, now) = (org.as_str(), *now);
+        if let OrgChange::AddMember { user_id, .. } | OrgChange::RemoveMember { user_id } = change {
+            tx.lock(&LOCK_USER, args![user_id]).await?;
+        }
+        tx.lock(&LOCK_ORG, args![org]).await?;
         if tx.scalar(&ORG_EXISTS, args![org]).await?.is_none() {
             return refuse(OrgRefusal::UnknownOrg);
         }
@@ -304,6 +311,10 @@ pub(super) fn place<'t>(
     (project, org, audience, now): &'t (String, Option<String>, Audience, UnixTime),
 ) -> BoxFuture<'t, Changed<u64>> {
     Box::pin(async move {
+        if let Some(o) = org {
+            tx.lock(&LOCK_ORG, args![o]).await?;
+        }
+        tx.lock(&LOCK_PROJECT, args![project]).await?;
         if tx.scalar(&PROJECT_EXISTS, args![project]).await?.is_none() {
             return refuse(OrgRefusal::UnknownProject);
         }

@@ -194,6 +194,36 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
     assert!(e.await.unwrap_err().to_string().contains("needs an organisation"));
     let detail = orgs::org_show(store, &Actor::Operator, &org, registry).await.expect("show");
     assert!(!detail.policy.trust_internal_apps && detail.apps.is_empty(), "nothing changed");
+
+    // A project in an organisation is its administrators' to move or open up, not any editor's.
+    let editor = latchkey_server::admin::members::parse_role("editor").expect("role");
+    latchkey_server::admin::members::member_add(store, &Actor::Operator, &app.project_id, ALICE, editor, NOW)
+        .await
+        .expect("alice edits the project");
+    let internal = Some(Audience::Internal);
+    orgs::project_place(store, &Actor::Operator, &app.project_id, Some(Some(&org)), internal, NOW)
+        .await
+        .expect("place");
+    let alice = Actor::Developer(store.user_by_email(ALICE).await.expect("get").expect("alice"));
+    let opened = orgs::project_place(store, &alice, &app.project_id, None, Some(Audience::External), NOW).await;
+    assert_eq!(opened.unwrap_err().to_string(), format!("not found: organisation {org}"));
+    assert_eq!(store.project(&app.project_id).await.expect("get").expect("project").audience, Audience::Internal);
+}
+
+#[tokio::test]
+async fn a_consent_page_shown_before_the_app_became_trusted_is_shown_again_not_taken_for_all() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(CAROL).await;
+    let org = corp(&server).await;
+    let (granular, _, browser) = authorize(&server, &app, CAROL, &[READONLY, UPLOAD]).await;
+    assert_eq!(scope_checkboxes(&granular).len(), 2);
+    let trusted = Some(AppAccess::Trusted);
+    change(&server, &org, OrgChange::AppAccess { client_id: app.client_id.clone(), access: trusted }).await;
+    let again = browser.decide(&granular, &[READONLY], "allow").await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(again.redirect_param("code").is_none() && again.body.contains("changed while the page was open"));
+    assert!(again.body.contains("id=\"all-or-none\""), "the page as it stands now");
 }
 
 #[test]

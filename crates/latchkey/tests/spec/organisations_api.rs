@@ -116,6 +116,13 @@ async fn an_administrator_disables_a_member_and_its_tokens_stop() {
     let rt = tokens.refresh_token.expect("rt");
 
     assert_error(&carol.post(&format!("{base}/members/{OUTSIDER}/disable"), json!({})).await, 404, "not_found");
+    let outside = carol.post(&format!("{base}/members"), json!({ "email": OUTSIDER })).await;
+    assert_error(&outside, 403, "forbidden");
+    assert!(outside.1["error_description"].as_str().is_some_and(|d| d.contains("verified domains")), "{}", outside.1);
+    let (status, _) = ops.post(&format!("{base}/members"), json!({ "email": OUTSIDER })).await;
+    assert_eq!(status, 200, "the operator adds an account from elsewhere");
+    let not_managed = carol.post(&format!("{base}/members/{OUTSIDER}/disable"), json!({})).await;
+    assert_error(&not_managed, 403, "forbidden");
     assert_error(&carol.post(&format!("{base}/members/{CAROL}/disable"), json!({})).await, 400, "invalid_request");
     let (status, v) = carol.post(&format!("{base}/members/{DAVE}/disable"), json!({})).await;
     assert_eq!((status, v["disabled"].as_bool()), (200, Some(true)), "{v}");

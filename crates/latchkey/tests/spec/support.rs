@@ -332,7 +332,11 @@ impl Browser {
     pub async fn decide(&self, consent: &Page, granted: &[&str], decision: &str) -> Page {
         let csrf = consent.input("csrf").expect("csrf on the consent page");
         let request = consent.input("request").expect("request on the consent page");
+        let mode = consent.input("mode");
         let mut form = vec![("csrf", csrf.as_str()), ("request", request.as_str())];
+        if let Some(m) = &mode {
+            form.push(("mode", m.as_str())); // the page's hidden input, sent as a browser sends it
+        }
         for s in granted {
             form.push(("scope", s));
         }

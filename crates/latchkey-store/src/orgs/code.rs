@@ -1,0 +1,58 @@
+//! An authorization code stored only if the policy, read under the locks every organisation change takes, still
+//! allows it: the check and the insert are one unit of work, so no change slips between them.
+//!
+//! The locks are taken where writers run side by side (PostgreSQL), always in the order account, organisation,
+//! project, which every change follows too: a change to one account's membership holds the account's row
+//! (`FOR UPDATE`), a change to an organisation its row, a placement the organisation's then the project's. This
+//! unit holds them shared (`FOR KEY SHARE`), so it waits for a change in flight and a change waits for it: either
+//! the code is stored under the new policy's judgement, or it is stored first and the change finds it among the
+//! pending codes. SQLite's single writer already runs the two one after the other.
+
+use super::membership_from_row;
+use crate::db::{rows, BoxFuture, Outcome, Tx};
+use crate::grants::{code_args, INSERT_CODE};
+use crate::rows::StoreRow;
+use crate::sql::{args, Sql};
+use crate::StoreResult;
+use latchkey_core::org::{self, Audience, Placement, Refusal};
+use latchkey_core::token::AuthCode;
+
+static SHARE_USER: Sql = Sql::new("SELECT id FROM users WHERE id = $1 FOR KEY SHARE");
+static SHARE_ORG: Sql =
+    Sql::new("SELECT id FROM orgs WHERE id = (SELECT org_id FROM org_members WHERE user_id = $1) FOR KEY SHARE");
+static SHARE_PROJECT: Sql = Sql::new("SELECT id FROM projects WHERE id = $1 FOR KEY SHARE");
+static PLACEMENT: Sql = Sql::new("SELECT org_id, audience FROM projects WHERE id = $1");
+static MEMBER_POLICY: Sql = Sql::new(concat!(
+    "SELECT ",
+    super::membership_columns!(),
+    " FROM org_members m",
+    super::membership_joins!("$2"),
+    " WHERE m.user_id = $1"
+));
+
+fn placement_from_row(r: &dyn StoreRow) -> StoreResult<(Option<String>, Audience)> {
+    let audience = r.text("audience")?;
+    Ok((r.opt_text("org_id")?, Audience::parse(&audience).unwrap_or(Audience::Internal)))
+}
+
+/// The unit: locks, reads the placement and the member's policy, judges the code's scopes, stores it if allowed.
+pub(super) fn insert_if_allowed<'t>(
+    tx: &'t mut dyn Tx,
+    (code, project): &'t (AuthCode, String),
+) -> BoxFuture<'t, StoreResult<Outcome<Result<(), Refusal>>>> {
+    Box::pin(async move {
+        let user = code.user_id.as_str();
+        tx.lock(&SHARE_USER, args![user]).await?;
+        tx.lock(&SHARE_ORG, args![user]).await?;
+        tx.lock(&SHARE_PROJECT, args![project]).await?;
+        let (org_id, audience) =
+            rows(tx, &PLACEMENT, args![project], placement_from_row).await?.pop().unwrap_or((None, Audience::Internal));
+        let member = rows(tx, &MEMBER_POLICY, args![user, &code.client_id], membership_from_row).await?.pop().flatten();
+        let placement = Placement { org_id: org_id.as_deref(), audience };
+        if let Err(refusal) = org::decide(placement, member.as_ref(), code.scopes) {
+            return Ok(Outcome::Discard(Err(refusal)));
+        }
+        tx.exec(&INSERT_CODE, code_args(code)).await?;
+        Ok(Outcome::Keep(Ok(())))
+    })
+}
