@@ -50,8 +50,11 @@ pub(crate) static INSERT_CODE: Sql = Sql::new(
 static CODE: Sql = Sql::new("SELECT * FROM auth_codes WHERE code_hash = $1");
 /// Orders the user's issuances one after the other where writers run side by side.
 static LOCK_USER: Sql = Sql::new("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE");
-static USE_CODE: Sql =
-    Sql::new("UPDATE auth_codes SET used_at = $1, grant_id = $2 WHERE code_hash = $3 AND used_at IS NULL");
+/// Marks a code used; not one an organisation's policy change expired after the exchange read it (the change
+/// expires it to 0: `orgs/change.rs`), which then fails as a used code does.
+static USE_CODE: Sql = Sql::new(
+    "UPDATE auth_codes SET used_at = $1, grant_id = $2 WHERE code_hash = $3 AND used_at IS NULL AND expires_at > $1",
+);
 /// Inserts a grant as it is.
 pub(crate) static INSERT_GRANT: Sql = Sql::new(
     "INSERT INTO grants (id, client_id, user_id, scopes, refresh_hash, dpop_jkt, created_at, expires_at, revoked_at, \

@@ -1,9 +1,9 @@
 //! Organisations: members by domain and by name, the refusals that change nothing, the authorization read, and the
 //! strict enforcement of a changed policy on grants and codes already issued.
 
-use super::{another_user, code, fixture, issue, random_b64, user_at, T0};
+use super::{another_user, code, fixture, grant_for, issue, random_b64, user_at, T0};
 use crate::prelude::*;
-use crate::{GrantLimits, Org};
+use crate::{GrantLimits, Org, Redeemed};
 use latchkey_core::account::EventKind;
 use latchkey_core::org::{AppAccess, Audience, Membership, OrgChange, OrgRefusal, Refusal};
 use latchkey_core::scope::{Scope, ScopeSet};
@@ -123,6 +123,8 @@ pub(super) async fn a_policy_change_revokes_what_it_no_longer_allows(store: &dyn
     assert!(store.grant(&outside.id).await.expect("get").expect("grant").grant.revoked_at.is_none(), "not a member");
     let expired = store.code(&pending.code_hash).await.expect("get").expect("code");
     assert!(expired.expires_at <= T0, "the pending code the policy refuses expires");
+    let late = store.redeem_code(&grant_for(&pending, T0), LIMITS, T0).await.expect("redeem");
+    assert_eq!(late, Redeemed::AlreadyUsed, "an exchange that read the code before it expired still gets no grant");
     let events: Vec<_> = store.account_events(&user).await.expect("events").iter().map(|e| e.kind).collect();
     assert_eq!(events, vec![EventKind::TokensRevoked]);
     let audit = store.audit_records(&user).await.expect("audit");

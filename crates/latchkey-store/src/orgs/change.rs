@@ -172,6 +172,11 @@ async fn enforce(tx: &mut dyn Tx, affected: Affected<'_>, now: UnixTime) -> Stor
         Affected::User(user) => (&GRANTS_OF_USER, &CODES_OF_USER, user),
         Affected::Project(project) => (&GRANTS_OF_PROJECT, &CODES_OF_PROJECT, project),
     };
+    // Codes first, then grants: a code being redeemed meanwhile either finds itself expired (the redemption's
+    // statement wants an unexpired code) or, redeemed first, has its grant among those read next.
+    for c in rows(tx, codes, args![now, key], code_candidate).await?.into_iter().filter(Candidate::refused) {
+        tx.exec(&EXPIRE_CODE, args![&c.id]).await?;
+    }
     let mut revoked = 0;
     let mut events = BTreeSet::new();
     for g in rows(tx, grants, args![now, key], grant_candidate).await?.into_iter().filter(Candidate::refused) {
@@ -180,9 +185,6 @@ async fn enforce(tx: &mut dyn Tx, affected: Affected<'_>, now: UnixTime) -> Stor
             revoked += 1;
             events.insert((g.user_id, g.client_id));
         }
-    }
-    for c in rows(tx, codes, args![now, key], code_candidate).await?.into_iter().filter(Candidate::refused) {
-        tx.exec(&EXPIRE_CODE, args![&c.id]).await?;
     }
     for (user, client) in &events {
         tx.exec(&INSERT_EVENT, args![now, EventKind::TokensRevoked.as_str(), user, client]).await?;

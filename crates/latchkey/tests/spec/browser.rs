@@ -152,12 +152,20 @@ pub(crate) fn scope_box(scope: &str) -> String {
 
 /// Waits for an element to appear.
 pub(crate) async fn find(browser: &Client, css: &str) -> fantoccini::elements::Element {
-    match browser.wait().at_most(WAIT).for_element(Locator::Css(css)).await {
-        Ok(e) => e,
-        Err(e) => {
-            let url = browser.current_url().await.map(String::from).unwrap_or_default();
-            let source = browser.source().await.unwrap_or_default();
-            panic!("no element {css} on {url}: {e}\n{source}");
+    let started = std::time::Instant::now();
+    loop {
+        match browser.wait().at_most(WAIT).for_element(Locator::Css(css)).await {
+            Ok(e) => return e,
+            // A navigation still landing (a form just sent, on a busy machine) aborts the lookup, which the wait
+            // does not retry: look again on the page it lands on.
+            Err(e) if e.to_string().contains("aborted by navigation") && started.elapsed() < WAIT => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => {
+                let url = browser.current_url().await.map(String::from).unwrap_or_default();
+                let source = browser.source().await.unwrap_or_default();
+                panic!("no element {css} on {url}: {e}\n{source}");
+            }
         }
     }
 }

@@ -1,0 +1,3 @@
+-- Issue 21: the redemption marks a code used only while it is unexpired (an organisation's policy change expires
+-- the pending codes it refuses). SQLite redeems with the store's shared statement (grants.rs USE_CODE), which
+-- carries the condition: nothing to change in the schema.
