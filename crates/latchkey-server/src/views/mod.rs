@@ -154,6 +154,8 @@ pub fn error_page(status: StatusCode, error: &OAuthError) -> Response {
         latchkey_core::ErrorCode::ServerError | latchkey_core::ErrorCode::TemporarilyUnavailable => {
             "Something went wrong"
         }
+        latchkey_core::ErrorCode::AdminPolicyEnforced => "Access blocked: your organisation's policy",
+        latchkey_core::ErrorCode::OrgInternal => "Access blocked: this app is for its organisation's accounts",
         _ => "Access blocked: this app's request is invalid",
     };
     page(

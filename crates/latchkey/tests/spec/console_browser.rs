@@ -15,7 +15,7 @@ const EMAIL: &str = "dev@example.com";
 const ITEM_ID: &str = "lkbrowsertestextensionitem";
 
 /// Writes a screenshot of the window to `target/screenshots/console-<name>.png` (and `docs/screenshots/`).
-async fn shot(browser: &Client, name: &str) {
+pub(crate) async fn shot(browser: &Client, name: &str) {
     let png = browser.screenshot().await.expect("screenshot");
     assert!(png.starts_with(b"\x89PNG"), "a PNG");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -5,6 +5,7 @@
 
 use crate::account_browser::sign_in;
 use crate::browser::{find, with_chrome, Loopback};
+use crate::console_browser::shot;
 use crate::organisations::{change, corp, CAROL};
 use crate::support::*;
 use fantoccini::{Client, Locator};
@@ -48,12 +49,17 @@ async fn organisation_policies_in_chromium_internal_restricted_trusted_delegated
         browser.goto(&url(&internal, &[READONLY], &Pkce::new(), "")).await.expect("open");
         sign_in(&browser, ALICE).await;
         assert_eq!(error_code(&browser).await, "org_internal");
+        let heading = find(&browser, "#heading").await.text().await.expect("heading");
+        assert_eq!(heading, "Access blocked: this app is for its organisation's accounts");
         assert!(browser.find(Locator::Css("button[name=decision]")).await.is_err(), "no consent page");
 
         // A member asking for a restricted scope: admin_policy_enforced, naming the app and the permission.
         browser.goto(&url(&photos, &[READONLY, UPLOAD], &Pkce::new(), "&prompt=login")).await.expect("open");
         sign_in(&browser, CAROL).await;
         assert_eq!(error_code(&browser).await, "admin_policy_enforced");
+        shot(&browser, "admin-policy-enforced").await;
+        let heading = find(&browser, "#heading").await.text().await.expect("heading");
+        assert_eq!(heading, "Access blocked: your organisation's policy", "not an invalid request");
         let said = find(&browser, "#error-description").await.text().await.expect("text");
         assert!(said.contains(&photos.client_id) && said.contains("Manage your videos"), "{said}");
 
@@ -70,6 +76,7 @@ async fn organisation_policies_in_chromium_internal_restricted_trusted_delegated
             .await
             .expect("open");
         find(&browser, "#all-or-none").await;
+        shot(&browser, "consent-trusted").await;
         let boxes = browser.find_all(Locator::Css("input[type=checkbox][name=scope]")).await.expect("find");
         assert!(boxes.is_empty(), "no per-scope checkboxes");
         find(&browser, "button[name=decision][value=allow]").await.click().await.expect("Allow");
@@ -90,6 +97,7 @@ async fn organisation_policies_in_chromium_internal_restricted_trusted_delegated
         find(&browser, "#app-access-select").await.select_by_value("blocked").await.expect("choose blocked");
         find(&browser, "#app-access button[type=submit]").await.click().await.expect("save");
         let notice = find(&browser, "#notice").await.text().await.expect("notice");
+        shot(&browser, "organisation").await;
         assert!(notice.contains("revoked"), "{notice}");
         let row = find(&browser, "#apps").await.text().await.expect("apps");
         assert!(row.contains(&photos.client_id) && row.contains("blocked"), "{row}");
