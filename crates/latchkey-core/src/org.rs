@@ -184,6 +184,11 @@ impl Refusal {
     }
 }
 
+/// The domain of an e-mail address, lower case ("" without one): what a verified domain is matched against.
+pub fn email_domain(email: &str) -> String {
+    email.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase()
+}
+
 /// Every scope bit a registry can hold.
 const EVERY: ScopeSet = ScopeSet(u32::MAX);
 

@@ -81,11 +81,14 @@ macro_rules! membership_joins {
 }
 pub(crate) use {membership_columns, membership_joins};
 
-static ORG: Sql =
-    Sql::new("SELECT id, name, created_at, restricted_scopes, default_access, trust_internal FROM orgs WHERE id = $1");
-static ORGS: Sql = Sql::new(
-    "SELECT id, name, created_at, restricted_scopes, default_access, trust_internal FROM orgs ORDER BY created_at, id",
-);
+/// An organisation's columns, in the order [`org_from_row`] reads them.
+macro_rules! org_columns {
+    () => {
+        "SELECT id, name, created_at, restricted_scopes, default_access, trust_internal FROM orgs"
+    };
+}
+static ORG: Sql = Sql::new(concat!(org_columns!(), " WHERE id = $1"));
+static ORGS: Sql = Sql::new(concat!(org_columns!(), " ORDER BY created_at, id"));
 static DOMAINS: Sql = Sql::new("SELECT domain FROM org_domains WHERE org_id = $1 ORDER BY domain");
 static MEMBERS: Sql = Sql::new(
     "SELECT m.user_id, u.email, m.admin, m.via, u.disabled_at FROM org_members m JOIN users u ON u.id = m.user_id \
@@ -95,7 +98,8 @@ static APPS: Sql = Sql::new(
     "SELECT client_id, access, scopes AS app_scopes, delegated FROM org_apps WHERE org_id = $1 ORDER BY client_id",
 );
 static MEMBERSHIP_OF: Sql = Sql::new("SELECT org_id, admin FROM org_members WHERE user_id = $1");
-static MEMBER_POLICY: Sql = Sql::new(concat!(
+/// The member's policy for one client (`$1` the user, `$2` the client).
+pub(super) static MEMBER_POLICY: Sql = Sql::new(concat!(
     "SELECT ",
     membership_columns!(),
     " FROM org_members m",

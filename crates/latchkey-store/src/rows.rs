@@ -159,7 +159,7 @@ pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
 }
 
 /// The `audience` column.
-fn audience(r: &dyn StoreRow) -> StoreResult<Audience> {
+pub(crate) fn audience(r: &dyn StoreRow) -> StoreResult<Audience> {
     let name = r.text("audience")?;
     Audience::parse(&name).ok_or_else(|| StoreError::Other(format!("audience {name}")))
 }

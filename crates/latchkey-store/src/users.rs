@@ -77,7 +77,7 @@ static CLEAR_LOGIN_FAILURES: Sql = Sql::new("DELETE FROM login_failures WHERE ke
 pub(crate) async fn insert_user(tx: &mut dyn Tx, u: &NewUser, ch: &Channel) -> StoreResult<()> {
     tx.exec(&INSERT_USER, args![&u.id, &u.email, &u.name, &u.password_hash, u.created_at]).await?;
     tx.exec(&INSERT_CHANNEL, args![&ch.id, &ch.user_id, &ch.title, &ch.description, ch.created_at]).await?;
-    let domain = u.email.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase();
+    let domain = latchkey_core::org::email_domain(&u.email);
     tx.exec(&JOIN_BY_DOMAIN, args![&u.id, domain, u.created_at, false]).await?;
     Ok(())
 }

@@ -45,8 +45,7 @@ fn refused(why: OrgRefusal, org_id: &str, subject: &str) -> AdminError {
 /// manages (adds, disables, enables). Others are the operator's to add: an administrator must not be able to pull
 /// an outside account into the organisation's policy (and its domain-wide delegations).
 async fn at_its_domains(store: &dyn Store, org_id: &str, email: &str) -> Result<bool, AdminError> {
-    let domain = email.rsplit_once('@').map_or("", |(_, d)| d).to_ascii_lowercase();
-    Ok(store.org_domains(org_id).await?.contains(&domain))
+    Ok(store.org_domains(org_id).await?.contains(&latchkey_core::org::email_domain(email)))
 }
 
 /// For an administrator (not the operator), refuses an account outside the organisation's verified domains.
@@ -198,6 +197,11 @@ pub async fn org_change(
         OrgChange::AddDomain(d) => OrgChange::AddDomain(valid_domain(&d)?),
         other => other,
     };
+    apply(store, org_id, change, now).await
+}
+
+/// Applies a change the actor may make (checked by the caller).
+async fn apply(store: &dyn Store, org_id: &str, change: OrgChange, now: UnixTime) -> AdminResult<OrgChanged> {
     let subject = match &change {
         OrgChange::AddDomain(s) => s.as_str(),
         OrgChange::AddMember { user_id, .. } | OrgChange::RemoveMember { user_id } => user_id,
@@ -226,7 +230,7 @@ pub async fn org_add_member(
     }
     let user = find_user(store, id_or_email).await?;
     managed(store, actor, org_id, &user.email).await?;
-    org_change(store, actor, org_id, OrgChange::AddMember { user_id: user.id, admin }, now).await
+    apply(store, org_id, OrgChange::AddMember { user_id: user.id, admin }, now).await
 }
 
 /// Removes a member (by e-mail address or id).
@@ -239,7 +243,7 @@ pub async fn org_remove_member(
 ) -> AdminResult<OrgChanged> {
     org_admin(store, actor, org_id).await?;
     let user = find_user(store, id_or_email).await?;
-    org_change(store, actor, org_id, OrgChange::RemoveMember { user_id: user.id }, now).await
+    apply(store, org_id, OrgChange::RemoveMember { user_id: user.id }, now).await
 }
 
 /// Disables (or enables again) a member's account: the operator's disable, by the organisation's administrator.

@@ -143,14 +143,13 @@ impl<I> Candidate<I> {
 }
 
 fn candidate<I>(r: &dyn StoreRow, id: I) -> StoreResult<Candidate<I>> {
-    let audience = r.text("audience")?;
     Ok(Candidate {
         id,
         user_id: r.text("user_id")?,
         client_id: r.text("client_id")?,
         scopes: crate::rows::scopes(r)?,
         project_org: r.opt_text("project_org")?,
-        audience: Audience::parse(&audience).unwrap_or(Audience::Internal),
+        audience: crate::rows::audience(r)?,
         member: membership_from_row(r)?,
     })
 }

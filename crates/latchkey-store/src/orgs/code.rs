@@ -8,7 +8,7 @@
 //! the code is stored under the new policy's judgement, or it is stored first and the change finds it among the
 //! pending codes. SQLite's single writer already runs the two one after the other.
 
-use super::membership_from_row;
+use super::{membership_from_row, MEMBER_POLICY};
 use crate::db::{rows, BoxFuture, Outcome, Tx};
 use crate::grants::{code_args, INSERT_CODE};
 use crate::rows::StoreRow;
@@ -22,17 +22,9 @@ static SHARE_ORG: Sql =
     Sql::new("SELECT id FROM orgs WHERE id = (SELECT org_id FROM org_members WHERE user_id = $1) FOR KEY SHARE");
 static SHARE_PROJECT: Sql = Sql::new("SELECT id FROM projects WHERE id = $1 FOR KEY SHARE");
 static PLACEMENT: Sql = Sql::new("SELECT org_id, audience FROM projects WHERE id = $1");
-static MEMBER_POLICY: Sql = Sql::new(concat!(
-    "SELECT ",
-    super::membership_columns!(),
-    " FROM org_members m",
-    super::membership_joins!("$2"),
-    " WHERE m.user_id = $1"
-));
 
 fn placement_from_row(r: &dyn StoreRow) -> StoreResult<(Option<String>, Audience)> {
-    let audience = r.text("audience")?;
-    Ok((r.opt_text("org_id")?, Audience::parse(&audience).unwrap_or(Audience::Internal)))
+    Ok((r.opt_text("org_id")?, crate::rows::audience(r)?))
 }
 
 /// The unit: locks, reads the placement and the member's policy, judges the code's scopes, stores it if allowed.

@@ -82,13 +82,12 @@ fn scalar(conn: &Connection, sql: &'static Sql, args: &Args<'_>) -> StoreResult<
 }
 
 /// Every row of a read, mapped.
-fn query<T>(conn: &Connection, sql: &'static Sql, args: &Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
-    let mut stmt = conn.prepare_cached(sql.sqlite()).map_err(map_err)?;
-    let mut rows = stmt.query(params_from_iter(args.iter())).map_err(map_err)?;
+fn query<T: Send>(conn: &Connection, sql: &'static Sql, args: &Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
     let mut out = Vec::new();
-    while let Some(r) = rows.next().map_err(map_err)? {
-        out.push(map(&SqliteRow::new(r))?);
-    }
+    each(conn, sql, args, &mut |r| {
+        out.push(map(r)?);
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -27,6 +27,11 @@ fn form_input(page: &Page, action: &str, name: &str) -> String {
     Page { status: 200, headers: Default::default(), body: form.to_owned() }.input(name).expect(name)
 }
 
+/// The kinds of a user's account events, oldest first.
+async fn event_kinds(server: &TestServer, user_id: &str) -> Vec<EventKind> {
+    server.store().account_events(user_id).await.expect("events").iter().map(|e| e.kind).collect()
+}
+
 #[tokio::test]
 async fn the_account_page_lists_each_app_and_remove_access_revokes_its_tokens_only() {
     let server = TestServer::start().await;
@@ -147,8 +152,7 @@ async fn a_new_password_needs_the_old_one_and_ends_the_accounts_other_sessions()
     let login = fresh.get(&url_with(&server, &app, &[READONLY], &Pkce::new(), &[])).await;
     assert_eq!(fresh.sign_in(&login, ALICE, PASSWORD).await.status, 401, "the old password no longer works");
     assert_eq!(fresh.sign_in(&login, ALICE, "a new long password").await.status, 303);
-    let kinds: Vec<_> = server.store().account_events(&alice).await.expect("events").iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, vec![EventKind::CredentialChanged]);
+    assert_eq!(event_kinds(&server, &alice).await, vec![EventKind::CredentialChanged]);
 }
 
 #[tokio::test]
@@ -165,8 +169,7 @@ async fn signing_out_of_other_sessions_keeps_this_one() {
     assert!(unescape(&follow(&server, &here, &done).await.body)
         .contains("Every other session of this account was signed out."));
     assert_eq!(elsewhere.get(&server.url("/account")).await.status, 303, "signed out elsewhere");
-    let kinds: Vec<_> = server.store().account_events(&alice).await.expect("events").iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, vec![EventKind::SessionsRevoked]);
+    assert_eq!(event_kinds(&server, &alice).await, vec![EventKind::SessionsRevoked]);
 }
 
 #[tokio::test]
@@ -187,8 +190,10 @@ async fn a_disabled_account_loses_its_sessions_at_once_and_is_told_why_at_sign_i
     let refused = browser.sign_in(&login, ALICE, PASSWORD).await;
     assert_eq!(refused.status, 403);
     assert!(unescape(&refused.body).contains("This account is disabled."), "{}", refused.body);
-    let kinds: Vec<_> = server.store().account_events(&alice).await.expect("events").iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, vec![EventKind::AccountDisabled, EventKind::AccountEnabled, EventKind::AccountDisabled]);
+    assert_eq!(
+        event_kinds(&server, &alice).await,
+        vec![EventKind::AccountDisabled, EventKind::AccountEnabled, EventKind::AccountDisabled]
+    );
 }
 
 #[tokio::test]

@@ -451,7 +451,7 @@ async fn a_key_lists_and_revokes_its_developers_keys_but_cannot_create_one() {
 }
 
 #[tokio::test]
-async fn a_body_over_64_kib_is_a_json_413_and_a_refusal_keeps_the_connection_usable() {
+async fn a_body_over_64_kib_is_a_json_413_and_refusals_before_the_body_is_read_are_json_too() {
     let server = TestServer::start().await;
     let alice = Api::new(&server, ALICE).await;
     let huge = json!({ "name": "x".repeat(70 * 1024) });
@@ -460,14 +460,18 @@ async fn a_body_over_64_kib_is_a_json_413_and_a_refusal_keeps_the_connection_usa
     assert_eq!(r.status().as_u16(), 413);
     let body: Value = r.json().await.expect("json");
     assert_eq!(body["error"], "invalid_request", "{body}");
-    // A refusal before the body is looked at (wrong content type, then a project not found) reads it first, so the
-    // same connection serves the next request.
-    let http = server.http();
+    // Refused before the body is looked at (a wrong content type, a project not found), over one HTTP/1.1
+    // connection, in turn: each answer is the API's JSON error.
+    let http = server.http_builder().http1_only().build().expect("client");
     for _ in 0..3 {
         let r = http.post(server.url("/console/api/v1/projects")).bearer_auth(&alice.key).body("{\"name\":\"p\"}");
-        assert_eq!(r.send().await.expect("request").status(), 400, "not JSON by its content type");
+        let r = r.send().await.expect("request");
+        assert_eq!(r.status().as_u16(), 400, "not JSON by its content type");
+        assert_eq!(r.json::<Value>().await.expect("json")["error"], "invalid_request");
         let r = http.put(server.url("/console/api/v1/projects/nope/api")).bearer_auth(&alice.key).json(&json!({}));
-        assert_eq!(r.send().await.expect("request").status(), 404);
+        let r = r.send().await.expect("request");
+        assert_eq!(r.status().as_u16(), 404);
+        assert_eq!(r.json::<Value>().await.expect("json")["error"], "not_found");
     }
     assert_eq!(alice.get("/console/api/v1/projects").await.0, 200);
 }

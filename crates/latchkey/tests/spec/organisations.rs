@@ -129,11 +129,13 @@ async fn a_delegated_app_skips_consent_for_its_scopes_and_is_refused_outside_the
     let org = corp(&server).await;
     let delegated = Some(bits(&server, &[READONLY]));
     change(&server, &org, OrgChange::Delegate { client_id: app.client_id.clone(), scopes: delegated }).await;
-    let (skipped, pkce, _) = authorize(&server, &app, CAROL, &[READONLY, "openid"]).await;
+    let (skipped, pkce, browser) = authorize(&server, &app, CAROL, &[READONLY, "openid"]).await;
     assert_eq!(skipped.status, 303, "no consent page after sign-in: {}", skipped.body);
     assert!(skipped.headers["location"].to_str().expect("location").starts_with(REDIRECT));
     let tokens = exchange(&server, &app, &skipped.redirect_param("code").expect("code"), &pkce).await;
     assert!(tokens.scope.contains(READONLY) && tokens.id_token.is_some(), "{}", tokens.scope);
+    let silent = browser.get(&url_with(&server, &app, &[READONLY], &Pkce::new(), &[("prompt", "none")])).await;
+    assert!(silent.redirect_param("code").is_some(), "prompt=none needs no consent either: {}", silent.body);
     let (outside, ..) = authorize(&server, &app, CAROL, &[READONLY, UPLOAD]).await;
     assert_refused(&outside, "admin_policy_enforced");
 }
