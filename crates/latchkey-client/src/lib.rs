@@ -11,6 +11,10 @@
 //!   per token request, caching the server's `DPoP-Nonce` and retrying once on `use_dpop_nonce`.
 //! - [`Session`] keeps tokens in long-term storage ([`TokenStore`]; a 0600 file by default), refreshes the access
 //!   token shortly before it expires with one refresh in flight however many callers ask, and revokes.
+//! - [`SetReceiver`] (in [`events`]) is for the app's backend: it verifies the Security Event Tokens (RFC 8417)
+//!   latchkey pushes (RFC 8935) or the app polls (RFC 8936), deduplicates them by `jti`, and hands over a typed
+//!   [`SecurityEvent`] (sessions or tokens revoked, a password changed, the account disabled or deleted), or a
+//!   [`SetError`] with the RFC 8935 code to answer with.
 //!
 //! The HTTP transport is injected ([`HttpClient`]); [`ReqwestHttp`] is the default.
 //!
@@ -41,6 +45,7 @@ mod clock;
 mod discovery;
 mod dpop;
 mod error;
+pub mod events;
 #[cfg(test)]
 mod fake_http;
 mod http;
@@ -55,6 +60,7 @@ pub use clock::{Clock, SystemClock};
 pub use discovery::Discovery;
 pub use dpop::{DpopKey, FileKeyStore, KeyStore};
 pub use error::Error;
+pub use events::{Event, Received, SecurityEvent, SetError, SetReceiver, Subject};
 #[cfg(feature = "reqwest")]
 pub use http::ReqwestHttp;
 pub use http::{HttpClient, HttpRequest, HttpResponse};

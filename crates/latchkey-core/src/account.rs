@@ -31,6 +31,9 @@ pub enum AccountChange {
         /// The client.
         client_id: String,
     },
+    /// An operator judged the password compromised: every session ends, and the apps are told that the account
+    /// must change its password.
+    CredentialChangeRequired,
 }
 
 impl AccountChange {
@@ -43,6 +46,7 @@ impl AccountChange {
             Self::PasswordChanged { .. } => EventKind::CredentialChanged,
             Self::OtherSessionsEnded { .. } => EventKind::SessionsRevoked,
             Self::AppAccessRemoved { .. } => EventKind::TokensRevoked,
+            Self::CredentialChangeRequired => EventKind::CredentialChangeRequired,
         }
     }
 
@@ -55,7 +59,8 @@ impl AccountChange {
     }
 }
 
-/// The kinds of domain event, named after the RISC and CAEP event types that will report them.
+/// The kinds of domain event, named after the RISC and CAEP event types that report them
+/// ([`crate::events::set_events`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum EventKind {
@@ -71,17 +76,20 @@ pub enum EventKind {
     SessionsRevoked,
     /// One app's tokens for the account were revoked.
     TokensRevoked,
+    /// The account must change its password.
+    CredentialChangeRequired,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 7] = [
         Self::AccountDisabled,
         Self::AccountEnabled,
         Self::AccountPurged,
         Self::CredentialChanged,
         Self::SessionsRevoked,
         Self::TokensRevoked,
+        Self::CredentialChangeRequired,
     ];
 
     /// The kind's name in the store.
@@ -93,18 +101,7 @@ impl EventKind {
             Self::CredentialChanged => "credential_changed",
             Self::SessionsRevoked => "sessions_revoked",
             Self::TokensRevoked => "tokens_revoked",
-        }
-    }
-
-    /// The event type identifier of the Shared Signals profile (RISC, or CAEP for a credential change).
-    pub const fn event_type(self) -> &'static str {
-        match self {
-            Self::AccountDisabled => "https://schemas.openid.net/secevent/risc/event-type/account-disabled",
-            Self::AccountEnabled => "https://schemas.openid.net/secevent/risc/event-type/account-enabled",
-            Self::AccountPurged => "https://schemas.openid.net/secevent/risc/event-type/account-purged",
-            Self::CredentialChanged => "https://schemas.openid.net/secevent/caep/event-type/credential-change",
-            Self::SessionsRevoked => "https://schemas.openid.net/secevent/risc/event-type/sessions-revoked",
-            Self::TokensRevoked => "https://schemas.openid.net/secevent/oauth/event-type/token-revoked",
+            Self::CredentialChangeRequired => "credential_change_required",
         }
     }
 
@@ -174,10 +171,9 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_reads_back_from_its_name_and_has_a_shared_signals_type() {
+    fn every_kind_reads_back_from_its_name() {
         for k in EventKind::ALL {
             assert_eq!(EventKind::parse(k.as_str()), Some(k));
-            assert!(k.event_type().starts_with("https://schemas.openid.net/secevent/"));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! ES256 JSON Web Signatures (RFC 7515, RFC 7518 §3.4) and JWK thumbprints (RFC 7638).
+//! ES256 and RS256 JSON Web Signatures (RFC 7515, RFC 7518 §3.3 and §3.4) and JWK thumbprints (RFC 7638).
 //!
 //! The JWS compact form is three base64url parts; signing and verifying it is a few lines over `ring`, which
 //! also lets the DPoP check verify over the exact bytes received and refuse anything but raw R|S signatures.
@@ -7,7 +7,7 @@
 use crate::secret::Random;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use ring::signature::{self, EcdsaKeyPair, KeyPair};
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde::Serialize;
 
 /// An error of key handling or signing.
@@ -120,14 +120,90 @@ pub fn sign_parts<H: Serialize, T: Serialize>(
     claims: &T,
     random: &dyn Random,
 ) -> Result<String, JwsError> {
+    let mut out = signing_input(header, claims)?;
+    let sig = pair.sign(random.ring(), out.as_bytes()).map_err(|_| JwsError("signing failed"))?;
+    out.push('.');
+    URL_SAFE_NO_PAD.encode_string(sig.as_ref(), &mut out);
+    Ok(out)
+}
+
+/// A public RSA key as a JWK (RFC 7518 §6.3), published for RS256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RsaJwk {
+    /// Always `RSA`.
+    pub kty: String,
+    /// The modulus, base64url.
+    pub n: String,
+    /// The public exponent, base64url.
+    pub e: String,
+}
+
+impl RsaJwk {
+    /// The RFC 7638 thumbprint: base64url(SHA-256 of `{"e":..,"kty":"RSA","n":..}`).
+    pub fn thumbprint(&self) -> String {
+        let canonical = format!(r#"{{"e":"{}","kty":"{}","n":"{}"}}"#, self.e, self.kty, self.n);
+        URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes()))
+    }
+}
+
+/// An RS256 private key with its key id (the public key's thumbprint): the key that signs security events, for
+/// the receivers that accept nothing else. *ring* cannot make RSA keys; the server makes them
+/// (`latchkey-server`'s `keys`) and this loads them.
+pub struct RsaSigningKey {
+    pair: RsaKeyPair,
+    jwk: RsaJwk,
+    kid: String,
+}
+
+impl std::fmt::Debug for RsaSigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RsaSigningKey({})", self.kid)
+    }
+}
+
+impl RsaSigningKey {
+    /// The key stored as PKCS#8 DER (2048 bits or more).
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, JwsError> {
+        let pair = RsaKeyPair::from_pkcs8(der).map_err(|_| JwsError("not an RSA PKCS#8 key"))?;
+        let public = signature::RsaPublicKeyComponents::<Vec<u8>>::from(pair.public());
+        let jwk =
+            RsaJwk { kty: "RSA".into(), n: URL_SAFE_NO_PAD.encode(&public.n), e: URL_SAFE_NO_PAD.encode(&public.e) };
+        let kid = jwk.thumbprint();
+        Ok(Self { pair, jwk, kid })
+    }
+
+    /// The key id.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The public key as a JWK.
+    pub fn public_jwk(&self) -> &RsaJwk {
+        &self.jwk
+    }
+
+    /// Signs `claims` as a compact JWS with header `{"alg":"RS256","typ":typ,"kid":...}` (PKCS#1 v1.5 is
+    /// deterministic; *ring* takes `random` for its blinding).
+    pub fn sign<T: Serialize>(&self, typ: &str, claims: &T, random: &dyn Random) -> Result<String, JwsError> {
+        let header = serde_json::json!({ "alg": "RS256", "typ": typ, "kid": self.kid });
+        let mut out = signing_input(&header, claims)?;
+        let mut sig = vec![0u8; self.pair.public().modulus_len()];
+        self.pair
+            .sign(&signature::RSA_PKCS1_SHA256, random.ring(), out.as_bytes(), &mut sig)
+            .map_err(|_| JwsError("signing failed"))?;
+        out.push('.');
+        URL_SAFE_NO_PAD.encode_string(sig, &mut out);
+        Ok(out)
+    }
+}
+
+/// `b64(header).b64(claims)`: what a JWS signs.
+fn signing_input<H: Serialize, T: Serialize>(header: &H, claims: &T) -> Result<String, JwsError> {
     let h = serde_json::to_vec(header).map_err(|_| JwsError("header is not JSON"))?;
     let c = serde_json::to_vec(claims).map_err(|_| JwsError("claims are not JSON"))?;
     let mut out = URL_SAFE_NO_PAD.encode(h);
     out.push('.');
     URL_SAFE_NO_PAD.encode_string(c, &mut out);
-    let sig = pair.sign(random.ring(), out.as_bytes()).map_err(|_| JwsError("signing failed"))?;
-    out.push('.');
-    URL_SAFE_NO_PAD.encode_string(sig.as_ref(), &mut out);
     Ok(out)
 }
 
@@ -165,5 +241,26 @@ mod tests {
         let point = key.public_jwk().to_point().unwrap();
         assert!(verify_es256(&point, input.as_bytes(), &sig));
         assert!(!verify_es256(&point, format!("{input}x").as_bytes(), &sig));
+    }
+
+    #[test]
+    fn an_rs256_jws_verifies_with_its_published_modulus_and_exponent() {
+        // A 2048-bit key made for this test (`openssl genpkey -algorithm RSA`, then `openssl pkcs8 -topk8 -nocrypt`); it signs nothing else.
+        let key = RsaSigningKey::from_pkcs8(include_bytes!("jws/rsa-test-key.pk8")).unwrap();
+        let jws =
+            key.sign("secevent+jwt", &serde_json::json!({"jti": "j"}), &crate::secret::Counter::default()).unwrap();
+        let (input, sig) = jws.rsplit_once('.').unwrap();
+        let header: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(input.split('.').next().unwrap()).unwrap()).unwrap();
+        assert_eq!(header, serde_json::json!({"alg": "RS256", "typ": "secevent+jwt", "kid": key.kid()}));
+        let jwk = key.public_jwk();
+        let public = signature::RsaPublicKeyComponents {
+            n: URL_SAFE_NO_PAD.decode(&jwk.n).unwrap(),
+            e: URL_SAFE_NO_PAD.decode(&jwk.e).unwrap(),
+        };
+        let sig = URL_SAFE_NO_PAD.decode(sig).unwrap();
+        assert!(public.verify(&signature::RSA_PKCS1_2048_8192_SHA256, input.as_bytes(), &sig).is_ok());
+        assert!(public.verify(&signature::RSA_PKCS1_2048_8192_SHA256, b"other", &sig).is_err());
+        assert_eq!(jwk.e, "AQAB");
     }
 }

@@ -11,6 +11,7 @@ pub mod authorize;
 pub mod client;
 pub mod dpop;
 pub mod error;
+pub mod events;
 pub mod flow;
 pub mod jws;
 pub mod org;

@@ -2,12 +2,14 @@
 //! operator makes to it (each with its domain event, in one unit of work), and the day each grant was last used.
 //!
 //! Every account change goes through [`Accounts::change_account`], which applies it and writes its event
-//! (`latchkey_core::account::AccountChange::event`) to the `account_events` outbox in the same transaction: the
-//! one place where account events are made, so that none is lost and none reports a change that rolled back.
+//! (`latchkey_core::account::AccountChange::event`) to the `account_events` outbox, with the security events it
+//! causes for the apps' streams (`crate::streams::fanout`), in the same transaction: so that none is lost and
+//! none reports a change that rolled back.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::rows::{self, StoreRow};
 use crate::sql::{args, Sql};
+use crate::streams::fanout;
 use crate::StoreResult;
 use async_trait::async_trait;
 use latchkey_core::access_token::GrantId;
@@ -66,8 +68,6 @@ static AUDIT_APP: Sql = Sql::new(
     "INSERT INTO audit_log (at, action, user_id, client_id, grant_id) SELECT $1, 'app_access_removed', user_id, \
      client_id, id FROM grants WHERE user_id = $2 AND client_id = $3 AND revoked_at = $1",
 );
-static INSERT_EVENT: Sql =
-    Sql::new("INSERT INTO account_events (at, kind, user_id, client_id) VALUES ($1, $2, $3, $4)");
 static EVENTS: Sql =
     Sql::new("SELECT id, at, kind, user_id, client_id FROM account_events WHERE user_id = $1 ORDER BY id");
 static LIVE_GRANTS: Sql = Sql::new(
@@ -100,7 +100,11 @@ fn apply<'t>(
                 n
             }
             AccountChange::Enable => tx.exec(&ENABLE, args![user]).await?,
-            AccountChange::Delete => tx.exec(&DELETE, args![user]).await?,
+            AccountChange::Delete => {
+                // The event first, while the account and its grants still say which apps hear of it.
+                fanout::record(tx, now, change.event(), user, None).await?;
+                return Ok(Outcome::Keep(Some(tx.exec(&DELETE, args![user]).await?)));
+            }
             AccountChange::PasswordChanged { password_hash, keep } => {
                 let n = tx.exec(&SET_PASSWORD, args![password_hash, user]).await?;
                 tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?;
@@ -109,6 +113,7 @@ fn apply<'t>(
             AccountChange::OtherSessionsEnded { keep } => {
                 tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?
             }
+            AccountChange::CredentialChangeRequired => tx.exec(&END_SESSIONS, args![user, &keep_none]).await?.max(1),
             AccountChange::AppAccessRemoved { client_id } => {
                 let n = tx.exec(&REVOKE_APP, args![now, user, client_id]).await?;
                 if n > 0 {
@@ -120,7 +125,7 @@ fn apply<'t>(
         if touched == 0 {
             return Ok(Outcome::Discard(Some(0)));
         }
-        tx.exec(&INSERT_EVENT, args![now, change.event().as_str(), user, change.client_id()]).await?;
+        fanout::record(tx, now, change.event(), user, change.client_id()).await?;
         Ok(Outcome::Keep(Some(touched)))
     })
 }

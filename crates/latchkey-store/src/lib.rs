@@ -4,7 +4,8 @@
 //! once for both engines over statements written once ([`sql`]): [`Clients`] (projects and clients), [`Grants`]
 //! (codes and grants), [`Users`] (accounts, sessions, sign-in throttling), [`Accounts`] (apps with access, account
 //! changes with their events, last use), [`Orgs`] (organisations and their policies), [`Console`] (members, API keys),
-//! [`Keys`], [`Replay`] (single-use values), [`Audit`] and [`Maintenance`]. A change that needs several
+//! [`Keys`], [`Replay`] (single-use values), [`Audit`], [`Maintenance`] and [`Streams`] (Shared Signals streams and
+//! the outbox of the security events they deliver). A change that needs several
 //! statements to hold together (redeeming a code under the refresh-token limits, revoking a reused code's
 //! grants with their audit records) is a unit of work ([`db`]) that commits or fails as one, so that a response is only sent once
 //! what it promises is durable.
@@ -34,6 +35,7 @@ mod rows;
 pub mod seed;
 mod sql;
 pub mod sqlite;
+mod streams;
 #[cfg(any(test, feature = "conformance"))]
 pub mod test_database;
 mod users;
@@ -52,6 +54,7 @@ pub use records::{
     OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
 };
 pub use replay::Replay;
+pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
 pub use users::Users;
 
 use std::sync::Arc;
@@ -59,17 +62,20 @@ use std::time::Duration;
 
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
-    pub use crate::{Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, Store, Users};
+    pub use crate::{
+        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, Store, Streams, Users,
+    };
 }
 
 /// Everything latchkey keeps: the one handle over every aggregate.
 pub trait Store:
-    Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + 'static
+    Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + Streams + 'static
 {
 }
 
-impl<T: Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + 'static> Store
-    for T
+impl<
+        T: Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + Streams + 'static,
+    > Store for T
 {
 }
 

@@ -51,8 +51,30 @@ impl Sql {
     }
 }
 
+/// Words only PostgreSQL reads (row locks for its writers side by side; SQLite's single writer needs none):
+/// `{pg: FOR UPDATE SKIP LOCKED}`.
+const PG_ONLY: &str = "{pg:";
+
+/// `{pg: words}` as the engine reads it: the words on PostgreSQL, nothing on SQLite.
+fn pg_only(text: &str, dialect: Dialect) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(PG_ONLY) {
+        out.push_str(&rest[..start]);
+        let inner = &rest[start + PG_ONLY.len()..];
+        let end = inner.find('}').unwrap_or(inner.len());
+        if dialect == Dialect::Postgres {
+            out.push_str(inner[..end].trim());
+        }
+        rest = inner.get(end + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The portable text in an engine's dialect: `$N` becomes `?N` for SQLite, and the tokens their engine's words.
 pub(crate) fn translate(text: &str, dialect: Dialect) -> String {
+    let text = pg_only(text, dialect);
     let text = text.replace(
         ISSUE_ORDER,
         match dialect {
@@ -153,6 +175,13 @@ value_from!(Grant: &GrantId => |g: &GrantId| *g);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_for_postgresql_only_are_left_out_on_sqlite() {
+        let text = "SELECT id FROM t LIMIT $1 {pg: FOR UPDATE SKIP LOCKED}) AND x";
+        assert_eq!(translate(text, Dialect::Sqlite), "SELECT id FROM t LIMIT ?1 ) AND x");
+        assert_eq!(translate(text, Dialect::Postgres), "SELECT id FROM t LIMIT $1 FOR UPDATE SKIP LOCKED) AND x");
+    }
 
     #[test]
     fn sqlite_placeholders_are_numbered_as_postgres_ones() {

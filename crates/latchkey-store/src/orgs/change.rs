@@ -120,8 +120,6 @@ static EXPIRE_CODE: Sql = Sql::new("UPDATE auth_codes SET expires_at = 0 WHERE c
 static LOCK_USER: Sql = Sql::new("SELECT id FROM users WHERE id = $1 FOR UPDATE");
 static LOCK_ORG: Sql = Sql::new("SELECT id FROM orgs WHERE id = $1 FOR UPDATE");
 static LOCK_PROJECT: Sql = Sql::new("SELECT id FROM projects WHERE id = $1 FOR UPDATE");
-static INSERT_EVENT: Sql =
-    Sql::new("INSERT INTO account_events (at, kind, user_id, client_id) VALUES ($1, $2, $3, $4)");
 
 /// A grant or code [`enforce`] judges.
 struct Candidate<I> {
@@ -186,7 +184,7 @@ async fn enforce(tx: &mut dyn Tx, affected: Affected<'_>, now: UnixTime) -> Stor
         }
     }
     for (user, client) in &events {
-        tx.exec(&INSERT_EVENT, args![now, EventKind::TokensRevoked.as_str(), user, client]).await?;
+        crate::streams::fanout::record(tx, now, EventKind::TokensRevoked, user, Some(client.as_str())).await?;
     }
     Ok(revoked)
 }

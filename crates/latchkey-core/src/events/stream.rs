@@ -1,0 +1,143 @@
+//! A Shared Signals stream's settings and their rules (SSF 1.0 §8): how events reach the receiver, whether they
+//! flow, and which ones it asked for.
+
+use super::SUPPORTED;
+
+/// The push delivery method (RFC 8935).
+pub const PUSH: &str = "urn:ietf:rfc:8935";
+/// The poll delivery method (RFC 8936).
+pub const POLL: &str = "urn:ietf:rfc:8936";
+
+/// A stream's status (SSF §8.1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Events are delivered.
+    Enabled,
+    /// Events are held, and delivered once the stream is enabled again.
+    Paused,
+    /// Events are neither delivered nor held.
+    Disabled,
+}
+
+impl Status {
+    /// The status's name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Enabled => "enabled",
+            Self::Paused => "paused",
+            Self::Disabled => "disabled",
+        }
+    }
+
+    /// Parses a status's name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Enabled, Self::Paused, Self::Disabled].into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// How a stream's events reach its receiver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// latchkey POSTs each SET to the receiver's URL, with the `Authorization` header value the receiver gave.
+    Push {
+        /// The receiver's URL.
+        endpoint_url: String,
+        /// The `Authorization` header to send (a secret of the receiver's; never shown back).
+        authorization_header: Option<String>,
+    },
+    /// The receiver fetches SETs from latchkey's poll endpoint.
+    Poll,
+}
+
+impl Delivery {
+    /// The method's URN.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Push { .. } => PUSH,
+            Self::Poll => POLL,
+        }
+    }
+}
+
+/// A stream setting refused, with what to say about it (the framework's `400` with a description).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+/// Checks a push URL: HTTPS with a host, no fragment, no credentials; `http://` only to a loopback address and
+/// only when the operator allows it (tests and local development).
+pub fn check_push_url(raw: &str, allow_loopback_http: bool) -> Result<(), Invalid> {
+    let url = url::Url::parse(raw).map_err(|e| Invalid(format!("endpoint_url is not a URL: {e}")))?;
+    if url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+        return Err(Invalid("endpoint_url must not carry a fragment or credentials".into()));
+    }
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if allow_loopback_http && is_loopback(&url) => Ok(()),
+        "http" if is_loopback(&url) => Err(Invalid(
+            "endpoint_url must be https (http to a loopback address needs events.allow_insecure_loopback_push)".into(),
+        )),
+        _ => Err(Invalid("endpoint_url must be an https URL".into())),
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+/// The events a stream delivers from those it asked for: the supported ones among them, in the order of
+/// [`SUPPORTED`]; every supported event when it asked for none. The framework says to ignore event types a
+/// transmitter does not support (SSF §8.1.1), and the management API does; the CLI refuses them
+/// ([`unsupported`]), since there a typo is the operator's.
+pub fn delivered(requested: &[String]) -> Vec<&'static str> {
+    if requested.is_empty() {
+        return SUPPORTED.to_vec();
+    }
+    SUPPORTED.into_iter().filter(|t| requested.iter().any(|r| r == t)).collect()
+}
+
+/// The requested event types latchkey does not send.
+pub fn unsupported(requested: &[String]) -> Vec<&str> {
+    requested.iter().map(String::as_str).filter(|r| !SUPPORTED.contains(r)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::types;
+
+    #[test]
+    fn push_urls_are_https_and_loopback_http_only_when_allowed() {
+        assert!(check_push_url("https://app.example/events", false).is_ok());
+        assert!(check_push_url("http://127.0.0.1:9000/events", true).is_ok());
+        assert!(check_push_url("http://[::1]:9000/events", true).is_ok());
+        let refused = check_push_url("http://127.0.0.1:9000/events", false).unwrap_err();
+        assert!(refused.0.contains("allow_insecure_loopback_push"), "{refused}");
+        assert!(check_push_url("http://app.example/events", true).is_err(), "only loopback");
+        assert!(check_push_url("https://u:p@app.example/", false).is_err());
+        assert!(check_push_url("https://app.example/#x", false).is_err());
+        assert!(check_push_url("not a url", false).is_err());
+        assert!(check_push_url("ftp://app.example/", true).is_err());
+    }
+
+    #[test]
+    fn a_stream_gets_what_it_asked_for_among_what_is_supported() {
+        assert_eq!(delivered(&[]), SUPPORTED.to_vec());
+        let asked = vec![types::TOKEN_REVOKED.to_owned(), "urn:example:other".to_owned()];
+        assert_eq!(delivered(&asked), [types::TOKEN_REVOKED]);
+        assert_eq!(unsupported(&asked), ["urn:example:other"]);
+    }
+
+    #[test]
+    fn statuses_read_back() {
+        for s in [Status::Enabled, Status::Paused, Status::Disabled] {
+            assert_eq!(Status::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Delivery::Poll.method(), POLL);
+    }
+}

@@ -1,0 +1,198 @@
+//! Shared Signals streams: which SETs an account change queues and for whom, and their delivery (claims under a
+//! lease, in order per subject, retries, polls, pause, disable, dead letters).
+
+use super::{fixture, issue, random_b64, T0};
+use crate::prelude::*;
+use crate::{DeliveryResult, DeliveryState, GrantLimits, StreamRecord};
+use latchkey_core::account::AccountChange;
+use latchkey_core::events::stream::{Status, POLL, PUSH};
+use latchkey_core::events::{types, SubjectFormat};
+use latchkey_core::refresh_token;
+use latchkey_core::time::UnixTime;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A push stream of `client_id`, every event, subjects by `iss_sub`.
+fn stream_of(client_id: &str) -> StreamRecord {
+    StreamRecord {
+        stream_id: random_b64(12),
+        client_id: client_id.into(),
+        method: PUSH.into(),
+        endpoint_url: Some("https://receiver.example/events".into()),
+        push_auth: Some(vec![1, 2, 3]),
+        events_requested: vec![],
+        subject_format: SubjectFormat::IssSub,
+        status: Status::Enabled,
+        reason: None,
+        description: None,
+        created_at: T0,
+        updated_at: T0,
+        verified_at: None,
+    }
+}
+
+async fn event_types(store: &dyn Store, stream_id: &str) -> Vec<String> {
+    let mut d = store.deliveries(stream_id, 100).await.expect("deliveries");
+    d.reverse();
+    d.into_iter().map(|d| d.event_type).collect()
+}
+
+/// A change queues the SETs it causes for the streams of the apps the account granted access to, and for no
+/// other; a revoked grant is named by its refresh-token prefix; a deletion is reported with the email captured.
+pub(super) async fn account_changes_queue_sets_only_for_apps_with_access(store: &dyn Store) {
+    let (client, user) = fixture(store).await;
+    let (other_client, _) = fixture(store).await;
+    let mine = stream_of(&client);
+    let other = StreamRecord { subject_format: SubjectFormat::Email, ..stream_of(&other_client) };
+    assert!(store.create_stream(&mine).await.expect("create"));
+    assert!(!store.create_stream(&stream_of(&client)).await.expect("again"), "one stream per client");
+    assert!(store.create_stream(&other).await.expect("create other"));
+    let noted = AccountChange::OtherSessionsEnded { keep: None };
+    store.change_account(&user, &AccountChange::Disable, T0).await.expect("disable");
+    assert!(event_types(store, &mine.stream_id).await.is_empty(), "no grant yet: no event");
+
+    let grant = issue(store, &client, &user, GrantLimits::default()).await;
+    store.change_account(&user, &AccountChange::Enable, T0.plus(1)).await.expect("enable");
+    let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
+    store.change_account(&user, &password, T0.plus(2)).await.expect("password");
+    let removed = AccountChange::AppAccessRemoved { client_id: client.clone() };
+    store.change_account(&user, &removed, T0.plus(3)).await.expect("remove");
+    store.change_account(&user, &noted, T0.plus(4)).await.expect("nothing to end: no event");
+    assert_eq!(
+        event_types(store, &mine.stream_id).await,
+        [
+            types::ACCOUNT_ENABLED,
+            types::CREDENTIAL_CHANGE,
+            types::SESSIONS_REVOKED,
+            types::SESSION_REVOKED,
+            types::TOKEN_REVOKED
+        ]
+    );
+    let sets = store.deliveries(&mine.stream_id, 100).await.expect("deliveries");
+    let token = sets.iter().find(|d| d.event_type == types::TOKEN_REVOKED).expect("token-revoked");
+    let prefix = format!("{}{}", refresh_token::PREFIX, grant.id.encode());
+    assert_eq!(token.payload, serde_json::json!({"token_identifier_alg": "prefix", "token": prefix}).to_string());
+    assert!(sets.iter().all(|d| d.subject == user && d.subject_format == SubjectFormat::IssSub));
+    let password_txns: HashSet<_> = sets.iter().filter(|d| d.created_at == T0.plus(2)).map(|d| &d.txn).collect();
+    assert_eq!(password_txns.len(), 1, "the SETs of one change share its txn");
+    assert!(event_types(store, &other.stream_id).await.is_empty(), "another app hears nothing");
+
+    issue(store, &other_client, &user, GrantLimits::default()).await;
+    let email = store.user(&user).await.expect("get").expect("user").email;
+    store.change_account(&user, &AccountChange::Delete, T0.plus(5)).await.expect("delete");
+    let purged = store.deliveries(&other.stream_id, 1).await.expect("deliveries").remove(0);
+    assert_eq!((purged.event_type.as_str(), purged.subject.as_str()), (types::ACCOUNT_PURGED, email.as_str()));
+    assert_eq!(event_types(store, &mine.stream_id).await.last().map(String::as_str), Some(types::ACCOUNT_PURGED));
+}
+
+/// The worker's claims: due push deliveries only, the oldest pending one per subject, leased; a retry waits for
+/// its time; a delivered one lets the next through; pausing holds all but stream-updated, disabling drops; old
+/// pending ones are dead-lettered.
+pub(super) async fn deliveries_are_claimed_in_order_under_a_lease(store: &dyn Store) {
+    let (client, user) = fixture(store).await;
+    let s = stream_of(&client);
+    store.create_stream(&s).await.expect("create");
+    issue(store, &client, &user, GrantLimits::default()).await;
+    let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
+    store.change_account(&user, &password, T0).await.expect("password");
+    let t = T0.plus(1);
+    let first = store.claim_deliveries(t, t.plus(30), 10).await.expect("claim");
+    assert_eq!(first.len(), 1, "one at a time per subject");
+    assert_eq!((first[0].event_type.as_str(), first[0].attempts), (types::CREDENTIAL_CHANGE, 1));
+    assert!(store.claim_deliveries(t, t.plus(30), 10).await.expect("claim").is_empty(), "leased");
+    let retry = DeliveryResult::Retry { error: "503".into(), retry_at: t.plus(5) };
+    store.finish_delivery(first[0].id, &retry, t).await.expect("retry");
+    assert!(store.claim_deliveries(t.plus(4), t.plus(34), 10).await.expect("claim").is_empty(), "not yet due");
+    let again = store.claim_deliveries(t.plus(5), t.plus(35), 10).await.expect("claim");
+    assert_eq!((again[0].id, again[0].attempts), (first[0].id, 2));
+    store.finish_delivery(again[0].id, &DeliveryResult::Delivered, t.plus(5)).await.expect("delivered");
+    let next = store.claim_deliveries(t.plus(5), t.plus(35), 10).await.expect("claim");
+    assert_eq!(next[0].event_type, types::SESSIONS_REVOKED);
+    store.finish_delivery(next[0].id, &DeliveryResult::Refused("invalid_key".into()), t.plus(5)).await.expect("no");
+
+    let paused = StreamRecord { status: Status::Paused, reason: Some("maintenance".into()), ..s.clone() };
+    assert!(store.update_stream(&paused, t.plus(6)).await.expect("pause"));
+    let held = store.claim_deliveries(t.plus(6), t.plus(36), 10).await.expect("claim");
+    assert_eq!(held.len(), 1, "only the stream-updated event flows while paused");
+    assert_eq!((held[0].event_type.as_str(), held[0].subject.as_str()), (types::STREAM_UPDATED, s.stream_id.as_str()));
+    assert_eq!(held[0].payload, r#"{"reason":"maintenance","status":"paused"}"#);
+    store.finish_delivery(held[0].id, &DeliveryResult::Delivered, t.plus(6)).await.expect("delivered");
+
+    assert_eq!(store.dead_letter(t.plus(7), T0.plus(1)).await.expect("dead"), 1, "the held one made at T0");
+    let states: Vec<_> = store.deliveries(&s.stream_id, 10).await.expect("all").iter().map(|d| d.state).collect();
+    let expected = [DeliveryState::Delivered, DeliveryState::Dead, DeliveryState::Failed, DeliveryState::Delivered];
+    assert_eq!(states, expected);
+    let disabled = StreamRecord { status: Status::Disabled, reason: None, ..s.clone() };
+    store.update_stream(&disabled, t.plus(8)).await.expect("disable");
+    let counts = store.delivery_counts().await.expect("counts");
+    assert!(counts.contains(&(DeliveryState::Dead, 1)), "{counts:?}");
+    store.change_account(&user, &AccountChange::Disable, t.plus(9)).await.expect("disable account");
+    let latest = store.deliveries(&s.stream_id, 1).await.expect("latest").remove(0);
+    assert_eq!(latest.event_type, types::STREAM_UPDATED, "a disabled stream queues nothing more");
+}
+
+/// A poll returns the pending SETs of its stream only, acknowledges by jti, records errors as final, and says
+/// whether more wait; a verification request is limited to one per interval.
+pub(super) async fn polls_acknowledge_and_verification_is_rate_limited(store: &dyn Store) {
+    let (client, user) = fixture(store).await;
+    let s = StreamRecord { method: POLL.into(), endpoint_url: None, push_auth: None, ..stream_of(&client) };
+    store.create_stream(&s).await.expect("create");
+    issue(store, &client, &user, GrantLimits::default()).await;
+    let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
+    store.change_account(&user, &password, T0).await.expect("password");
+    assert!(store.claim_deliveries(T0, T0.plus(30), 10).await.expect("claim").is_empty(), "poll streams are polled");
+    let (sets, more) = store.poll_deliveries(&s.stream_id, &[], &[], 2, T0).await.expect("poll");
+    assert_eq!((sets.len(), more), (2, true));
+    let errors = [(sets[1].id, "invalid_key".to_owned())];
+    let (rest, more) = store.poll_deliveries(&s.stream_id, &[sets[0].id], &errors, 10, T0).await.expect("poll");
+    assert_eq!((rest.len(), more), (1, false));
+    assert_eq!(rest[0].event_type, types::SESSION_REVOKED);
+    let (other, _) = fixture(store).await;
+    let foreign = stream_of(&other);
+    store.create_stream(&foreign).await.expect("create");
+    store.poll_deliveries(&foreign.stream_id, &[rest[0].id], &[], 10, T0).await.expect("foreign ack");
+    assert_eq!(store.poll_deliveries(&s.stream_id, &[], &[], 10, T0).await.expect("poll").0, rest, "untouched");
+
+    assert_eq!(store.request_verification(&s.stream_id, Some("st"), T0, 30).await.expect("verify"), Ok(()));
+    let too_soon = store.request_verification(&s.stream_id, None, T0.plus(10), 30).await.expect("verify");
+    assert_eq!(too_soon, Err(crate::VerifyRefused::TooSoon(20)));
+    let none = store.request_verification("no-such-stream", None, T0, 30).await.expect("verify");
+    assert_eq!(none, Err(crate::VerifyRefused::NoStream));
+    let last = store.deliveries(&s.stream_id, 1).await.expect("latest").remove(0);
+    assert_eq!((last.event_type.as_str(), last.payload.as_str()), (types::VERIFICATION, r#"{"state":"st"}"#));
+    assert!(store.delete_stream(&s.stream_id).await.expect("delete"));
+    assert!(store.deliveries(&s.stream_id, 10).await.expect("gone").is_empty());
+}
+
+/// Workers claiming at once never lease the same delivery twice.
+pub(super) async fn concurrent_claims_never_share_a_delivery(store: Arc<dyn crate::seed::SeedStore>) {
+    let mut subjects = Vec::new();
+    let (client, _) = fixture(&*store).await;
+    store.create_stream(&stream_of(&client)).await.expect("create");
+    for _ in 0..12 {
+        let user = super::another_user(&*store).await;
+        issue(&*store, &client, &user, GrantLimits::default()).await;
+        store.change_account(&user, &AccountChange::Disable, T0).await.expect("disable");
+        subjects.push(user);
+    }
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                for _ in 0..6 {
+                    let now = UnixTime(T0.0 + 1);
+                    got.extend(store.claim_deliveries(now, now.plus(60), 2).await.expect("claim"));
+                }
+                got
+            })
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    for w in workers {
+        for d in w.await.expect("worker") {
+            assert!(ids.insert(d.id), "delivery {} leased twice", d.id);
+        }
+    }
+    assert_eq!(ids.len(), subjects.len(), "every due delivery leased once");
+}

@@ -1,0 +1,230 @@
+//! The outbox of SETs: claiming due push deliveries under a lease, recording their outcome, polls, and the
+//! dead letters.
+
+use crate::db::{rows, BoxFuture, Db, Engine, Outcome, Tx};
+use crate::rows::StoreRow;
+use crate::sql::{args, Sql};
+use crate::{StoreError, StoreResult};
+use latchkey_core::events::{types, SubjectFormat};
+use latchkey_core::time::UnixTime;
+
+/// What became of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryState {
+    /// Waiting to be sent or polled.
+    Pending,
+    /// The receiver accepted it (push `202`, or acknowledged by a poll).
+    Delivered,
+    /// The receiver refused it for good (an RFC 8935 / 8936 error); the error is kept.
+    Failed,
+    /// Not delivered within the operator's age limit.
+    Dead,
+    /// Its stream was disabled before it was delivered.
+    Dropped,
+}
+
+impl DeliveryState {
+    /// Every state.
+    pub const ALL: [Self; 5] = [Self::Pending, Self::Delivered, Self::Failed, Self::Dead, Self::Dropped];
+
+    /// The state's name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Delivered => "delivered",
+            Self::Failed => "failed",
+            Self::Dead => "dead",
+            Self::Dropped => "dropped",
+        }
+    }
+
+    fn parse(s: &str) -> StoreResult<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s).ok_or_else(|| StoreError::Other(format!("delivery {s}")))
+    }
+}
+
+/// One SET to deliver: everything its claims are made of but the issuer and audience.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// Its place in the outbox.
+    pub id: i64,
+    /// The stream.
+    pub stream_id: String,
+    /// The change it reports (shared by the SETs that change caused).
+    pub txn: String,
+    /// How the subject is named.
+    pub subject_format: SubjectFormat,
+    /// The subject: the account's `sub` or email, or the stream's id.
+    pub subject: String,
+    /// The event type.
+    pub event_type: String,
+    /// The event's claims, JSON.
+    pub payload: String,
+    /// When it was made (the SET's `iat`).
+    pub created_at: UnixTime,
+    /// Its state.
+    pub state: DeliveryState,
+    /// How many sends were tried.
+    pub attempts: i64,
+    /// The last error, when a send failed.
+    pub last_error: Option<String>,
+    /// When it was delivered, refused, dead-lettered or dropped.
+    pub done_at: Option<UnixTime>,
+}
+
+impl Delivery {
+    /// The SET's `jti`: the stream's id and the delivery's, the same on every retry.
+    pub fn jti(&self) -> String {
+        format!("{}.{}", self.stream_id, self.id)
+    }
+
+    /// The delivery id a `jti` of `stream_id` names.
+    pub fn id_of(stream_id: &str, jti: &str) -> Option<i64> {
+        let (stream, id) = jti.rsplit_once('.')?;
+        (stream == stream_id).then(|| id.parse().ok()).flatten()
+    }
+}
+
+/// What a send came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryResult {
+    /// Accepted.
+    Delivered,
+    /// Refused for good, with the receiver's error.
+    Refused(String),
+    /// Failed for now (5xx, timeout, connection); try again at `retry_at`.
+    Retry {
+        /// What went wrong.
+        error: String,
+        /// When to try again.
+        retry_at: UnixTime,
+    },
+}
+
+/// Due push deliveries, oldest first, only the oldest pending one per stream and subject; leased here.
+static CLAIM: Sql = Sql::new(
+    "UPDATE set_deliveries SET lease_until = $2, attempts = attempts + 1 WHERE id IN (\
+     SELECT d.id FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
+     WHERE d.state = 'pending' AND d.next_at <= $1 AND d.lease_until <= $1 AND s.method = 'urn:ietf:rfc:8935' \
+     AND (s.status = 'enabled' OR d.event_type = $3) \
+     AND NOT EXISTS (SELECT 1 FROM set_deliveries e WHERE e.stream_id = d.stream_id AND e.subject = d.subject \
+     AND e.state = 'pending' AND e.id < d.id) ORDER BY d.id LIMIT $4 {pg: FOR UPDATE OF d SKIP LOCKED}) AND lease_until <= $1 \
+     RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
+     last_error, done_at",
+);
+static DELIVERED: Sql = Sql::new(
+    "UPDATE set_deliveries SET state = 'delivered', done_at = $2, lease_until = 0, last_error = NULL \
+     WHERE id = $1 AND state = 'pending'",
+);
+static FAILED: Sql = Sql::new(
+    "UPDATE set_deliveries SET state = 'failed', done_at = $2, lease_until = 0, last_error = $3 \
+     WHERE id = $1 AND state = 'pending'",
+);
+static RETRY: Sql = Sql::new(
+    "UPDATE set_deliveries SET next_at = $2, lease_until = 0, last_error = $3 WHERE id = $1 AND state = 'pending'",
+);
+static ACK: Sql = Sql::new(
+    "UPDATE set_deliveries SET state = 'delivered', done_at = $3, attempts = attempts + 1 \
+     WHERE stream_id = $1 AND id = $2 AND state = 'pending'",
+);
+static POLL_ERROR: Sql = Sql::new(
+    "UPDATE set_deliveries SET state = 'failed', done_at = $3, last_error = $4 \
+     WHERE stream_id = $1 AND id = $2 AND state = 'pending'",
+);
+static POLL: Sql = Sql::new(
+    "SELECT d.id, d.stream_id, d.txn, d.subject_format, d.subject, d.event_type, d.payload, d.created_at, d.state, \
+     d.attempts, d.last_error, d.done_at FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
+     WHERE d.stream_id = $1 AND d.state = 'pending' AND (s.status = 'enabled' OR d.event_type = $2) \
+     ORDER BY d.id LIMIT $3",
+);
+pub(super) static LATEST: Sql = Sql::new(
+    "SELECT id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
+     last_error, done_at FROM set_deliveries WHERE stream_id = $1 ORDER BY id DESC LIMIT $2",
+);
+pub(super) static DEAD_LETTER: Sql = Sql::new(
+    "UPDATE set_deliveries SET state = 'dead', done_at = $1 WHERE state = 'pending' AND created_at < $2 \
+     AND lease_until <= $1",
+);
+pub(super) static COUNTS: Sql =
+    Sql::new("SELECT state, CAST(COUNT(*) AS BIGINT) AS n FROM set_deliveries GROUP BY state ORDER BY state");
+
+pub(super) fn from_row(r: &dyn StoreRow) -> StoreResult<Delivery> {
+    let format = r.text("subject_format")?;
+    Ok(Delivery {
+        id: r.int("id")?,
+        stream_id: r.text("stream_id")?,
+        txn: r.text("txn")?,
+        subject_format: SubjectFormat::parse(&format)
+            .ok_or_else(|| StoreError::Other(format!("subject format {format}")))?,
+        subject: r.text("subject")?,
+        event_type: r.text("event_type")?,
+        payload: r.text("payload")?,
+        created_at: crate::rows::time(r, "created_at")?,
+        state: DeliveryState::parse(&r.text("state")?)?,
+        attempts: r.int("attempts")?,
+        last_error: r.opt_text("last_error")?,
+        done_at: crate::rows::opt_time(r, "done_at")?,
+    })
+}
+
+pub(super) fn count_from_row(r: &dyn StoreRow) -> StoreResult<(DeliveryState, i64)> {
+    Ok((DeliveryState::parse(&r.text("state")?)?, r.int("n")?))
+}
+
+/// Leases the due deliveries: one unit of work.
+pub(super) fn claim<'t>(
+    tx: &'t mut dyn Tx,
+    (now, until, limit): &'t (UnixTime, UnixTime, i64),
+) -> BoxFuture<'t, StoreResult<Outcome<Vec<Delivery>>>> {
+    Box::pin(async move {
+        let mut claimed = rows(tx, &CLAIM, args![*now, *until, types::STREAM_UPDATED, *limit], from_row).await?;
+        claimed.sort_by_key(|d| d.id);
+        Ok(Outcome::Keep(claimed))
+    })
+}
+
+/// Records a send's outcome.
+pub(super) async fn finish<E: Engine>(db: &Db<E>, id: i64, result: &DeliveryResult, now: UnixTime) -> StoreResult<()> {
+    match result {
+        DeliveryResult::Delivered => db.exec(&DELIVERED, args![id, now]).await?,
+        DeliveryResult::Refused(error) => db.exec(&FAILED, args![id, now, error]).await?,
+        DeliveryResult::Retry { error, retry_at } => db.exec(&RETRY, args![id, *retry_at, error]).await?,
+    };
+    Ok(())
+}
+
+type Poll = (String, Vec<i64>, Vec<(i64, String)>, i64, UnixTime);
+/// A poll's answer: the SETs, and whether more wait.
+type Polled = (Vec<Delivery>, bool);
+
+/// Acknowledges, records errors, and reads the next events: one unit of work.
+pub(super) fn poll<'t>(
+    tx: &'t mut dyn Tx,
+    (stream, ack, errors, max, now): &'t Poll,
+) -> BoxFuture<'t, StoreResult<Outcome<Polled>>> {
+    Box::pin(async move {
+        for id in ack {
+            tx.exec(&ACK, args![stream, *id, *now]).await?;
+        }
+        for (id, error) in errors {
+            tx.exec(&POLL_ERROR, args![stream, *id, *now, error]).await?;
+        }
+        let mut sets = rows(tx, &POLL, args![stream, types::STREAM_UPDATED, *max + 1], from_row).await?;
+        let more = sets.len() as i64 > *max;
+        sets.truncate(usize::try_from(*max).unwrap_or(0));
+        Ok(Outcome::Keep((sets, more)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jti_names_its_delivery_only_within_its_stream() {
+        assert_eq!(Delivery::id_of("s-1_a", "s-1_a.42"), Some(42));
+        assert_eq!(Delivery::id_of("s-1_a", "other.42"), None);
+        assert_eq!(Delivery::id_of("s-1_a", "s-1_a.x"), None);
+        assert_eq!(Delivery::id_of("s-1_a", "42"), None);
+    }
+}
