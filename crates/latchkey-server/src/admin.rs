@@ -11,6 +11,7 @@ pub mod members;
 pub mod orgs;
 pub mod results;
 pub mod signing_keys;
+pub mod streams;
 
 pub use actor::{Access, Actor, ClientRef, Right};
 pub use members::{
@@ -60,6 +61,9 @@ pub enum AdminError {
     /// An App Check action that must be confirmed was not (`enforcing`, `unenforcing`): each surface says how to.
     #[error("invalid: {0} must be confirmed")]
     Unconfirmed(&'static str),
+    /// Asked again too soon (a stream's verification): retry after this many seconds.
+    #[error("too soon: {0}")]
+    TooSoon(String, i64),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -467,6 +471,20 @@ pub async fn user_delete(store: &dyn Store, id_or_email: &str, now: UnixTime) ->
         return Err(AdminError::NotFound(format!("user {id_or_email}")));
     }
     Ok(UserChanged { user_id: u.id, deleted: Some(true), disabled: None })
+}
+
+/// Marks a user's password as compromised: every browser session ends, and the apps the user granted access
+/// are told the account must change its password (an `account-credential-change-required` security event).
+pub async fn user_require_password_change(
+    store: &dyn Store,
+    id_or_email: &str,
+    now: UnixTime,
+) -> AdminResult<UserChanged> {
+    let u = find_user(store, id_or_email).await?;
+    if store.change_account(&u.id, &AccountChange::CredentialChangeRequired, now).await?.is_none() {
+        return Err(AdminError::NotFound(format!("user {id_or_email}")));
+    }
+    Ok(UserChanged { user_id: u.id, deleted: None, disabled: None })
 }
 
 /// Disables or re-enables a user. A disabled user cannot sign in, their browser sessions end at once and their

@@ -102,21 +102,9 @@ struct FetchTimes {
 impl HttpJwks {
     /// A source for `url`, trusting the system's roots and the PEM certificates in `ca_file`. Fetches nothing yet.
     pub fn new(url: &str, ca_file: Option<&Path>) -> anyhow::Result<Self> {
-        let mut builder = reqwest::Client::builder()
-            .https_only(true)
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(10))
-            .user_agent(concat!("latchkey/", env!("CARGO_PKG_VERSION"), " (App Check JWKS)"));
-        if let Some(path) = ca_file {
-            let pem = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            for cert in reqwest::Certificate::from_pem_bundle(&pem)? {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
         Ok(Self {
             url: url.to_owned(),
-            http: builder.build()?,
+            http: crate::outbound::client(ca_file, true, Duration::from_secs(10), "App Check JWKS")?,
             keys: RwLock::new(Jwks::default()),
             fetches: tokio::sync::Mutex::new(FetchTimes::default()),
         })

@@ -1,6 +1,10 @@
 //! Configuration: one documented struct, read from a TOML file, `LATCHKEY_*` environment variables and flags
 //! (in that order of precedence, flags last), validated at start-up. `docs/configuration.md` lists every field.
 
+mod events;
+
+pub use events::EventsConfig;
+
 use crate::secrets::{SecretSource, SecretsError};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -95,6 +99,8 @@ pub struct Config {
     pub secrets_system: Option<SecretList>,
     /// A file of system secrets, one a line. Default `<data_dir>/system-secret`, made (0600) on first start.
     pub secrets_system_file: Option<PathBuf>,
+    /// The security event transmitter (`[events]`).
+    pub events: EventsConfig,
 }
 
 /// System secrets given in the configuration: never printed (`Debug` shows only how many).
@@ -188,6 +194,7 @@ impl Default for Config {
             app_check_issuer: None,
             secrets_system: None,
             secrets_system_file: None,
+            events: EventsConfig::default(),
         }
     }
 }
@@ -259,6 +266,11 @@ impl Config {
             let Some(field) = name.strip_prefix("LATCHKEY_").map(str::to_lowercase) else { continue };
             if FIELDS.contains(&field.as_str()) {
                 table.insert(field, env_value(&value));
+            } else if let Some(setting) = name.strip_prefix(EventsConfig::ENV_PREFIX) {
+                let events = table.entry("events").or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                if let toml::Value::Table(events) = events {
+                    events.insert(setting.to_lowercase(), env_value(&value));
+                }
             }
         }
         table.extend(overrides);
@@ -310,6 +322,7 @@ impl Config {
 
     /// Checks the values that can be wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.events.validate().map_err(ConfigError)?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err(ConfigError("tls_cert and tls_key go together".into()));
         }

@@ -258,6 +258,7 @@ pub fn admin_status(e: &AdminError) -> (StatusCode, &'static str) {
         }
         AdminError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
         AdminError::Conflict(_) | AdminError::AlreadyDeleted(_) => (StatusCode::CONFLICT, "conflict"),
+        AdminError::TooSoon(..) => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
         AdminError::Store(StoreError::Unavailable(detail)) => {
             tracing::warn!(%detail, "store unavailable");
             (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
@@ -276,7 +277,9 @@ pub fn admin_message(e: &AdminError) -> String {
             let what = what.split(' ').next().unwrap_or("page");
             format!("There is no such {what}, or you are not a member of its project.")
         }
-        AdminError::Invalid(m) | AdminError::Forbidden(m) | AdminError::Conflict(m) => sentence(m),
+        AdminError::Invalid(m) | AdminError::Forbidden(m) | AdminError::Conflict(m) | AdminError::TooSoon(m, _) => {
+            sentence(m)
+        }
         AdminError::AlreadyDeleted(id) => sentence(&format!("client {id} is deleted already")),
         AdminError::NotRestorable(id, why) => sentence(&format!("client {id}: {why}")),
         AdminError::Unconfirmed(what) => sentence(&format!("{what} must be confirmed")),

@@ -1,5 +1,5 @@
 //! The server's keys, shared by every instance through the store: HMAC keys for access and CSRF tokens, ES256
-//! keys for id_tokens. The newest live key signs; every key not long retired verifies. Instances reload the
+//! keys for id_tokens, RS256 keys for security event tokens (made with the first stream: [`ensure_event_key`]). The newest live key signs; every key not long retired verifies. Instances reload the
 //! set periodically, so a rotation made with `latchkey admin keys rotate` reaches them without a restart.
 //!
 //! The store holds each key encrypted under the system secrets ([`crate::secrets`]). Keys an earlier version
@@ -9,13 +9,14 @@
 use crate::clock::OsRandom;
 use crate::secrets::{Protection, SecretSource, SecretsError, SystemSecrets};
 use latchkey_core::access_token::MacKey;
-use latchkey_core::jws::SigningKey;
+use latchkey_core::jws::{RsaSigningKey, SigningKey};
 use latchkey_core::secret::random_bytes;
 use latchkey_core::time::UnixTime;
 use latchkey_store::{KeyKind, Store, StoreError, StoreResult};
 use std::sync::{Arc, RwLock};
 
-/// How long a retired id_token key stays published, so tokens it signed still verify.
+/// How long a retired id_token or event key stays published, so tokens it signed still verify (and events in
+/// flight, which are signed when they are sent, were signed by a key still published).
 const RETIRED_PUBLISHED_FOR: i64 = 7 * 86_400;
 
 /// One loaded set of keys.
@@ -25,6 +26,8 @@ pub struct KeySet {
     pub mac: Vec<MacKey>,
     /// id_token keys, newest live first, then retired ones still published.
     pub id_token: Vec<SigningKey>,
+    /// Security event keys, newest live first, then retired ones still published; none before the first stream.
+    pub event: Vec<RsaSigningKey>,
 }
 
 impl KeySet {
@@ -36,6 +39,11 @@ impl KeySet {
     /// The key that signs id_tokens.
     pub fn id_token_signer(&self) -> &SigningKey {
         &self.id_token[0]
+    }
+
+    /// The key that signs security events, once there is one.
+    pub fn event_signer(&self) -> Option<&RsaSigningKey> {
+        self.event.first()
     }
 }
 
@@ -121,7 +129,7 @@ pub async fn rotate(store: &dyn Store, secrets: &SystemSecrets, kind: KeyKind, n
 /// Checks that `secrets` open every stored key; returns how many there are.
 pub async fn check_readable(store: &dyn Store, secrets: &SystemSecrets) -> StoreResult<usize> {
     let mut n = 0;
-    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+    for kind in KeyKind::STORED {
         for k in store.keys(kind).await? {
             secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?;
             n += 1;
@@ -139,7 +147,7 @@ pub async fn secrets_for(store: &dyn Store, source: &SecretSource) -> StoreResul
     }
     match (source.load(), source.default_file()) {
         (Err(SecretsError::MissingFile(path)), Some(file)) => {
-            for kind in [KeyKind::Mac, KeyKind::IdToken] {
+            for kind in KeyKind::STORED {
                 for k in store.keys(kind).await? {
                     if !matches!(crate::secrets::sealed_by(&k.secret), Ok(None)) {
                         return Err(SecretsError::MissingFile(path).into());
@@ -181,7 +189,7 @@ pub async fn reencrypt(store: &dyn Store, secrets: &SystemSecrets, scope: Scope)
     for _ in 0..REENCRYPT_PASSES {
         let mut raced = false;
         done.keys = 0;
-        for kind in [KeyKind::Mac, KeyKind::IdToken] {
+        for kind in KeyKind::STORED {
             for k in store.keys(kind).await? {
                 done.keys += 1;
                 let opened = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?;
@@ -216,15 +224,34 @@ fn new_secret(kind: KeyKind) -> StoreResult<Vec<u8>> {
     match kind {
         KeyKind::Mac => Ok(random_bytes(32, &OsRandom)),
         KeyKind::IdToken => SigningKey::generate_pkcs8(&OsRandom).map_err(|e| StoreError::Other(e.to_string())),
+        KeyKind::Event => new_rsa_pkcs8(),
+        KeyKind::PushAuthorization => Err(StoreError::Other("a push authorization is not a key".into())),
     }
 }
 
+/// A fresh 2048-bit RSA key as PKCS#8 DER (the RustCrypto `rsa` crate makes it; *ring* signs with it).
+fn new_rsa_pkcs8() -> StoreResult<Vec<u8>> {
+    use rsa::pkcs8::EncodePrivateKey;
+    let key = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).map_err(|e| StoreError::Other(e.to_string()))?;
+    Ok(key.to_pkcs8_der().map_err(|e| StoreError::Other(e.to_string()))?.as_bytes().to_vec())
+}
+
+/// Makes the first security event key when there is none yet (the first stream's creation), and reloads the
+/// ring so this instance signs with it at once; the others load it at their next reload.
+pub async fn ensure_event_key(ring: &KeyRing, store: &dyn Store, now: UnixTime) -> StoreResult<()> {
+    if store.keys(KeyKind::Event).await?.iter().any(|k| k.retired_at.is_none()) {
+        return Ok(());
+    }
+    rotate(store, &*ring.secrets()?, KeyKind::Event, now).await?;
+    ring.reload(store, now).await
+}
+
 async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> StoreResult<KeySet> {
-    let mut mac = Vec::new();
-    let mut id_token = Vec::new();
-    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+    let (mut mac, mut id_token, mut event) = (Vec::new(), Vec::new(), Vec::new());
+    for kind in KeyKind::STORED {
         let mut stored = store.keys(kind).await?;
-        if !stored.iter().any(|k| k.retired_at.is_none()) {
+        // Event keys are made with the first stream, not at start (RSA key generation takes a while).
+        if kind != KeyKind::Event && !stored.iter().any(|k| k.retired_at.is_none()) {
             rotate(store, secrets, kind, now).await?;
             stored = store.keys(kind).await?;
             // Instances starting together on an empty store may each have made one: all keep the first, so that
@@ -239,7 +266,7 @@ async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> 
         stored.sort_by_key(|k| (k.retired_at.is_some(), std::cmp::Reverse(k.id)));
         for k in stored {
             let published = k.retired_at.is_none_or(|r| now.0 - r.0 < RETIRED_PUBLISHED_FOR);
-            if kind == KeyKind::IdToken && !published {
+            if kind != KeyKind::Mac && !published {
                 continue;
             }
             let material = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?.material;
@@ -249,10 +276,15 @@ async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> 
                     SigningKey::from_pkcs8(material.expose(), &OsRandom)
                         .map_err(|e| StoreError::Other(format!("key {}: {e}", k.id)))?,
                 ),
+                KeyKind::Event => event.push(
+                    RsaSigningKey::from_pkcs8(material.expose())
+                        .map_err(|e| StoreError::Other(format!("key {}: {e}", k.id)))?,
+                ),
+                KeyKind::PushAuthorization => {}
             }
         }
     }
-    Ok(KeySet { mac, id_token })
+    Ok(KeySet { mac, id_token, event })
 }
 
 #[cfg(test)]

@@ -18,12 +18,14 @@ pub mod keys;
 pub mod last_used;
 pub mod listener;
 pub mod openapi;
+mod outbound;
 pub mod password;
 pub mod routes;
 pub mod secrets;
 pub mod session;
 pub mod state;
 pub mod tls;
+pub mod transmitter;
 pub mod views;
 
 use anyhow::Context;
@@ -124,6 +126,15 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let app = routes::router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();
     let maintenance = tokio::spawn(maintain(state.clone()));
+    let transmitter = transmitter::Transmitter::new(
+        state.store.clone(),
+        state.keys.clone(),
+        state.urls.issuer.clone(),
+        state.config.events.clone(),
+        state.clock.clone(),
+    )
+    .context("the security event transmitter")?;
+    let transmitter = tokio::spawn(transmitter.run());
     let stopping = state.clone();
     let task = tokio::spawn(async move {
         listener::serve(listener, tls_config, app, async {
@@ -131,6 +142,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         })
         .await;
         maintenance.abort();
+        transmitter.abort();
         // The last batch of last-use days, once no request can note another.
         stopping.last_used.flush(&*stopping.store, stopping.clock.now()).await;
         if let Some(refresh) = jwks_refresh {

@@ -179,6 +179,11 @@ pub enum KeyKind {
     Mac,
     /// ES256 key (PKCS#8) for id_tokens.
     IdToken,
+    /// RS256 key (PKCS#8) for security event tokens, made when the first stream is.
+    Event,
+    /// Not a key of the `keys` table: a push receiver's `Authorization` header, which the server encrypts under
+    /// the system secrets with this kind's name bound to it.
+    PushAuthorization,
 }
 
 impl KeyKind {
@@ -187,8 +192,13 @@ impl KeyKind {
         match self {
             Self::Mac => "mac",
             Self::IdToken => "id_token",
+            Self::Event => "event",
+            Self::PushAuthorization => "push_authorization",
         }
     }
+
+    /// The kinds the `keys` table holds.
+    pub const STORED: [KeyKind; 3] = [Self::Mac, Self::IdToken, Self::Event];
 }
 
 /// A stored key.

@@ -18,11 +18,13 @@ use latchkey_server::clock::SystemClock;
 use orgs::OrgCmd;
 use std::io::Read;
 use std::process::ExitCode;
+use streams::StreamCmd;
 use users::UserCmd;
 
 mod ids;
 mod keys;
 mod orgs;
+mod streams;
 mod users;
 
 /// `latchkey admin` and its global options.
@@ -57,7 +59,10 @@ enum Noun {
     /// Keys of the console's JSON API (`Authorization: Bearer lk_...`), per developer.
     #[command(subcommand)]
     ApiKey(ApiKeyCmd),
-    /// Signing keys (access tokens, id_tokens).
+    /// Shared Signals streams: the apps' backends that receive security events.
+    #[command(subcommand)]
+    Stream(StreamCmd),
+    /// Signing keys (access tokens, id_tokens, security events).
     #[command(subcommand)]
     Keys(KeysCmd),
     /// The system secrets that encrypt the signing keys in the store.
@@ -533,6 +538,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             ListingCmd::Show { item_id } => out(ops::listing_show(&StoreDirectory(store), &item_id.get()).await),
             ListingCmd::Remove { item_id } => out(ops::listing_remove(store, &item_id.get()).await),
         },
+        Noun::Stream(cmd) => streams::stream(store, &config, cmd, now).await?,
         Noun::Keys(cmd) => keys::keys(store, &config, cmd, now).await?,
         Noun::Secrets(cmd) => keys::secrets(store, &config, cmd).await?,
         // Opening the store ran the migrations.

@@ -65,7 +65,8 @@ pub fn key_kind(name: &str) -> Result<KeyKind, AdminError> {
     match name {
         "id-token" => Ok(KeyKind::IdToken),
         "access-token" | "mac" => Ok(KeyKind::Mac),
-        other => Err(AdminError::Invalid(format!("key kind is id-token or access-token, not {other}"))),
+        "event" => Ok(KeyKind::Event),
+        other => Err(AdminError::Invalid(format!("key kind is id-token, access-token or event, not {other}"))),
     }
 }
 
@@ -94,7 +95,7 @@ pub async fn key_retire(store: &dyn Store, id: u32, now: UnixTime) -> AdminResul
 /// for a key an earlier version stored in the clear).
 pub async fn key_list(store: &dyn Store) -> AdminResult<KeyList> {
     let mut out = Vec::new();
-    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+    for kind in KeyKind::STORED {
         for k in store.keys(kind).await? {
             let under = secrets::sealed_by(&k.secret).ok().flatten().map(|f| f.to_string());
             out.push(KeyView {

@@ -49,17 +49,18 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
     cacheable(no_store_json(&body))
 }
 
-/// The id_token keys, live and recently retired.
+/// The id_token keys (ES256) and the security event keys (RS256), live and recently retired.
 pub async fn jwks_get(State(state): State<AppState>) -> Response {
     let keys = state.keys.get();
-    let jwks: Vec<_> = keys
-        .id_token
-        .iter()
-        .map(|k| {
-            let jwk = k.public_jwk();
-            json!({ "kty": jwk.kty, "crv": jwk.crv, "x": jwk.x, "y": jwk.y, "kid": k.kid(), "use": "sig", "alg": "ES256" })
-        })
-        .collect();
+    let id_token = keys.id_token.iter().map(|k| {
+        let jwk = k.public_jwk();
+        json!({ "kty": jwk.kty, "crv": jwk.crv, "x": jwk.x, "y": jwk.y, "kid": k.kid(), "use": "sig", "alg": "ES256" })
+    });
+    let event = keys.event.iter().map(|k| {
+        let jwk = k.public_jwk();
+        json!({ "kty": jwk.kty, "n": jwk.n, "e": jwk.e, "kid": k.kid(), "use": "sig", "alg": "RS256" })
+    });
+    let jwks: Vec<_> = id_token.chain(event).collect();
     cacheable(no_store_json(&json!({ "keys": jwks })))
 }
 

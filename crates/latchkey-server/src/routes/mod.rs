@@ -13,6 +13,7 @@ mod metadata;
 pub(crate) mod paths;
 mod ports;
 mod revoke;
+mod ssf;
 mod token;
 
 use crate::state::AppState;
@@ -47,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .route("/static/latchkey.css", get(stylesheet))
         .route("/", get(login::home_get))
         .merge(console::router())
+        .merge(ssf::router())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .fallback(not_found)

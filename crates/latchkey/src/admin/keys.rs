@@ -12,9 +12,9 @@ use latchkey_store::Store;
 pub(super) enum KeysCmd {
     /// Lists keys (never their material), with the system secret each is encrypted under.
     List,
-    /// Adds a new signing key of a kind (id-token or access-token); servers pick it up within a minute.
+    /// Adds a new signing key of a kind (id-token, access-token or event); servers pick it up within a minute.
     Rotate {
-        /// id-token or access-token.
+        /// id-token, access-token or event.
         #[arg(long)]
         kind: String,
     },

@@ -62,6 +62,12 @@ pub(super) enum UserCmd {
         #[command(flatten)]
         user: UserRef,
     },
+    /// Marks a user's password as compromised: their browser sessions end and the apps they granted access are
+    /// told (account-credential-change-required).
+    RequirePasswordChange {
+        #[command(flatten)]
+        user: UserRef,
+    },
     /// Lists the apps with access to a user's account: each with its client_id, permissions, when access was
     /// given, last used and (for time-limited access) ends.
     Grants {
@@ -95,6 +101,9 @@ pub(super) async fn user(
         UserCmd::Delete { user } => out(ops::user_delete(store, &user.get(), now).await),
         UserCmd::Disable { user } => out(ops::user_set_disabled(store, &user.get(), true, now).await),
         UserCmd::Enable { user } => out(ops::user_set_disabled(store, &user.get(), false, now).await),
+        UserCmd::RequirePasswordChange { user } => {
+            out(ops::user_require_password_change(store, &user.get(), now).await)
+        }
         UserCmd::Grants { user } => {
             let registry = ScopeRegistry::new(&config.scope_base);
             out(accounts::user_grants(store, &user.get(), &registry, now).await)

@@ -8,7 +8,7 @@ use latchkey_core::account::EventKind;
 use latchkey_server::admin::accounts;
 
 /// Signs a fresh browser in as `email` and grants `app` the readonly scope: the browser and the tokens.
-async fn granted(server: &TestServer, app: &App, email: &str) -> (Browser, latchkey_proto::TokenResponse) {
+pub(crate) async fn granted(server: &TestServer, app: &App, email: &str) -> (Browser, latchkey_proto::TokenResponse) {
     let browser = server.browser();
     let pkce = Pkce::new();
     let code = browser.code(server, app, email, &[READONLY, UPLOAD], &[READONLY, UPLOAD], &pkce, REDIRECT).await;
@@ -21,7 +21,7 @@ async fn refresh(server: &TestServer, app: &App, t: &latchkey_proto::TokenRespon
 }
 
 /// The value of the hidden input `name` of the form whose action is `action`.
-fn form_input(page: &Page, action: &str, name: &str) -> String {
+pub(crate) fn form_input(page: &Page, action: &str, name: &str) -> String {
     let form = &page.body[page.body.find(&format!("action=\"{action}\"")).expect(action)..];
     let form = &form[..form.find("</form>").expect("form end")];
     Page { status: 200, headers: Default::default(), body: form.to_owned() }.input(name).expect(name)

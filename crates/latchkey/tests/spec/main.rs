@@ -1,5 +1,7 @@
 //! Integration tests: the real server over HTTPS, one module per spec section (and per RFC).
 
+#[path = "../common/set_receiver.rs"]
+mod set_receiver;
 mod support;
 
 mod account_browser;
@@ -19,6 +21,7 @@ mod cli;
 mod client_lifecycle;
 mod console;
 mod console_api;
+mod cross_account_protection;
 mod data_api;
 mod login_consent;
 mod metadata;

@@ -88,7 +88,7 @@ fn database_files(data: &Path) -> Vec<PathBuf> {
 async fn materials(server: &TestServer) -> Vec<(KeyKind, u32, Vec<u8>)> {
     let secrets = server.running.state.keys.secrets().expect("system secrets");
     let mut out = Vec::new();
-    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+    for kind in KeyKind::STORED {
         for k in server.store().keys(kind).await.expect("keys") {
             let opened = secrets.open(kind, &k.secret).expect("the system secret opens every stored key");
             out.push((kind, k.id, opened.material.expose().to_vec()));
@@ -106,6 +106,8 @@ fn secret_bytes(kind: KeyKind, material: &[u8]) -> Vec<u8> {
             let at = material.windows(5).position(|w| w == [0x02, 0x01, 0x01, 0x04, 0x20]).expect("ECPrivateKey") + 5;
             material[at..at + 32].to_vec()
         }
+        // An RSA PKCS#8 key ends with its private parts (the CRT values).
+        KeyKind::Event | KeyKind::PushAuthorization => material[material.len().saturating_sub(128)..].to_vec(),
     }
 }
 

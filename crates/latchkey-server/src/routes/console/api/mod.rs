@@ -182,7 +182,7 @@ fn json<T: Serialize>(status: StatusCode, v: &T) -> Response {
 }
 
 /// A JSON request body (`Content-Type: application/json`), refused in the API's error format.
-pub(super) struct Body<T>(T);
+pub(crate) struct Body<T>(pub(crate) T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
     type Rejection = ConsoleApiError;
@@ -207,7 +207,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Body<T> {
 
 impl Caller {
     /// The caller as an actor of administrative operations: their project roles decide ([`Actor`]).
-    fn actor(&self) -> Actor {
+    pub(crate) fn actor(&self) -> Actor {
         Actor::Developer(self.0.clone())
     }
 }

@@ -1,0 +1,82 @@
+//! The poll endpoint (RFC 8936): a receiver acknowledges the SETs it has, reports the ones it refused, and gets
+//! the next ones, each signed as it is handed out.
+
+use super::{bad, reply, streaming, Handled};
+use crate::admin::Right;
+use crate::routes::console::api::{Body, Caller};
+use crate::state::AppState;
+use crate::transmitter::sign_set;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use latchkey_store::Delivery;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// At most this many SETs per answer, whatever `maxEvents` asks.
+const MAX_EVENTS: i64 = 100;
+/// How long a poll with `returnImmediately: false` waits for an event.
+const LONG_POLL: Duration = Duration::from_secs(5);
+/// How often a waiting poll looks again.
+const LONG_POLL_STEP: Duration = Duration::from_millis(250);
+
+/// An error a receiver reports for a SET (RFC 8936 §2.4).
+#[derive(Deserialize)]
+pub(super) struct SetErr {
+    err: String,
+    #[serde(default)]
+    description: String,
+}
+
+/// A poll request (RFC 8936 §2.1).
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct PollIn {
+    max_events: Option<i64>,
+    return_immediately: Option<bool>,
+    ack: Vec<String>,
+    set_errs: BTreeMap<String, SetErr>,
+}
+
+/// `POST /ssf/poll/{stream_id}`.
+pub(super) async fn poll_post(
+    State(state): State<AppState>,
+    Path(stream_id): Path<String>,
+    caller: Caller,
+    Body(body): Body<PollIn>,
+) -> Handled {
+    let cx = streaming(&state);
+    let stream = cx.reach(&caller.actor(), &stream_id, Right::View).await?;
+    let id_of = |jti: &String| {
+        Delivery::id_of(&stream_id, jti).ok_or_else(|| bad(format!("{jti} is not a jti of this stream")))
+    };
+    let ack = body.ack.iter().map(id_of).collect::<Result<Vec<_>, _>>()?;
+    let mut errors = Vec::new();
+    for (jti, e) in &body.set_errs {
+        errors.push((id_of(jti)?, format!("{}: {}", e.err, e.description)));
+    }
+    let max = body.max_events.unwrap_or(MAX_EVENTS).clamp(0, MAX_EVENTS);
+    let deadline = tokio::time::Instant::now() + LONG_POLL;
+    let (sets, more) = loop {
+        let now = state.clock.now();
+        let (sets, more) = state
+            .store
+            .poll_deliveries(&stream_id, &ack, &errors, max, now)
+            .await
+            .map_err(crate::admin::AdminError::from)?;
+        let wait = body.return_immediately == Some(false) && max > 0;
+        if !sets.is_empty() || !wait || tokio::time::Instant::now() >= deadline {
+            break (sets, more);
+        }
+        tokio::time::sleep(LONG_POLL_STEP).await;
+    };
+    let mut out = serde_json::Map::new();
+    for d in &sets {
+        let set = sign_set(&state.keys, &state.urls.issuer, &stream, d).map_err(|e| {
+            tracing::error!(error = %e, "signing a polled security event");
+            crate::error::ConsoleApiError::from(crate::admin::AdminError::Store(latchkey_store::StoreError::Other(e)))
+        })?;
+        out.insert(d.jti(), set.into());
+    }
+    reply(StatusCode::OK, &serde_json::json!({ "sets": out, "moreAvailable": more }))
+}

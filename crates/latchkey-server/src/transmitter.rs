@@ -1,0 +1,198 @@
+//! The push side of the security event transmitter (RFC 8935): a task per instance that leases due SETs from the
+//! store's outbox, signs each when it sends it, POSTs it to the stream's receiver, and records what became of it.
+//!
+//! - Several instances share the outbox: a lease (`Streams::claim_deliveries`) keeps an event to one of them;
+//!   one that dies mid-send leaves its lease to run out, and another sends the event again (at least once:
+//!   receivers dedupe on `jti`, the same on every retry).
+//! - A subject's events go in order: the store leases only the oldest pending one of each stream and subject.
+//! - `202` (any 2xx) delivers; a `400` with an RFC 8935 error is final and recorded; anything else (5xx, 401,
+//!   timeouts, connection errors) is retried with exponential backoff and full jitter, until the event is older
+//!   than `events.max_age_secs` and is dead-lettered.
+//! - The task never holds a request of the token endpoint: it has its own connections (`outbound`), its own
+//!   timeouts, and store calls of its own.
+
+use crate::clock::OsRandom;
+use crate::config::EventsConfig;
+use crate::keys::KeyRing;
+use latchkey_core::events::{retry_delay, SetClaims};
+use latchkey_core::secret::Random;
+use latchkey_core::time::UnixTime;
+use latchkey_store::{Delivery, DeliveryResult, KeyKind, Store, StreamRecord};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How many due events one pass leases.
+const BATCH: i64 = 32;
+/// How long past the push timeout a lease lasts (so a send in flight is not leased again meanwhile).
+const LEASE_MARGIN_SECS: i64 = 30;
+/// The media type of a pushed SET (RFC 8935 §2).
+pub const SET_MEDIA_TYPE: &str = "application/secevent+jwt";
+
+/// The transmitter of one instance.
+#[derive(Clone)]
+pub struct Transmitter {
+    store: Arc<dyn Store>,
+    keys: KeyRing,
+    issuer: String,
+    http: reqwest::Client,
+    config: EventsConfig,
+    clock: Arc<dyn latchkey_core::time::Clock>,
+}
+
+impl Transmitter {
+    /// A transmitter for the instance (its push client trusts `events.push_ca_file` beside the system's roots).
+    pub fn new(
+        store: Arc<dyn Store>,
+        keys: KeyRing,
+        issuer: String,
+        config: EventsConfig,
+        clock: Arc<dyn latchkey_core::time::Clock>,
+    ) -> anyhow::Result<Self> {
+        let timeout = Duration::from_secs(config.push_timeout_secs);
+        let http = crate::outbound::client(config.push_ca_file.as_deref(), false, timeout, "security events")?;
+        Ok(Self { store, keys, issuer, http, config, clock })
+    }
+
+    /// Runs until aborted: a pass every `events.worker_interval_ms`.
+    pub async fn run(self) {
+        let mut tick = tokio::time::interval(Duration::from_millis(self.config.worker_interval_ms));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            while let Ok(n) = self.pass().await {
+                if n < BATCH as usize {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One pass: dead-letters what is too old, then sends a batch of due events at once (each stream and
+    /// subject has at most one in the batch). Returns how many were sent.
+    pub async fn pass(&self) -> latchkey_store::StoreResult<usize> {
+        let now = self.clock.now();
+        let dead = self.store.dead_letter(now, UnixTime(now.0 - self.config.max_age_secs)).await;
+        match dead {
+            Ok(n) if n > 0 => tracing::warn!(events = n, "security events dead-lettered: not delivered in time"),
+            Err(e) => tracing::warn!(error = %e, "dead-lettering security events"),
+            _ => {}
+        }
+        let lease = now.plus(self.config.push_timeout_secs as i64 + LEASE_MARGIN_SECS);
+        let due = match self.store.claim_deliveries(now, lease, BATCH).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "leasing security events");
+                return Err(e);
+            }
+        };
+        let mut streams: HashMap<String, Option<Arc<StreamRecord>>> = HashMap::new();
+        let mut sends = tokio::task::JoinSet::new();
+        for d in due.iter().cloned() {
+            if !streams.contains_key(&d.stream_id) {
+                let s = self.store.stream(&d.stream_id).await.ok().flatten().map(Arc::new);
+                streams.insert(d.stream_id.clone(), s);
+            }
+            let stream = streams.get(&d.stream_id).cloned().flatten();
+            let this = self.clone();
+            sends.spawn(async move {
+                let result = match stream {
+                    Some(s) => this.send(&s, &d).await,
+                    None => DeliveryResult::Refused("the stream is gone".into()),
+                };
+                this.record(&d, &result).await;
+            });
+        }
+        while sends.join_next().await.is_some() {}
+        Ok(due.len())
+    }
+
+    async fn record(&self, d: &Delivery, result: &DeliveryResult) {
+        match result {
+            DeliveryResult::Delivered => tracing::debug!(jti = %d.jti(), "security event delivered"),
+            DeliveryResult::Refused(e) => tracing::warn!(jti = %d.jti(), error = %e, "security event refused"),
+            DeliveryResult::Retry { error, .. } => tracing::info!(jti = %d.jti(), %error, "security event retried"),
+        }
+        if let Err(e) = self.store.finish_delivery(d.id, result, self.clock.now()).await {
+            // The lease runs out and the event is sent again: at least once.
+            tracing::warn!(error = %e, jti = %d.jti(), "recording a security event's delivery");
+        }
+    }
+
+    async fn send(&self, stream: &StreamRecord, d: &Delivery) -> DeliveryResult {
+        let retry = |error: String| {
+            let mut jitter = [0u8; 4];
+            OsRandom.fill(&mut jitter);
+            let delay =
+                retry_delay(u32::try_from(d.attempts.max(1) - 1).unwrap_or(u32::MAX), u32::from_le_bytes(jitter));
+            DeliveryResult::Retry { error, retry_at: self.clock.now().plus(delay) }
+        };
+        if self.keys.get().event_signer().is_none() {
+            // Another instance made the first event key: load it.
+            let _ = self.keys.reload(&*self.store, self.clock.now()).await;
+        }
+        let set = match sign_set(&self.keys, &self.issuer, stream, d) {
+            Ok(set) => set,
+            Err(e) => return retry(e),
+        };
+        let Some(url) = stream.endpoint_url.as_deref() else {
+            return DeliveryResult::Refused("the stream has no push URL".into());
+        };
+        let mut request = self
+            .http
+            .post(url)
+            .header(http::header::CONTENT_TYPE, SET_MEDIA_TYPE)
+            .header(http::header::ACCEPT, "application/json")
+            .body(set);
+        if let Some(sealed) = &stream.push_auth {
+            match self.keys.secrets().and_then(|s| s.open(KeyKind::PushAuthorization, sealed)) {
+                Ok(opened) => {
+                    let value = String::from_utf8_lossy(opened.material.expose()).into_owned();
+                    request = request.header(http::header::AUTHORIZATION, value);
+                }
+                Err(e) => return retry(format!("the push authorization cannot be decrypted: {e}")),
+            }
+        }
+        match request.send().await {
+            Ok(r) if r.status().is_success() => DeliveryResult::Delivered,
+            Ok(r) if r.status() == reqwest::StatusCode::BAD_REQUEST => {
+                let body: serde_json::Value = r.json().await.unwrap_or_default();
+                let field = |k: &str| body.get(k).and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
+                DeliveryResult::Refused(format!("400 {}: {}", field("err"), field("description")))
+            }
+            Ok(r) => retry(format!("the receiver answered {}", r.status())),
+            Err(e) => retry(format!("push failed: {}", error_chain(&e))),
+        }
+    }
+}
+
+/// A delivery's SET, signed with the newest event key (the poll endpoint's and the pushes').
+pub fn sign_set(keys: &KeyRing, issuer: &str, stream: &StreamRecord, d: &Delivery) -> Result<String, String> {
+    let payload: serde_json::Value = serde_json::from_str(&d.payload).map_err(|e| format!("payload: {e}"))?;
+    let mut events = serde_json::Map::new();
+    events.insert(d.event_type.clone(), payload);
+    let claims = SetClaims {
+        iss: issuer.to_owned(),
+        aud: stream.client_id.clone(),
+        jti: d.jti(),
+        iat: d.created_at.0,
+        txn: d.txn.clone(),
+        sub_id: d.subject_format.sub_id(issuer, &d.subject),
+        events,
+    };
+    let set = keys.get();
+    let signer = set.event_signer().ok_or("no event key yet")?;
+    signer.sign("secevent+jwt", &claims, &OsRandom).map_err(|e| e.to_string())
+}
+
+/// An error with its causes, for the delivery record (reqwest's own message names only the outermost).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
+}
