@@ -502,11 +502,31 @@ mod tests {
             ..Config::default()
         };
         let table = toml::Table::try_from(&full).unwrap();
-        let mut keys: Vec<_> = table.keys().map(String::as_str).collect();
+        // Tables (`[events]`) take their variables by prefix (`LATCHKEY_EVENTS_*`), not from FIELDS.
+        let mut keys: Vec<_> = table.iter().filter(|(_, v)| !v.is_table()).map(|(k, _)| k.as_str()).collect();
         keys.sort_unstable();
         let mut fields = FIELDS.to_vec();
         fields.sort_unstable();
         assert_eq!(keys, fields);
+        assert!(table["events"].is_table());
+    }
+
+    #[test]
+    fn the_events_table_comes_from_toml_and_from_prefixed_variables() {
+        let env = [
+            ("LATCHKEY_EVENTS_ALLOW_INSECURE_LOOPBACK_PUSH".to_string(), "true".to_string()),
+            ("LATCHKEY_EVENTS_MAX_AGE_SECS".into(), "60".into()),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("latchkey.toml");
+        std::fs::write(&file, "[events]\npush_timeout_secs = 3\nmax_age_secs = 5\n").unwrap();
+        let c = Config::load(Some(&file), env, toml::Table::new()).unwrap();
+        assert!(c.events.allow_insecure_loopback_push);
+        assert_eq!((c.events.max_age_secs, c.events.push_timeout_secs), (60, 3));
+        let unknown = [("LATCHKEY_EVENTS_NO_SUCH".to_string(), "1".to_string())];
+        assert!(Config::load(None, unknown, toml::Table::new()).is_err(), "an unknown setting is refused");
+        let zero = [("LATCHKEY_EVENTS_WORKER_INTERVAL_MS".to_string(), "0".to_string())];
+        assert!(Config::load(None, zero, toml::Table::new()).is_err());
     }
 
     #[test]

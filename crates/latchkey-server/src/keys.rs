@@ -126,16 +126,35 @@ pub async fn rotate(store: &dyn Store, secrets: &SystemSecrets, kind: KeyKind, n
     store.add_key(kind, &secrets.seal(kind, &new_secret(kind)?)?, now).await
 }
 
-/// Checks that `secrets` open every stored key; returns how many there are.
-pub async fn check_readable(store: &dyn Store, secrets: &SystemSecrets) -> StoreResult<usize> {
-    let mut n = 0;
+/// What the store keeps encrypted under the system secrets: a key, or a stream's push authorization.
+enum Sealed {
+    /// A key of the `keys` table, by id.
+    Key(u32),
+    /// The push authorization of a stream, by stream id.
+    Push(String),
+}
+
+/// Everything the store keeps sealed, with its kind and its stored form.
+async fn sealed_items(store: &dyn Store) -> StoreResult<Vec<(KeyKind, Sealed, Vec<u8>)>> {
+    let mut out = Vec::new();
     for kind in KeyKind::STORED {
-        for k in store.keys(kind).await? {
-            secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?;
-            n += 1;
+        out.extend(store.keys(kind).await?.into_iter().map(|k| (kind, Sealed::Key(k.id), k.secret)));
+    }
+    for s in store.streams().await? {
+        if let Some(auth) = s.push_auth {
+            out.push((KeyKind::PushAuthorization, Sealed::Push(s.stream_id), auth));
         }
     }
-    Ok(n)
+    Ok(out)
+}
+
+/// Checks that `secrets` open every stored key and push authorization; returns how many there are.
+pub async fn check_readable(store: &dyn Store, secrets: &SystemSecrets) -> StoreResult<usize> {
+    let items = sealed_items(store).await?;
+    for (kind, item, stored) in &items {
+        secrets.open(*kind, stored).map_err(|e| unreadable(*kind, item, e))?;
+    }
+    Ok(items.len())
 }
 
 /// The system secrets of `source`, at start-up and for the admin commands: a secret file other accounts may read
@@ -147,11 +166,9 @@ pub async fn secrets_for(store: &dyn Store, source: &SecretSource) -> StoreResul
     }
     match (source.load(), source.default_file()) {
         (Err(SecretsError::MissingFile(path)), Some(file)) => {
-            for kind in KeyKind::STORED {
-                for k in store.keys(kind).await? {
-                    if !matches!(crate::secrets::sealed_by(&k.secret), Ok(None)) {
-                        return Err(SecretsError::MissingFile(path).into());
-                    }
+            for (_, _, stored) in sealed_items(store).await? {
+                if !matches!(crate::secrets::sealed_by(&stored), Ok(None)) {
+                    return Err(SecretsError::MissingFile(path).into());
                 }
             }
             file.create()?;
@@ -189,23 +206,27 @@ pub async fn reencrypt(store: &dyn Store, secrets: &SystemSecrets, scope: Scope)
     for _ in 0..REENCRYPT_PASSES {
         let mut raced = false;
         done.keys = 0;
-        for kind in KeyKind::STORED {
-            for k in store.keys(kind).await? {
+        for (kind, item, stored) in sealed_items(store).await? {
+            if let Sealed::Key(_) = item {
                 done.keys += 1;
-                let opened = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?;
-                let wanted = match scope {
-                    Scope::Plaintext => opened.protection == Protection::Plaintext,
-                    Scope::NotCurrent => opened.protection != Protection::Current,
-                };
-                if !wanted {
-                    continue;
-                }
-                let sealed = secrets.seal(kind, opened.material.expose())?;
-                if store.replace_key_secret(k.id, &k.secret, &sealed).await? {
-                    done.reencrypted += 1;
-                } else {
-                    raced = true;
-                }
+            }
+            let opened = secrets.open(kind, &stored).map_err(|e| unreadable(kind, &item, e))?;
+            let wanted = match scope {
+                Scope::Plaintext => opened.protection == Protection::Plaintext,
+                Scope::NotCurrent => opened.protection != Protection::Current,
+            };
+            if !wanted {
+                continue;
+            }
+            let sealed = secrets.seal(kind, opened.material.expose())?;
+            let replaced = match &item {
+                Sealed::Key(id) => store.replace_key_secret(*id, &stored, &sealed).await?,
+                Sealed::Push(stream) => store.replace_push_auth(stream, &stored, &sealed).await?,
+            };
+            if replaced {
+                done.reencrypted += 1;
+            } else {
+                raced = true;
             }
         }
         if !raced {
@@ -215,9 +236,12 @@ pub async fn reencrypt(store: &dyn Store, secrets: &SystemSecrets, scope: Scope)
     Err(StoreError::Other("the keys kept changing while they were re-encrypted; run the command again".into()))
 }
 
-/// The error for a stored key that cannot be opened.
-fn unreadable(kind: KeyKind, id: u32, e: SecretsError) -> StoreError {
-    StoreError::Other(format!("{} key {id}: {e}", kind.as_str()))
+/// The error for a stored key or push authorization that cannot be opened.
+fn unreadable(kind: KeyKind, item: &Sealed, e: SecretsError) -> StoreError {
+    match item {
+        Sealed::Key(id) => StoreError::Other(format!("{} key {id}: {e}", kind.as_str())),
+        Sealed::Push(stream) => StoreError::Other(format!("the push authorization of stream {stream}: {e}")),
+    }
 }
 
 fn new_secret(kind: KeyKind) -> StoreResult<Vec<u8>> {
@@ -269,7 +293,7 @@ async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> 
             if kind != KeyKind::Mac && !published {
                 continue;
             }
-            let material = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, k.id, e))?.material;
+            let material = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, &Sealed::Key(k.id), e))?.material;
             match kind {
                 KeyKind::Mac => mac.push(MacKey::new(k.id, material.expose())),
                 KeyKind::IdToken => id_token.push(

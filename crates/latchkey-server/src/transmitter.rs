@@ -24,8 +24,11 @@ use std::time::Duration;
 
 /// How many due events one pass leases.
 const BATCH: i64 = 32;
-/// How long past the push timeout a lease lasts (so a send in flight is not leased again meanwhile).
-const LEASE_MARGIN_SECS: i64 = 30;
+/// A lease lasts twice the push timeout and this much more, so that a send in flight is never leased again
+/// meanwhile, and an instance killed mid-send holds its events only that long.
+const LEASE_MARGIN_SECS: i64 = 5;
+/// How often pending events are looked at for the age limit.
+const DEAD_LETTER_EVERY_SECS: i64 = 60;
 /// The media type of a pushed SET (RFC 8935 §2).
 pub const SET_MEDIA_TYPE: &str = "application/secevent+jwt";
 
@@ -54,12 +57,27 @@ impl Transmitter {
         Ok(Self { store, keys, issuer, http, config, clock })
     }
 
-    /// Runs until aborted: a pass every `events.worker_interval_ms`.
+    /// Runs until aborted: a pass every `events.worker_interval_ms` while events are pending (a read), the age
+    /// limit once a minute.
     pub async fn run(self) {
         let mut tick = tokio::time::interval(Duration::from_millis(self.config.worker_interval_ms));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut aged_at: Option<UnixTime> = None;
         loop {
             tick.tick().await;
+            let now = self.clock.now();
+            if aged_at.is_none_or(|at| now.0.saturating_sub(at.0) >= DEAD_LETTER_EVERY_SECS) {
+                aged_at = Some(now);
+                self.dead_letter(now).await;
+            }
+            match self.store.pending_deliveries(now).await {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "looking for due security events");
+                    continue;
+                }
+            }
             while let Ok(n) = self.pass().await {
                 if n < BATCH as usize {
                     break;
@@ -68,17 +86,20 @@ impl Transmitter {
         }
     }
 
-    /// One pass: dead-letters what is too old, then sends a batch of due events at once (each stream and
-    /// subject has at most one in the batch). Returns how many were sent.
-    pub async fn pass(&self) -> latchkey_store::StoreResult<usize> {
-        let now = self.clock.now();
-        let dead = self.store.dead_letter(now, UnixTime(now.0 - self.config.max_age_secs)).await;
-        match dead {
+    async fn dead_letter(&self, now: UnixTime) {
+        match self.store.dead_letter(now, UnixTime(now.0 - self.config.max_age_secs)).await {
             Ok(n) if n > 0 => tracing::warn!(events = n, "security events dead-lettered: not delivered in time"),
             Err(e) => tracing::warn!(error = %e, "dead-lettering security events"),
             _ => {}
         }
-        let lease = now.plus(self.config.push_timeout_secs as i64 + LEASE_MARGIN_SECS);
+    }
+
+    /// One pass: sends a batch of due events at once (each stream and subject has at most one in the batch).
+    /// Returns how many were sent.
+    pub async fn pass(&self) -> latchkey_store::StoreResult<usize> {
+        let now = self.clock.now();
+        let timeout = i64::try_from(self.config.push_timeout_secs).unwrap_or(i64::MAX / 4);
+        let lease = now.plus(2 * timeout + LEASE_MARGIN_SECS);
         let due = match self.store.claim_deliveries(now, lease, BATCH).await {
             Ok(due) => due,
             Err(e) => {

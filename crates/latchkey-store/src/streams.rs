@@ -85,6 +85,9 @@ pub trait Streams: Send + Sync {
     /// the events it holds), and a disabled stream's pending events are dropped. False when there is no such
     /// stream.
     async fn update_stream(&self, stream: &StreamRecord, now: UnixTime) -> StoreResult<bool>;
+    /// Replaces a stream's encrypted push authorization (the server re-encrypts it under a new system secret), as
+    /// long as it still is `current`; false when it changed meanwhile.
+    async fn replace_push_auth(&self, stream_id: &str, current: &[u8], sealed: &[u8]) -> StoreResult<bool>;
     /// Deletes a stream and its deliveries.
     async fn delete_stream(&self, stream_id: &str) -> StoreResult<bool>;
     /// Leaves an account out of a stream's events (`included` false) or takes it back in.
@@ -114,6 +117,8 @@ pub trait Streams: Send + Sync {
     ) -> StoreResult<(Vec<Delivery>, bool)>;
     /// A stream's latest deliveries, newest first.
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>>;
+    /// Whether any delivery is pending and due at `now` (a read: the worker's look before it leases).
+    async fn pending_deliveries(&self, now: UnixTime) -> StoreResult<bool>;
     /// Dead-letters the pending deliveries made before `made_before`; returns how many.
     async fn dead_letter(&self, now: UnixTime, made_before: UnixTime) -> StoreResult<u64>;
     /// How many deliveries are in each state.
@@ -141,6 +146,8 @@ static UPDATE: Sql = Sql::new(
 static DROP_PENDING: Sql =
     Sql::new("UPDATE set_deliveries SET state = 'dropped', done_at = $2 WHERE stream_id = $1 AND state = 'pending'");
 static DELETE: Sql = Sql::new("DELETE FROM ssf_streams WHERE stream_id = $1");
+static REPLACE_PUSH_AUTH: Sql =
+    Sql::new("UPDATE ssf_streams SET push_auth = $3 WHERE stream_id = $1 AND push_auth = $2");
 static EXCLUDE: Sql = Sql::new("INSERT INTO ssf_excluded (stream_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING");
 static INCLUDE: Sql = Sql::new("DELETE FROM ssf_excluded WHERE stream_id = $1 AND user_id = $2");
 static VERIFIED_AT: Sql =
@@ -265,6 +272,10 @@ impl<E: Engine> Streams for Db<E> {
         self.engine.unit(Durability::Durable, update, (stream.clone(), now)).await
     }
 
+    async fn replace_push_auth(&self, stream_id: &str, current: &[u8], sealed: &[u8]) -> StoreResult<bool> {
+        self.exec_one(&REPLACE_PUSH_AUTH, args![stream_id, current, sealed]).await
+    }
+
     async fn delete_stream(&self, stream_id: &str) -> StoreResult<bool> {
         self.exec_one(&DELETE, args![stream_id]).await
     }
@@ -306,6 +317,11 @@ impl<E: Engine> Streams for Db<E> {
 
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>> {
         self.engine.all(&delivery::LATEST, args![stream_id, limit], delivery::from_row).await
+    }
+
+    async fn pending_deliveries(&self, now: UnixTime) -> StoreResult<bool> {
+        let due = self.engine.one(&delivery::ANY_DUE, args![now, types::STREAM_UPDATED], |r| r.int("one")).await?;
+        Ok(due.is_some())
     }
 
     async fn dead_letter(&self, now: UnixTime, made_before: UnixTime) -> StoreResult<u64> {

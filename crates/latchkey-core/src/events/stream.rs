@@ -64,12 +64,17 @@ impl Delivery {
 #[error("{0}")]
 pub struct Invalid(pub String);
 
-/// Checks a push URL: HTTPS with a host, no fragment, no credentials; `http://` only to a loopback address and
-/// only when the operator allows it (tests and local development).
+/// Checks a push URL: HTTPS with a host, no fragment, no credentials, not an address of a private network
+/// written as an IP literal (a developer must not make latchkey post to the operator's internal services; names
+/// are not resolved here); `http://` only to a loopback address and only when the operator allows it (tests and
+/// local development).
 pub fn check_push_url(raw: &str, allow_loopback_http: bool) -> Result<(), Invalid> {
     let url = url::Url::parse(raw).map_err(|e| Invalid(format!("endpoint_url is not a URL: {e}")))?;
     if url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
         return Err(Invalid("endpoint_url must not carry a fragment or credentials".into()));
+    }
+    if is_internal(&url) {
+        return Err(Invalid("endpoint_url must not be an address of a private or link-local network".into()));
     }
     match url.scheme() {
         "https" if url.host().is_some() => Ok(()),
@@ -78,6 +83,25 @@ pub fn check_push_url(raw: &str, allow_loopback_http: bool) -> Result<(), Invali
             "endpoint_url must be https (http to a loopback address needs events.allow_insecure_loopback_push)".into(),
         )),
         _ => Err(Invalid("endpoint_url must be an https URL".into())),
+    }
+}
+
+/// An IP literal of a private, link-local, shared or unspecified network (not loopback: see the setting).
+fn is_internal(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => {
+            let [a, b, ..] = ip.octets();
+            ip.is_private()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                || (a == 100 && b & 0xc0 == 64)
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_unspecified() || first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfe80 || ip.to_ipv4_mapped().is_some()
+        }
+        _ => false,
     }
 }
 
@@ -123,6 +147,21 @@ mod tests {
         assert!(check_push_url("https://app.example/#x", false).is_err());
         assert!(check_push_url("not a url", false).is_err());
         assert!(check_push_url("ftp://app.example/", true).is_err());
+        for internal in [
+            "https://10.1.2.3/e",
+            "https://192.168.0.1/e",
+            "https://172.16.0.9/e",
+            "https://169.254.169.254/latest",
+            "https://100.64.0.1/e",
+            "https://0.0.0.0/e",
+            "https://[fd00::1]/e",
+            "https://[fe80::1]/e",
+            "https://[::ffff:10.0.0.1]/e",
+        ] {
+            assert!(check_push_url(internal, true).unwrap_err().0.contains("private"), "{internal}");
+        }
+        assert!(check_push_url("https://127.0.0.1:9443/e", false).is_ok(), "a receiver on this machine over TLS");
+        assert!(check_push_url("https://8.8.8.8/e", false).is_ok());
     }
 
     #[test]

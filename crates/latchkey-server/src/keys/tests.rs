@@ -91,3 +91,53 @@ async fn the_default_secret_file_is_made_only_while_no_key_is_encrypted() {
     assert!(e.to_string().contains("restore it from a backup"), "{e}");
     assert!(!file.exists(), "no new secret was made");
 }
+
+#[tokio::test]
+async fn reencryption_moves_the_push_authorizations_too() {
+    use super::{check_readable, reencrypt, Scope};
+    use crate::admin::{client_create, project_create, Actor, NewClient};
+    use latchkey_core::events::stream::{Status, PUSH};
+    use latchkey_core::events::SubjectFormat;
+    use latchkey_store::{KeyKind, StreamRecord, Streams};
+    const NEW: &str = "the new system secret, also long enough for a key";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite(&dir).await;
+    let now = UnixTime(1_700_000_000);
+    let old = listed(&[SECRET]).load().expect("secrets");
+    KeyRing::load(&store, listed(&[SECRET]), now).await.expect("load");
+    let project = project_create(&store, &Actor::Operator, "p", None, now).await.expect("project").project_id;
+    let new_client = NewClient {
+        project_id: project,
+        client_type: latchkey_core::client::ClientType::Desktop,
+        name: "app".into(),
+        redirect_uris: vec![],
+        details: Default::default(),
+    };
+    let client = client_create(&store, &Actor::Operator, new_client, now).await.expect("client").client_id;
+    let sealed = old.seal(KeyKind::PushAuthorization, b"Bearer receiver-secret").expect("seal");
+    let stream = StreamRecord {
+        stream_id: "s1".into(),
+        client_id: client,
+        method: PUSH.into(),
+        endpoint_url: Some("https://receiver.example/e".into()),
+        push_auth: Some(sealed),
+        events_requested: vec![],
+        subject_format: SubjectFormat::IssSub,
+        status: Status::Enabled,
+        reason: None,
+        description: None,
+        created_at: now,
+        updated_at: now,
+        verified_at: None,
+    };
+    assert!(store.create_stream(&stream).await.expect("stream"));
+    let both = listed(&[NEW, SECRET]).load().expect("secrets");
+    let done = reencrypt(&store, &both, Scope::NotCurrent).await.expect("reencrypt");
+    assert_eq!((done.keys, done.reencrypted), (2, 3), "two keys and one push authorization");
+    let new_only = listed(&[NEW]).load().expect("secrets");
+    assert_eq!(check_readable(&store, &new_only).await.expect("readable"), 3);
+    let stored = store.stream("s1").await.expect("get").expect("stream").push_auth.expect("auth");
+    let opened = new_only.open(KeyKind::PushAuthorization, &stored).expect("open under the new secret");
+    assert_eq!(opened.material.expose(), b"Bearer receiver-secret");
+    assert!(old.open(KeyKind::PushAuthorization, &stored).is_err(), "no longer under the old one");
+}

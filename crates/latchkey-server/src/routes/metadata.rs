@@ -49,8 +49,13 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
     cacheable(no_store_json(&body))
 }
 
-/// The id_token keys (ES256) and the security event keys (RS256), live and recently retired.
+/// The id_token keys (ES256) and the security event keys (RS256), live and recently retired. The set is read
+/// again from the store first (at most once a second per instance), so that a key another instance or the admin
+/// CLI just made is published at once: a receiver that fetches the JWKS for a SET signed with it must find it.
 pub async fn jwks_get(State(state): State<AppState>) -> Response {
+    if let Err(e) = state.keys.reload_on_demand(&*state.store, state.clock.now()).await {
+        tracing::warn!(error = %e, "reloading keys for the JWKS");
+    }
     let keys = state.keys.get();
     let id_token = keys.id_token.iter().map(|k| {
         let jwk = k.public_jwk();

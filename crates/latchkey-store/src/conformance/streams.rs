@@ -96,10 +96,12 @@ pub(super) async fn deliveries_are_claimed_in_order_under_a_lease(store: &dyn St
     let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
     store.change_account(&user, &password, T0).await.expect("password");
     let t = T0.plus(1);
+    assert!(store.pending_deliveries(t).await.expect("due"), "due");
     let first = store.claim_deliveries(t, t.plus(30), 10).await.expect("claim");
     assert_eq!(first.len(), 1, "one at a time per subject");
     assert_eq!((first[0].event_type.as_str(), first[0].attempts), (types::CREDENTIAL_CHANGE, 1));
     assert!(store.claim_deliveries(t, t.plus(30), 10).await.expect("claim").is_empty(), "leased");
+    assert!(!store.pending_deliveries(t).await.expect("due"), "the leased one is not due, the rest wait behind it");
     let retry = DeliveryResult::Retry { error: "503".into(), retry_at: t.plus(5) };
     store.finish_delivery(first[0].id, &retry, t).await.expect("retry");
     assert!(store.claim_deliveries(t.plus(4), t.plus(34), 10).await.expect("claim").is_empty(), "not yet due");
@@ -141,6 +143,7 @@ pub(super) async fn polls_acknowledge_and_verification_is_rate_limited(store: &d
     let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
     store.change_account(&user, &password, T0).await.expect("password");
     assert!(store.claim_deliveries(T0, T0.plus(30), 10).await.expect("claim").is_empty(), "poll streams are polled");
+    assert!(!store.pending_deliveries(T0).await.expect("due"), "nothing for the push worker");
     let (sets, more) = store.poll_deliveries(&s.stream_id, &[], &[], 2, T0).await.expect("poll");
     assert_eq!((sets.len(), more), (2, true));
     let errors = [(sets[1].id, "invalid_key".to_owned())];

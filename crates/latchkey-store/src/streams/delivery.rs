@@ -101,17 +101,31 @@ pub enum DeliveryResult {
     },
 }
 
+/// The conditions of a push delivery due at `$1` (not leased, of a stream that delivers it now, the oldest
+/// pending one of its stream and subject), with `$2` the stream-updated type, which flows while paused.
+macro_rules! due {
+    ($select:literal, $tail:literal) => {
+        concat!(
+            $select,
+            " FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
+             WHERE d.state = 'pending' AND d.next_at <= $1 AND d.lease_until <= $1 \
+             AND s.method = 'urn:ietf:rfc:8935' AND (s.status = 'enabled' OR d.event_type = $2) \
+             AND NOT EXISTS (SELECT 1 FROM set_deliveries e WHERE e.stream_id = d.stream_id \
+             AND e.subject = d.subject AND e.state = 'pending' AND e.id < d.id) ",
+            $tail
+        )
+    };
+}
+
+/// One push delivery due now, if any: the worker's read before it leases.
+pub(super) static ANY_DUE: Sql = Sql::new(due!("SELECT CAST(1 AS BIGINT) AS one", "LIMIT 1"));
 /// Due push deliveries, oldest first, only the oldest pending one per stream and subject; leased here.
-static CLAIM: Sql = Sql::new(
-    "UPDATE set_deliveries SET lease_until = $2, attempts = attempts + 1 WHERE id IN (\
-     SELECT d.id FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
-     WHERE d.state = 'pending' AND d.next_at <= $1 AND d.lease_until <= $1 AND s.method = 'urn:ietf:rfc:8935' \
-     AND (s.status = 'enabled' OR d.event_type = $3) \
-     AND NOT EXISTS (SELECT 1 FROM set_deliveries e WHERE e.stream_id = d.stream_id AND e.subject = d.subject \
-     AND e.state = 'pending' AND e.id < d.id) ORDER BY d.id LIMIT $4 {pg: FOR UPDATE OF d SKIP LOCKED}) AND lease_until <= $1 \
-     RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
-     last_error, done_at",
-);
+static CLAIM: Sql = Sql::new(concat!(
+    "UPDATE set_deliveries SET lease_until = $3, attempts = attempts + 1 WHERE id IN (",
+    due!("SELECT d.id", "ORDER BY d.id LIMIT $4 {pg: FOR UPDATE OF d SKIP LOCKED}"),
+    ") AND lease_until <= $1 RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, \
+     created_at, state, attempts, last_error, done_at"
+));
 static DELIVERED: Sql = Sql::new(
     "UPDATE set_deliveries SET state = 'delivered', done_at = $2, lease_until = 0, last_error = NULL \
      WHERE id = $1 AND state = 'pending'",
@@ -177,7 +191,7 @@ pub(super) fn claim<'t>(
     (now, until, limit): &'t (UnixTime, UnixTime, i64),
 ) -> BoxFuture<'t, StoreResult<Outcome<Vec<Delivery>>>> {
     Box::pin(async move {
-        let mut claimed = rows(tx, &CLAIM, args![*now, *until, types::STREAM_UPDATED, *limit], from_row).await?;
+        let mut claimed = rows(tx, &CLAIM, args![*now, types::STREAM_UPDATED, *until, *limit], from_row).await?;
         claimed.sort_by_key(|d| d.id);
         Ok(Outcome::Keep(claimed))
     })

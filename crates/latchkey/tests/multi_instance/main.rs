@@ -7,16 +7,21 @@
 //!   within 1 s (there is no grant cache: every data-API call reads the grant);
 //! - DPoP `jti`s and nonces are single use across instances;
 //! - the refresh-token limits hold under concurrent issuance on both instances;
-//! - database faults ([`faults`]) and SIGKILL under load ([`crash`], PostgreSQL and SQLite).
+//! - database faults ([`faults`]) and SIGKILL under load ([`crash`], PostgreSQL and SQLite);
+//! - security events ([`events`]): delivered once by two instances sharing the outbox, and none lost across a
+//!   SIGKILL and a receiver down for a while.
 //!
 //! A test binary of its own, out of `spec`, under the harness of `latchkey_store::test_database` (libtest-mimic):
 //! without a reachable PostgreSQL (`LATCHKEY_TEST_DATABASE_URL`, default the local server) the PostgreSQL tests are
 //! reported as ignored, not passed, except under `CI=true`, where that fails them (docs/design.md, "Tests").
 
+#[path = "../common/set_receiver.rs"]
+mod set_receiver;
 #[path = "../spec/support.rs"]
 mod support;
 
 mod crash;
+mod events;
 mod faults;
 mod instance;
 mod measure;
@@ -51,6 +56,8 @@ fn main() -> ExitCode {
         crash::on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
         crash::on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
         faults::while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart,
+        events::on_two_instances_sharing_postgresql_every_event_is_delivered_once,
+        events::an_instance_killed_and_a_receiver_down_lose_no_event,
     );
     // A measurement, not a check: run it by name with --ignored (measure.rs).
     let measurements =

@@ -70,6 +70,10 @@ pub(super) async fn poll_post(
         }
         tokio::time::sleep(LONG_POLL_STEP).await;
     };
+    if !sets.is_empty() && state.keys.get().event_signer().is_none() {
+        // The first event key was made elsewhere (another instance, the admin CLI): load it.
+        state.keys.reload(&*state.store, state.clock.now()).await.map_err(crate::admin::AdminError::from)?;
+    }
     let mut out = serde_json::Map::new();
     for d in &sets {
         let set = sign_set(&state.keys, &state.urls.issuer, &stream, d).map_err(|e| {
