@@ -609,7 +609,7 @@ def run(binary):
         )
         check(
             "an http:// push URL is refused without allow_insecure_loopback_push",
-            refused.returncode != 0 and "https" in refused.stderr,
+            refused.returncode != 0 and "allow_insecure_loopback_push" in refused.stderr,
             f"{refused.returncode} {refused.stderr[:200]}",
         )
         plain_stream = server.admin(

@@ -123,7 +123,11 @@ impl KeyRing {
 /// that one could not read the new key.
 pub async fn rotate(store: &dyn Store, secrets: &SystemSecrets, kind: KeyKind, now: UnixTime) -> StoreResult<u32> {
     check_readable(store, secrets).await?;
-    store.add_key(kind, &secrets.seal(kind, &new_secret(kind)?)?, now).await
+    // RSA key generation takes about a second: off the async threads, which serve requests meanwhile.
+    let material = tokio::task::spawn_blocking(move || new_secret(kind))
+        .await
+        .map_err(|e| StoreError::Other(format!("key generation: {e}")))??;
+    store.add_key(kind, &secrets.seal(kind, &material)?, now).await
 }
 
 /// What the store keeps encrypted under the system secrets: a key, or a stream's push authorization.

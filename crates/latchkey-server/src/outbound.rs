@@ -1,7 +1,9 @@
-//! The HTTP client for the server's own requests (an App Check provider's JWKS, pushes to event receivers):
+//! The HTTP clients for the server's own requests (an App Check provider's JWKS, pushes to event receivers):
 //! rustls with the system's roots and an operator's extra trust anchors, no redirects followed, bounded time.
 
+use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A client trusting the system's roots and the PEM certificates in `ca_file`, that gives up after `timeout`
@@ -13,6 +15,47 @@ pub fn client(
     timeout: Duration,
     purpose: &str,
 ) -> anyhow::Result<reqwest::Client> {
+    Ok(builder(ca_file, https_only, timeout, purpose)?.build()?)
+}
+
+/// The push receivers' client: [`client`]'s rules, and names resolved only to addresses latchkey may push to
+/// (`latchkey_core::events::stream::may_receive`): a receiver's host name that resolves to a private network is
+/// refused when the connection is made, not only an IP literal when the stream is set.
+pub fn push_client(ca_file: Option<&Path>, timeout: Duration, allow_loopback: bool) -> anyhow::Result<reqwest::Client> {
+    let resolver = Arc::new(PublicOnly { allow_loopback });
+    Ok(builder(ca_file, false, timeout, "security events")?.dns_resolver(resolver).build()?)
+}
+
+/// A resolver that keeps only the addresses a push may go to.
+struct PublicOnly {
+    allow_loopback: bool,
+}
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow_loopback = self.allow_loopback;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = found
+                .into_iter()
+                .filter(|a| latchkey_core::events::stream::may_receive(a.ip(), allow_loopback))
+                .collect();
+            if allowed.is_empty() {
+                let e = std::io::Error::other(format!("{host} resolves to no address latchkey may push to"));
+                return Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+fn builder(
+    ca_file: Option<&Path>,
+    https_only: bool,
+    timeout: Duration,
+    purpose: &str,
+) -> anyhow::Result<reqwest::ClientBuilder> {
     let mut builder = reqwest::Client::builder()
         .https_only(https_only)
         .redirect(reqwest::redirect::Policy::none())
@@ -25,5 +68,5 @@ pub fn client(
             builder = builder.add_root_certificate(cert);
         }
     }
-    Ok(builder.build()?)
+    Ok(builder)
 }

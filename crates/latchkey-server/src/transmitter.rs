@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How many due events one pass leases.
-const BATCH: i64 = 32;
+/// How many pushes an instance has in flight at most (each stream and subject has at most one).
+const IN_FLIGHT: usize = 64;
 /// A lease lasts twice the push timeout and this much more, so that a send in flight is never leased again
 /// meanwhile, and an instance killed mid-send holds its events only that long.
 const LEASE_MARGIN_SECS: i64 = 5;
@@ -41,6 +41,8 @@ pub struct Transmitter {
     http: reqwest::Client,
     config: EventsConfig,
     clock: Arc<dyn latchkey_core::time::Clock>,
+    /// Free places for pushes in flight.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Transmitter {
@@ -53,8 +55,10 @@ impl Transmitter {
         clock: Arc<dyn latchkey_core::time::Clock>,
     ) -> anyhow::Result<Self> {
         let timeout = Duration::from_secs(config.push_timeout_secs);
-        let http = crate::outbound::client(config.push_ca_file.as_deref(), false, timeout, "security events")?;
-        Ok(Self { store, keys, issuer, http, config, clock })
+        let http =
+            crate::outbound::push_client(config.push_ca_file.as_deref(), timeout, config.allow_insecure_loopback_push)?;
+        let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+        Ok(Self { store, keys, issuer, http, config, clock, slots })
     }
 
     /// Runs until aborted: a pass every `events.worker_interval_ms` while events are pending (a read), the age
@@ -78,10 +82,8 @@ impl Transmitter {
                     continue;
                 }
             }
-            while let Ok(n) = self.pass().await {
-                if n < BATCH as usize {
-                    break;
-                }
+            if let Err(e) = self.pass().await {
+                tracing::warn!(error = %e, "leasing security events");
             }
         }
     }
@@ -94,37 +96,43 @@ impl Transmitter {
         }
     }
 
-    /// One pass: sends a batch of due events at once (each stream and subject has at most one in the batch).
-    /// Returns how many were sent.
+    /// One pass: leases as many due events as there are free places and starts their pushes, which go on
+    /// without it (a slow receiver holds only its own places, never the next pass). Returns how many it started.
     pub async fn pass(&self) -> latchkey_store::StoreResult<usize> {
+        let free = self.slots.available_permits();
+        if free == 0 {
+            return Ok(0);
+        }
         let now = self.clock.now();
-        let timeout = i64::try_from(self.config.push_timeout_secs).unwrap_or(i64::MAX / 4);
+        let timeout = i64::try_from(self.config.push_timeout_secs).unwrap_or(600);
         let lease = now.plus(2 * timeout + LEASE_MARGIN_SECS);
-        let due = match self.store.claim_deliveries(now, lease, BATCH).await {
-            Ok(due) => due,
-            Err(e) => {
-                tracing::warn!(error = %e, "leasing security events");
-                return Err(e);
-            }
-        };
+        let due = self.store.claim_deliveries(now, lease, i64::try_from(free).unwrap_or(1)).await?;
         let mut streams: HashMap<String, Option<Arc<StreamRecord>>> = HashMap::new();
-        let mut sends = tokio::task::JoinSet::new();
-        for d in due.iter().cloned() {
+        for d in &due {
             if !streams.contains_key(&d.stream_id) {
-                let s = self.store.stream(&d.stream_id).await.ok().flatten().map(Arc::new);
-                streams.insert(d.stream_id.clone(), s);
+                match self.store.stream(&d.stream_id).await {
+                    Ok(s) => {
+                        streams.insert(d.stream_id.clone(), s.map(Arc::new));
+                    }
+                    // The lease runs out and the event is sent then: a store error loses nothing.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading a stream for its security events");
+                        continue;
+                    }
+                }
             }
-            let stream = streams.get(&d.stream_id).cloned().flatten();
-            let this = self.clone();
-            sends.spawn(async move {
+            let Some(stream) = streams.get(&d.stream_id).cloned() else { continue };
+            let Ok(slot) = self.slots.clone().try_acquire_owned() else { break };
+            let (this, d) = (self.clone(), d.clone());
+            tokio::spawn(async move {
                 let result = match stream {
                     Some(s) => this.send(&s, &d).await,
                     None => DeliveryResult::Refused("the stream is gone".into()),
                 };
                 this.record(&d, &result).await;
+                drop(slot);
             });
         }
-        while sends.join_next().await.is_some() {}
         Ok(due.len())
     }
 
@@ -159,6 +167,10 @@ impl Transmitter {
         let Some(url) = stream.endpoint_url.as_deref() else {
             return DeliveryResult::Refused("the stream has no push URL".into());
         };
+        // The settings may have changed since the stream was set (loopback no longer allowed).
+        if let Err(e) = latchkey_core::events::stream::check_push_url(url, self.config.allow_insecure_loopback_push) {
+            return retry(e.0);
+        }
         let mut request = self
             .http
             .post(url)
@@ -176,15 +188,31 @@ impl Transmitter {
         }
         match request.send().await {
             Ok(r) if r.status().is_success() => DeliveryResult::Delivered,
-            Ok(r) if r.status() == reqwest::StatusCode::BAD_REQUEST => {
-                let body: serde_json::Value = r.json().await.unwrap_or_default();
-                let field = |k: &str| body.get(k).and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
-                DeliveryResult::Refused(format!("400 {}: {}", field("err"), field("description")))
-            }
+            Ok(r) if r.status() == reqwest::StatusCode::BAD_REQUEST => match rfc8935_error(r).await {
+                // The receiver's verdict (RFC 8935 §2.3): final.
+                Some(refusal) => DeliveryResult::Refused(refusal),
+                // A 400 without one (a proxy's, a load balancer's) says nothing about the SET: tried again.
+                None => retry("the receiver answered 400 without an RFC 8935 error".into()),
+            },
             Ok(r) => retry(format!("the receiver answered {}", r.status())),
-            Err(e) => retry(format!("push failed: {}", error_chain(&e))),
+            Err(e) => retry(format!("push failed: {}", error_chain(&e.without_url()))),
         }
     }
+}
+
+/// The RFC 8935 error of a `400`: `{"err": ..., "description": ...}` (the body read up to 8 KiB).
+async fn rfc8935_error(mut r: reqwest::Response) -> Option<String> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = r.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() > 8192 {
+            return None;
+        }
+    }
+    let json: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    let err = json.get("err")?.as_str()?;
+    let description = json.get("description").and_then(serde_json::Value::as_str).unwrap_or("");
+    Some(format!("400 {err}: {description}"))
 }
 
 /// A delivery's SET, signed with the newest event key (the poll endpoint's and the pushes').

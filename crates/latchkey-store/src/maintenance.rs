@@ -17,11 +17,13 @@ pub trait Maintenance: Send + Sync {
     async fn ping(&self) -> StoreResult<()>;
 }
 
-/// What [`Maintenance::purge_expired`] deletes by time (`$1` is now); each is a range of an index.
-pub(crate) static PURGE_BY_TIME: [Sql; 3] = [
+/// What [`Maintenance::purge_expired`] deletes by time (`$1` is now); each is a range of an index. Security events
+/// finished (delivered, refused, dead-lettered, dropped) stay 30 days, for `latchkey admin stream deliveries`.
+pub(crate) static PURGE_BY_TIME: [Sql; 4] = [
     Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
     Sql::new("DELETE FROM auth_codes WHERE expires_at <= $1 - 86400"),
     Sql::new("DELETE FROM login_failures WHERE window_start <= $1 - 86400"),
+    Sql::new("DELETE FROM set_deliveries WHERE state <> 'pending' AND done_at <= $1 - 2592000"),
 ];
 /// The single-use values it deletes: they sort by expiry, those of the earlier form after every expiry, purged
 /// by their `expires_at`.

@@ -115,6 +115,8 @@ pub trait Streams: Send + Sync {
         max: i64,
         now: UnixTime,
     ) -> StoreResult<(Vec<Delivery>, bool)>;
+    /// The pending SETs of a poll stream, oldest first, up to `max` (a read: a long poll's look while it waits).
+    async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<Vec<Delivery>>;
     /// A stream's latest deliveries, newest first.
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>>;
     /// Whether any delivery is pending and due at `now` (a read: the worker's look before it leases).
@@ -315,12 +317,18 @@ impl<E: Engine> Streams for Db<E> {
         self.engine.unit(Durability::Durable, delivery::poll, data).await
     }
 
+    async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<Vec<Delivery>> {
+        let opaque = SubjectFormat::Opaque.as_str();
+        self.engine.all(&delivery::POLL, args![stream_id, opaque, max], delivery::from_row).await
+    }
+
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>> {
         self.engine.all(&delivery::LATEST, args![stream_id, limit], delivery::from_row).await
     }
 
     async fn pending_deliveries(&self, now: UnixTime) -> StoreResult<bool> {
-        let due = self.engine.one(&delivery::ANY_DUE, args![now, types::STREAM_UPDATED], |r| r.int("one")).await?;
+        let opaque = SubjectFormat::Opaque.as_str();
+        let due = self.engine.one(&delivery::ANY_DUE, args![now, opaque], |r| r.int("one")).await?;
         Ok(due.is_some())
     }
 

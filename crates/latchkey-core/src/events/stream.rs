@@ -2,6 +2,7 @@
 //! flow, and which ones it asked for.
 
 use super::SUPPORTED;
+use std::net::IpAddr;
 
 /// The push delivery method (RFC 8935).
 pub const PUSH: &str = "urn:ietf:rfc:8935";
@@ -64,54 +65,75 @@ impl Delivery {
 #[error("{0}")]
 pub struct Invalid(pub String);
 
-/// Checks a push URL: HTTPS with a host, no fragment, no credentials, not an address of a private network
-/// written as an IP literal (a developer must not make latchkey post to the operator's internal services; names
-/// are not resolved here); `http://` only to a loopback address and only when the operator allows it (tests and
-/// local development).
-pub fn check_push_url(raw: &str, allow_loopback_http: bool) -> Result<(), Invalid> {
+/// Checks a push URL: HTTPS with a host, no fragment, no credentials, and not an address of a private network
+/// written as an IP literal (a developer must not make latchkey post to the operator's internal services; the
+/// names a URL holds are checked when they are resolved, with [`may_receive`]). A loopback receiver (tests,
+/// local development), over `https://` or `http://`, only when the operator allows it.
+pub fn check_push_url(raw: &str, allow_loopback: bool) -> Result<(), Invalid> {
     let url = url::Url::parse(raw).map_err(|e| Invalid(format!("endpoint_url is not a URL: {e}")))?;
     if url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
         return Err(Invalid("endpoint_url must not carry a fragment or credentials".into()));
     }
-    if is_internal(&url) {
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        Some(url::Host::Domain(_)) => None,
+        None => return Err(Invalid("endpoint_url must be an https URL".into())),
+    };
+    let loopback = ip.is_some_and(|ip| ip.is_loopback())
+        || matches!(url.host(), Some(url::Host::Domain(d)) if d.eq_ignore_ascii_case("localhost"));
+    if loopback && !allow_loopback {
+        return Err(Invalid(
+            "endpoint_url is a loopback address, accepted only with events.allow_insecure_loopback_push".into(),
+        ));
+    }
+    if ip.is_some_and(|ip| !may_receive(ip, allow_loopback)) {
         return Err(Invalid("endpoint_url must not be an address of a private or link-local network".into()));
     }
     match url.scheme() {
-        "https" if url.host().is_some() => Ok(()),
-        "http" if allow_loopback_http && is_loopback(&url) => Ok(()),
-        "http" if is_loopback(&url) => Err(Invalid(
-            "endpoint_url must be https (http to a loopback address needs events.allow_insecure_loopback_push)".into(),
-        )),
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
         _ => Err(Invalid("endpoint_url must be an https URL".into())),
     }
 }
 
-/// An IP literal of a private, link-local, shared or unspecified network (not loopback: see the setting).
-fn is_internal(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => {
-            let [a, b, ..] = ip.octets();
-            ip.is_private()
-                || ip.is_link_local()
-                || ip.is_unspecified()
-                || ip.is_broadcast()
+/// Whether latchkey may push to `ip`: a public address (loopback too when the operator allows it), not one of a
+/// private, link-local, shared, unspecified, broadcast or reserved network.
+pub fn may_receive(ip: IpAddr, allow_loopback: bool) -> bool {
+    if ip.is_loopback() {
+        return allow_loopback;
+    }
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
                 || (a == 100 && b & 0xc0 == 64)
+                || a == 0
+                || a >= 240)
         }
-        Some(url::Host::Ipv6(ip)) => {
-            let first = ip.segments()[0];
-            ip.is_unspecified() || first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfe80 || ip.to_ipv4_mapped().is_some()
-        }
-        _ => false,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => may_receive(IpAddr::V4(v4), allow_loopback),
+            None => {
+                let first = v6.segments()[0];
+                !(v6.is_unspecified()
+                    || first & 0xfe00 == 0xfc00
+                    || first & 0xffc0 == 0xfe80
+                    || first & 0xffc0 == 0xfec0)
+            }
+        },
     }
 }
 
-fn is_loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => false,
+/// Checks the `Authorization` header value a receiver gives for its pushes: visible ASCII and spaces, at most
+/// 4 KiB (it is sent as an HTTP header).
+pub fn check_authorization_header(value: &str) -> Result<(), Invalid> {
+    if value.is_empty() || value.len() > 4096 || !value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(Invalid("authorization_header must be visible ASCII (at most 4096 characters)".into()));
     }
+    Ok(())
 }
 
 /// The events a stream delivers from those it asked for: the supported ones among them, in the order of
@@ -136,12 +158,15 @@ mod tests {
     use crate::events::types;
 
     #[test]
-    fn push_urls_are_https_and_loopback_http_only_when_allowed() {
+    fn push_urls_are_https_and_loopback_only_when_allowed() {
         assert!(check_push_url("https://app.example/events", false).is_ok());
         assert!(check_push_url("http://127.0.0.1:9000/events", true).is_ok());
         assert!(check_push_url("http://[::1]:9000/events", true).is_ok());
-        let refused = check_push_url("http://127.0.0.1:9000/events", false).unwrap_err();
-        assert!(refused.0.contains("allow_insecure_loopback_push"), "{refused}");
+        assert!(check_push_url("https://localhost:9000/events", true).is_ok());
+        for loopback in ["http://127.0.0.1:9000/events", "https://127.0.0.1:9443/e", "https://localhost/e"] {
+            let refused = check_push_url(loopback, false).unwrap_err();
+            assert!(refused.0.contains("allow_insecure_loopback_push"), "{loopback}: {refused}");
+        }
         assert!(check_push_url("http://app.example/events", true).is_err(), "only loopback");
         assert!(check_push_url("https://u:p@app.example/", false).is_err());
         assert!(check_push_url("https://app.example/#x", false).is_err());
@@ -157,11 +182,24 @@ mod tests {
             "https://[fd00::1]/e",
             "https://[fe80::1]/e",
             "https://[::ffff:10.0.0.1]/e",
+            "https://[fec0::1]/e",
+            "https://240.0.0.1/e",
         ] {
             assert!(check_push_url(internal, true).unwrap_err().0.contains("private"), "{internal}");
         }
-        assert!(check_push_url("https://127.0.0.1:9443/e", false).is_ok(), "a receiver on this machine over TLS");
         assert!(check_push_url("https://8.8.8.8/e", false).is_ok());
+        assert!(check_push_url("https://[::ffff:8.8.8.8]/e", false).is_ok());
+        assert!(may_receive("93.184.215.14".parse().unwrap(), false));
+        assert!(!may_receive("10.0.0.8".parse().unwrap(), true));
+        assert!(!may_receive("::1".parse().unwrap(), false) && may_receive("::1".parse().unwrap(), true));
+    }
+
+    #[test]
+    fn an_authorization_header_is_one_line_of_visible_ascii() {
+        assert!(check_authorization_header("Bearer abc.def").is_ok());
+        for bad in ["", "Bearer a\r\nX-Injected: 1", "Bearer \u{e9}", &"x".repeat(4097)] {
+            assert!(check_authorization_header(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

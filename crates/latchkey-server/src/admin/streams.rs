@@ -21,7 +21,7 @@ pub struct Streaming<'a> {
     pub keys: &'a KeyRing,
     /// The issuer (the SETs' `iss`, and the base of the poll endpoints).
     pub issuer: &'a str,
-    /// Whether `http://` push URLs to loopback addresses are accepted.
+    /// Whether push URLs to loopback addresses (`https://` or `http://`) are accepted.
     pub allow_loopback_http: bool,
     /// The minimum interval between verification requests.
     pub min_verification_interval: i64,
@@ -109,6 +109,7 @@ impl Streaming<'_> {
     /// Applies settings to a record: the push URL checked, the push authorization encrypted.
     fn apply(&self, s: &mut StreamRecord, settings: StreamSettings) -> AdminResult<()> {
         if let Some(delivery) = settings.delivery {
+            let was_push = s.method == PUSH;
             s.method = delivery.method().to_owned();
             (s.endpoint_url, s.push_auth) = match delivery {
                 Delivery::Poll => (None, None),
@@ -116,12 +117,17 @@ impl Streaming<'_> {
                     stream::check_push_url(&endpoint_url, self.allow_loopback_http)
                         .map_err(|e| AdminError::Invalid(e.0))?;
                     let sealed = match authorization_header {
-                        Some(h) => Some(
-                            self.keys
-                                .secrets()
-                                .and_then(|s| s.seal(KeyKind::PushAuthorization, h.as_bytes()))
-                                .map_err(StoreError::from)?,
-                        ),
+                        Some(h) => {
+                            stream::check_authorization_header(&h).map_err(|e| AdminError::Invalid(e.0))?;
+                            Some(
+                                self.keys
+                                    .secrets()
+                                    .and_then(|s| s.seal(KeyKind::PushAuthorization, h.as_bytes()))
+                                    .map_err(StoreError::from)?,
+                            )
+                        }
+                        // Never shown back, so a configuration sent back as it was read does not carry it: kept.
+                        None if was_push => s.push_auth.take(),
                         None => None,
                     };
                     (Some(endpoint_url), sealed)
@@ -289,7 +295,7 @@ impl Streaming<'_> {
             Ok(()) => Ok(()),
             Err(latchkey_store::VerifyRefused::NoStream) => Err(AdminError::NotFound(format!("stream {stream_id}"))),
             Err(latchkey_store::VerifyRefused::TooSoon(secs)) => {
-                Err(AdminError::TooSoon(format!("a verification was requested less than {secs} s ago"), secs))
+                Err(AdminError::TooSoon(format!("a verification was requested too recently: retry in {secs} s"), secs))
             }
         }
     }

@@ -13,7 +13,7 @@ pub struct EventsConfig {
     /// Extra PEM trust anchors for push receivers (beside the system's roots).
     pub push_ca_file: Option<PathBuf>,
     /// Seconds an event may wait for delivery (a receiver down, a paused stream, a poll receiver that does not
-    /// poll) before it is dead-lettered. Default 259200 (3 days).
+    /// poll) before it is dead-lettered. Default 86400 (24 hours, `DECISIONS.md`).
     pub max_age_secs: i64,
     /// Seconds a push may take before it counts as failed and is retried. Default 10.
     pub push_timeout_secs: u64,
@@ -28,7 +28,7 @@ impl Default for EventsConfig {
         Self {
             allow_insecure_loopback_push: false,
             push_ca_file: None,
-            max_age_secs: 259_200,
+            max_age_secs: 86_400,
             push_timeout_secs: 10,
             worker_interval_ms: 1000,
             min_verification_interval: 30,
@@ -45,8 +45,11 @@ impl EventsConfig {
         if self.max_age_secs <= 0 || self.push_timeout_secs == 0 || self.worker_interval_ms == 0 {
             return Err("events.max_age_secs, push_timeout_secs and worker_interval_ms must be positive".into());
         }
-        if self.min_verification_interval < 0 {
-            return Err("events.min_verification_interval must not be negative".into());
+        if self.push_timeout_secs > 600 || self.max_age_secs > 90 * 86_400 {
+            return Err("events.push_timeout_secs is at most 600 and max_age_secs at most 90 days".into());
+        }
+        if !(0..=86_400).contains(&self.min_verification_interval) {
+            return Err("events.min_verification_interval is between 0 and 86400".into());
         }
         Ok(())
     }

@@ -24,8 +24,9 @@ CREATE TABLE ssf_excluded (
     PRIMARY KEY (stream_id, user_id)
 );
 
--- One row per SET. Its jti is the stream id and the row id; its subject is kept as made (an account's email
--- outlives the account's deletion until the SET is delivered).
+-- One row per SET. Its jti is the stream id and the row id (an identity: never used again, so no jti is
+-- either); its subject is kept as made (an account's email outlives the account's deletion until the SET is
+-- delivered).
 CREATE TABLE set_deliveries (
     id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     stream_id      TEXT NOT NULL REFERENCES ssf_streams(stream_id) ON DELETE CASCADE,
@@ -42,5 +43,9 @@ CREATE TABLE set_deliveries (
     last_error     TEXT,
     done_at        BIGINT
 );
-CREATE INDEX set_deliveries_pending ON set_deliveries(next_at) WHERE state = 'pending';
-CREATE INDEX set_deliveries_stream ON set_deliveries(stream_id, subject, id);
+-- Due rows; the pending rows of one stream and subject, oldest first (the order check); a stream's rows by age
+-- (its deliveries, newest first); finished rows by age (purged after 30 days).
+CREATE INDEX set_deliveries_due ON set_deliveries(next_at) WHERE state = 'pending';
+CREATE INDEX set_deliveries_order ON set_deliveries(stream_id, subject, id) WHERE state = 'pending';
+CREATE INDEX set_deliveries_stream ON set_deliveries(stream_id, id);
+CREATE INDEX set_deliveries_done ON set_deliveries(done_at) WHERE state <> 'pending';

@@ -37,8 +37,9 @@ async fn event_types(store: &dyn Store, stream_id: &str) -> Vec<String> {
     d.into_iter().map(|d| d.event_type).collect()
 }
 
-/// A change queues the SETs it causes for the streams of the apps the account granted access to, and for no
-/// other; a revoked grant is named by its refresh-token prefix; a deletion is reported with the email captured.
+/// A change queues the SETs it causes for the streams of the apps holding a grant of the account, and for no
+/// other (an app whose access was removed hears of that, then of nothing more); a revoked grant is named by its
+/// refresh-token prefix; a deletion is reported with the email captured.
 pub(super) async fn account_changes_queue_sets_only_for_apps_with_access(store: &dyn Store) {
     let (client, user) = fixture(store).await;
     let (other_client, _) = fixture(store).await;
@@ -82,7 +83,8 @@ pub(super) async fn account_changes_queue_sets_only_for_apps_with_access(store: 
     store.change_account(&user, &AccountChange::Delete, T0.plus(5)).await.expect("delete");
     let purged = store.deliveries(&other.stream_id, 1).await.expect("deliveries").remove(0);
     assert_eq!((purged.event_type.as_str(), purged.subject.as_str()), (types::ACCOUNT_PURGED, email.as_str()));
-    assert_eq!(event_types(store, &mine.stream_id).await.last().map(String::as_str), Some(types::ACCOUNT_PURGED));
+    let last = event_types(store, &mine.stream_id).await.last().cloned();
+    assert_eq!(last.as_deref(), Some(types::TOKEN_REVOKED), "access removed: the app hears no more of the account");
 }
 
 /// The worker's claims: due push deliveries only, the oldest pending one per subject, leased; a retry waits for

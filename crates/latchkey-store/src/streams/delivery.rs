@@ -5,7 +5,7 @@ use crate::db::{rows, BoxFuture, Db, Engine, Outcome, Tx};
 use crate::rows::StoreRow;
 use crate::sql::{args, Sql};
 use crate::{StoreError, StoreResult};
-use latchkey_core::events::{types, SubjectFormat};
+use latchkey_core::events::SubjectFormat;
 use latchkey_core::time::UnixTime;
 
 /// What became of a delivery.
@@ -102,14 +102,15 @@ pub enum DeliveryResult {
 }
 
 /// The conditions of a push delivery due at `$1` (not leased, of a stream that delivers it now, the oldest
-/// pending one of its stream and subject), with `$2` the stream-updated type, which flows while paused.
+/// pending one of its stream and subject), `$2` being the `opaque` format: the stream's own events
+/// (stream-updated, verification) flow while it is paused.
 macro_rules! due {
     ($select:literal, $tail:literal) => {
         concat!(
             $select,
             " FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
              WHERE d.state = 'pending' AND d.next_at <= $1 AND d.lease_until <= $1 \
-             AND s.method = 'urn:ietf:rfc:8935' AND (s.status = 'enabled' OR d.event_type = $2) \
+             AND s.method = 'urn:ietf:rfc:8935' AND (s.status = 'enabled' OR d.subject_format = $2) \
              AND NOT EXISTS (SELECT 1 FROM set_deliveries e WHERE e.stream_id = d.stream_id \
              AND e.subject = d.subject AND e.state = 'pending' AND e.id < d.id) ",
             $tail
@@ -145,11 +146,12 @@ static POLL_ERROR: Sql = Sql::new(
     "UPDATE set_deliveries SET state = 'failed', done_at = $3, last_error = $4 \
      WHERE stream_id = $1 AND id = $2 AND state = 'pending'",
 );
-static POLL: Sql = Sql::new(
+/// The pending SETs of a poll stream, oldest first (`$2` as in [`due!`]).
+pub(super) static POLL: Sql = Sql::new(
     "SELECT d.id, d.stream_id, d.txn, d.subject_format, d.subject, d.event_type, d.payload, d.created_at, d.state, \
      d.attempts, d.last_error, d.done_at FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
-     WHERE d.stream_id = $1 AND d.state = 'pending' AND (s.status = 'enabled' OR d.event_type = $2) \
-     ORDER BY d.id LIMIT $3",
+     WHERE d.stream_id = $1 AND d.state = 'pending' AND s.method = 'urn:ietf:rfc:8936' \
+     AND (s.status = 'enabled' OR d.subject_format = $2) ORDER BY d.id LIMIT $3",
 );
 pub(super) static LATEST: Sql = Sql::new(
     "SELECT id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
@@ -191,7 +193,8 @@ pub(super) fn claim<'t>(
     (now, until, limit): &'t (UnixTime, UnixTime, i64),
 ) -> BoxFuture<'t, StoreResult<Outcome<Vec<Delivery>>>> {
     Box::pin(async move {
-        let mut claimed = rows(tx, &CLAIM, args![*now, types::STREAM_UPDATED, *until, *limit], from_row).await?;
+        let opaque = SubjectFormat::Opaque.as_str();
+        let mut claimed = rows(tx, &CLAIM, args![*now, opaque, *until, *limit], from_row).await?;
         claimed.sort_by_key(|d| d.id);
         Ok(Outcome::Keep(claimed))
     })
@@ -223,7 +226,7 @@ pub(super) fn poll<'t>(
         for (id, error) in errors {
             tx.exec(&POLL_ERROR, args![stream, *id, *now, error]).await?;
         }
-        let mut sets = rows(tx, &POLL, args![stream, types::STREAM_UPDATED, *max + 1], from_row).await?;
+        let mut sets = rows(tx, &POLL, args![stream, SubjectFormat::Opaque.as_str(), *max + 1], from_row).await?;
         let more = sets.len() as i64 > *max;
         sets.truncate(usize::try_from(*max).unwrap_or(0));
         Ok(Outcome::Keep((sets, more)))

@@ -12,15 +12,21 @@ use latchkey_core::time::UnixTime;
 static INSERT_EVENT: Sql = Sql::new(
     "INSERT INTO account_events (at, kind, user_id, client_id) VALUES ($1, $2, $3, $4) RETURNING CAST(id AS BIGINT)",
 );
-/// The streams that hear about an account: not disabled, of a client the account granted access to (a grant
-/// revoked since still counts: its revocation is news), and not leaving the account out. `$2` narrows them to
-/// one client when `$3` is false.
+/// The streams that hear about an account: not disabled, of a client holding a grant of the account at `$4`
+/// (`DECISIONS.md`: "only apps holding a grant from the user hear about that user"; a grant this very change
+/// revoked counts, since its revocation is the news), and not leaving the account out. `$2` narrows them to one
+/// client when `$3` is false.
 static STREAMS_OF_ACCOUNT: Sql = Sql::new(
     "SELECT s.stream_id, s.subject_format, s.events_requested, u.email FROM ssf_streams s JOIN users u ON u.id = $1 \
      WHERE s.status <> 'disabled' AND (s.client_id = $2 OR $3) \
-     AND EXISTS (SELECT 1 FROM grants g WHERE g.user_id = $1 AND g.client_id = s.client_id) \
+     AND EXISTS (SELECT 1 FROM grants g WHERE g.user_id = $1 AND g.client_id = s.client_id \
+     AND (g.revoked_at IS NULL OR g.revoked_at = $4) AND (g.expires_at IS NULL OR g.expires_at > $4)) \
      AND NOT EXISTS (SELECT 1 FROM ssf_excluded x WHERE x.stream_id = s.stream_id AND x.user_id = $1)",
 );
+/// On PostgreSQL, changes to one account queue their events one after the other, so that the outbox's ids, which
+/// order a subject's events, follow the order in which the changes commit (a lock until the transaction ends;
+/// SQLite's single writer already runs them one by one).
+static SUBJECT_LOCK: Sql = Sql::new("{pg: SELECT pg_advisory_xact_lock(hashtextextended($1, 22))}");
 /// The grants of one client and account revoked by the change at `$3`.
 static REVOKED_NOW: Sql =
     Sql::new("SELECT id FROM grants WHERE user_id = $1 AND client_id = $2 AND revoked_at = $3 ORDER BY id");
@@ -59,11 +65,13 @@ pub(crate) async fn record(
     user: &str,
     client: Option<&str>,
 ) -> StoreResult<()> {
+    tx.lock(&SUBJECT_LOCK, args![user]).await?;
     let id = tx
         .scalar(&INSERT_EVENT, args![now, kind.as_str(), user, client])
         .await?
         .ok_or_else(|| StoreError::Other("no account event id".into()))?;
-    let listeners = crate::db::rows(tx, &STREAMS_OF_ACCOUNT, args![user, client, client.is_none()], listener).await?;
+    let args = args![user, client, client.is_none(), now];
+    let listeners = crate::db::rows(tx, &STREAMS_OF_ACCOUNT, args, listener).await?;
     if listeners.is_empty() {
         return Ok(());
     }
@@ -102,7 +110,7 @@ pub(crate) async fn stream_event(
     payload: &serde_json::Value,
     now: UnixTime,
 ) -> StoreResult<()> {
-    let txn = format!("{stream_id}.{}", now.0);
+    let txn = format!("{stream_id}.{}.{}", event_type.rsplit('/').next().unwrap_or(event_type), now.0);
     let format = SubjectFormat::Opaque.as_str();
     tx.exec(&INSERT_SET, args![stream_id, &txn, format, stream_id, event_type, payload.to_string(), now]).await?;
     Ok(())

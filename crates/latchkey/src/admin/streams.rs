@@ -43,6 +43,9 @@ pub(super) enum StreamCmd {
     },
     /// Lists every stream.
     List,
+    /// Counts the deliveries of every stream by state: pending, delivered, failed (refused by the receiver),
+    /// dead (dead letters: not delivered within events.max_age_secs), dropped (their stream was disabled).
+    Stats,
     /// Shows a stream's configuration.
     Show {
         /// The stream id.
@@ -52,8 +55,8 @@ pub(super) enum StreamCmd {
     Deliveries {
         /// The stream id.
         stream_id: String,
-        /// How many.
-        #[arg(long, default_value_t = 50)]
+        /// How many (1 to 1000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=1000))]
         limit: i64,
     },
     /// Sends the stream a verification event.
@@ -126,6 +129,11 @@ pub(super) async fn stream(
             out(cx.create(op, &client, settings, now).await)
         }
         StreamCmd::List => out(cx.list().await),
+        StreamCmd::Stats => store.delivery_counts().await.map_err(AdminError::from).map(|counts| {
+            let by_state: serde_json::Map<_, _> =
+                counts.into_iter().map(|(state, n)| (state.as_str().to_owned(), n.into())).collect();
+            json!({ "deliveries": by_state })
+        }),
         StreamCmd::Show { stream_id } => out(cx.show(op, &stream_id).await),
         StreamCmd::Deliveries { stream_id, limit } => cx.deliveries(op, &stream_id, limit).await.map(|list| {
             let rows: Vec<_> = list

@@ -56,6 +56,8 @@ async fn server_for(receiver_dir: &std::path::Path) -> TestServer {
     TestServer::start_with(|c| {
         c.events.push_ca_file = Some(cert);
         c.events.worker_interval_ms = 100;
+        // The receiver runs on this machine.
+        c.events.allow_insecure_loopback_push = true;
     })
     .await
 }
@@ -125,6 +127,16 @@ async fn a_push_receiver_gets_each_event_after_its_action_in_order_and_only_abou
     assert_eq!(stream["delivery"], json!({"method": "urn:ietf:rfc:8935", "endpoint_url": receiver.url}));
     assert!(!stream.to_string().contains("receiver-secret"), "the authorization header is never shown back");
     let stream_id = stream["stream_id"].as_str().expect("id").to_owned();
+    let (status, changed) = ssf
+        .call(
+            "PUT",
+            "/ssf/stream",
+            Some(json!({"stream_id": stream_id, "delivery": stream["delivery"], "description": "sent back as read"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    let (status, v) = ssf.call("POST", &format!("/ssf/poll/{stream_id}"), Some(json!({"maxEvents": 1}))).await;
+    assert_eq!(status, 400, "a push stream is not polled: {v}");
 
     let (status, _) = ssf.call("POST", "/ssf/verify", Some(json!({"stream_id": stream_id, "state": "s1"}))).await;
     assert_eq!(status, 204);
@@ -183,7 +195,11 @@ async fn a_push_receiver_gets_each_event_after_its_action_in_order_and_only_abou
     let seen = receiver.seen.lock().expect("seen");
     assert_eq!(seen.events.len(), 11, "nothing about bob, who never granted this app");
     assert!(seen.arrivals.values().all(|n| *n == 1), "each SET once in a run without faults");
-    assert!(seen.authorizations.iter().all(|a| a.as_deref() == Some("Bearer receiver-secret")));
+    assert!(
+        seen.authorizations.iter().all(|a| a.as_deref() == Some("Bearer receiver-secret")),
+        "the configuration sent back as read kept the authorization it does not show: {:?}",
+        seen.authorizations
+    );
     assert!(seen.refused.is_empty(), "{:?}", seen.refused);
 }
 

@@ -151,6 +151,19 @@ async fn blocking_an_app_refuses_new_authorizations_and_revokes_what_it_had() {
     let tokens = exchange(&server, &app, &done.redirect_param("code").expect("code"), &pkce).await;
     let rt = tokens.refresh_token.expect("refresh token");
     assert_eq!(server.refresh(&app, &rt).await.status(), 200);
+    // The app's backend listens to security events (issue 22): the policy's revocation is one.
+    let streaming = latchkey_server::admin::streams::Streaming {
+        store: server.store(),
+        keys: &server.running.state.keys,
+        issuer: &server.base,
+        allow_loopback_http: false,
+        min_verification_interval: 30,
+    };
+    let settings = latchkey_server::admin::streams::StreamSettings {
+        delivery: Some(latchkey_core::events::stream::Delivery::Poll),
+        ..Default::default()
+    };
+    let stream = streaming.create(&Actor::Operator, &app.client_id, settings, UnixTime(1)).await.expect("stream");
 
     let blocked = Some(AppAccess::Blocked);
     assert_eq!(
@@ -163,6 +176,11 @@ async fn blocking_an_app_refuses_new_authorizations_and_revokes_what_it_had() {
     let carol = server.store().user_by_email(CAROL).await.expect("get").expect("carol");
     let events = server.store().account_events(&carol.id).await.expect("events");
     assert!(events.iter().any(|e| e.client_id.as_deref() == Some(&app.client_id)), "a tokens_revoked event");
+    let sets = server.store().deliveries(&stream.stream_id, 10).await.expect("deliveries");
+    let revoked = sets.iter().find(|d| d.event_type.ends_with("/token-revoked")).expect("a token-revoked SET");
+    let payload: serde_json::Value = serde_json::from_str(&revoked.payload).expect("json");
+    assert_eq!(payload["token"], rt[..26], "names the grant the policy revoked by its refresh tokens' prefix");
+    assert_eq!(revoked.subject, carol.id);
 }
 
 #[tokio::test]

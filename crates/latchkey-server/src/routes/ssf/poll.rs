@@ -8,6 +8,7 @@ use crate::state::AppState;
 use crate::transmitter::sign_set;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use latchkey_core::events::stream::POLL;
 use latchkey_store::Delivery;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -47,6 +48,9 @@ pub(super) async fn poll_post(
 ) -> Handled {
     let cx = streaming(&state);
     let stream = cx.reach(&caller.actor(), &stream_id, Right::View).await?;
+    if stream.method != POLL {
+        return Err(bad("this stream delivers by push: its events are not polled"));
+    }
     let id_of = |jti: &String| {
         Delivery::id_of(&stream_id, jti).ok_or_else(|| bad(format!("{jti} is not a jti of this stream")))
     };
