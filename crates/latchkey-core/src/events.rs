@@ -13,29 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 /// The event type identifiers latchkey sends.
-pub mod types {
-    /// RISC: every session of the account ended.
-    pub const SESSIONS_REVOKED: &str = "https://schemas.openid.net/secevent/risc/event-type/sessions-revoked";
-    /// CAEP: the account's sessions ended (the CAEP receivers' name for the same).
-    pub const SESSION_REVOKED: &str = "https://schemas.openid.net/secevent/caep/event-type/session-revoked";
-    /// CAEP: a credential of the account changed.
-    pub const CREDENTIAL_CHANGE: &str = "https://schemas.openid.net/secevent/caep/event-type/credential-change";
-    /// OAuth: the app's refresh token (its grant) was revoked.
-    pub const TOKEN_REVOKED: &str = "https://schemas.openid.net/secevent/oauth/event-type/token-revoked";
-    /// RISC: the account was disabled.
-    pub const ACCOUNT_DISABLED: &str = "https://schemas.openid.net/secevent/risc/event-type/account-disabled";
-    /// RISC: the account was enabled again.
-    pub const ACCOUNT_ENABLED: &str = "https://schemas.openid.net/secevent/risc/event-type/account-enabled";
-    /// RISC: the account was deleted.
-    pub const ACCOUNT_PURGED: &str = "https://schemas.openid.net/secevent/risc/event-type/account-purged";
-    /// RISC: the account must change its password before it signs in again.
-    pub const CREDENTIAL_CHANGE_REQUIRED: &str =
-        "https://schemas.openid.net/secevent/risc/event-type/account-credential-change-required";
-    /// SSF: the answer to a receiver's verification request.
-    pub const VERIFICATION: &str = "https://schemas.openid.net/secevent/ssf/event-type/verification";
-    /// SSF: the stream's status changed.
-    pub const STREAM_UPDATED: &str = "https://schemas.openid.net/secevent/ssf/event-type/stream-updated";
-}
+pub use latchkey_proto::event_type as types;
 
 /// The events a stream may ask for (`events_supported`); the framework's own (verification, stream-updated) are
 /// always delivered.
@@ -47,7 +25,7 @@ pub const SUPPORTED: [&str; 8] = [
     types::ACCOUNT_DISABLED,
     types::ACCOUNT_ENABLED,
     types::ACCOUNT_PURGED,
-    types::CREDENTIAL_CHANGE_REQUIRED,
+    types::ACCOUNT_CREDENTIAL_CHANGE_REQUIRED,
 ];
 
 /// How the token-revoked event names the revoked token: its first characters, `lkr_` and the grant's id, which
@@ -98,7 +76,9 @@ pub fn set_events(kind: EventKind, at: UnixTime, revoked_prefix: Option<&str>) -
                 None => json!({}),
             },
         )],
-        EventKind::CredentialChangeRequired => vec![SetEvent::new(types::CREDENTIAL_CHANGE_REQUIRED, json!({}))],
+        EventKind::CredentialChangeRequired => {
+            vec![SetEvent::new(types::ACCOUNT_CREDENTIAL_CHANGE_REQUIRED, json!({}))]
+        }
     }
 }
 

@@ -1,9 +1,10 @@
 //! Wire types shared by the latchkey server and the installed-app SDK.
 //!
 //! Everything here is what travels on the wire: the RFC 6749 §5.1 token response, the §5.2 error body and
-//! the error codes of the spec's error tables, and the RFC 8414 metadata document.
+//! the error codes of the spec's error tables, the RFC 8414 metadata document, and the security event types.
 
 mod error_code;
+pub mod event_type;
 mod metadata;
 mod token;
 

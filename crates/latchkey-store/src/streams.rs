@@ -51,6 +51,27 @@ pub struct StreamRecord {
     pub verified_at: Option<UnixTime>,
 }
 
+impl StreamRecord {
+    /// A new stream of `client_id`, enabled, by poll until a delivery is set, every event, subjects by `iss_sub`.
+    pub fn new(stream_id: String, client_id: String, now: UnixTime) -> Self {
+        Self {
+            stream_id,
+            client_id,
+            method: latchkey_core::events::stream::POLL.into(),
+            endpoint_url: None,
+            push_auth: None,
+            events_requested: Vec::new(),
+            subject_format: SubjectFormat::IssSub,
+            status: Status::Enabled,
+            reason: None,
+            description: None,
+            created_at: now,
+            updated_at: now,
+            verified_at: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for StreamRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamRecord")
@@ -141,9 +162,11 @@ static ALL: Sql = Sql::new(
      reason, description, created_at, updated_at, verified_at FROM ssf_streams ORDER BY client_id",
 );
 static STATUS_OF: Sql = Sql::new("SELECT status FROM ssf_streams WHERE stream_id = $1");
+/// The same values as [`INSERT`], `$11` the time of the change (a stream's client never changes).
 static UPDATE: Sql = Sql::new(
-    "UPDATE ssf_streams SET method = $2, endpoint_url = $3, push_auth = $4, events_requested = $5, \
-     subject_format = $6, status = $7, reason = $8, description = $9, updated_at = $10 WHERE stream_id = $1",
+    "UPDATE ssf_streams SET method = $3, endpoint_url = $4, push_auth = $5, events_requested = $6, \
+     subject_format = $7, status = $8, reason = $9, description = $10, updated_at = $11 \
+     WHERE stream_id = $1 AND client_id = $2",
 );
 static DROP_PENDING: Sql =
     Sql::new("UPDATE set_deliveries SET state = 'dropped', done_at = $2 WHERE stream_id = $1 AND state = 'pending'");
@@ -178,8 +201,22 @@ fn stream_from_row(r: &dyn StoreRow) -> StoreResult<StreamRecord> {
     })
 }
 
-fn requested_json(s: &StreamRecord) -> String {
-    serde_json::Value::from(s.events_requested.clone()).to_string()
+/// The values of [`INSERT`] and [`UPDATE`], `at` the time of the write.
+fn row(s: &StreamRecord, at: UnixTime) -> crate::sql::Args<'_> {
+    let requested = serde_json::Value::from(s.events_requested.clone()).to_string();
+    args![
+        &s.stream_id,
+        &s.client_id,
+        &s.method,
+        &s.endpoint_url,
+        s.push_auth.as_deref(),
+        requested,
+        s.subject_format.as_str(),
+        s.status.as_str(),
+        &s.reason,
+        &s.description,
+        at
+    ]
 }
 
 /// Replaces a stream's settings and queues what a status change causes: one unit of work.
@@ -192,19 +229,7 @@ fn update<'t>(tx: &'t mut dyn Tx, (s, now): &'t (StreamRecord, UnixTime)) -> Box
         })
         .await?;
         let Some(old) = old else { return Ok(Outcome::Discard(false)) };
-        let row = args![
-            &s.stream_id,
-            &s.method,
-            &s.endpoint_url,
-            s.push_auth.as_deref(),
-            requested_json(s),
-            s.subject_format.as_str(),
-            s.status.as_str(),
-            &s.reason,
-            &s.description,
-            *now
-        ];
-        tx.exec(&UPDATE, row).await?;
+        tx.exec(&UPDATE, row(s, *now)).await?;
         if old != s.status.as_str() {
             if s.status == Status::Disabled {
                 tx.exec(&DROP_PENDING, args![&s.stream_id, *now]).await?;
@@ -246,20 +271,7 @@ fn verify<'t>(
 #[async_trait]
 impl<E: Engine> Streams for Db<E> {
     async fn create_stream(&self, s: &StreamRecord) -> StoreResult<bool> {
-        let row = args![
-            &s.stream_id,
-            &s.client_id,
-            &s.method,
-            &s.endpoint_url,
-            s.push_auth.as_deref(),
-            requested_json(s),
-            s.subject_format.as_str(),
-            s.status.as_str(),
-            &s.reason,
-            &s.description,
-            s.created_at
-        ];
-        self.exec_one(&INSERT, row).await
+        self.exec_one(&INSERT, row(s, s.created_at)).await
     }
 
     async fn stream(&self, stream_id: &str) -> StoreResult<Option<StreamRecord>> {

@@ -162,21 +162,7 @@ impl Streaming<'_> {
         if settings.delivery.is_none() {
             return Err(AdminError::Invalid("delivery.method is required".into()));
         }
-        let mut s = StreamRecord {
-            stream_id: random_b64(16, &crate::clock::OsRandom),
-            client_id: client.client_id,
-            method: String::new(),
-            endpoint_url: None,
-            push_auth: None,
-            events_requested: Vec::new(),
-            subject_format: SubjectFormat::IssSub,
-            status: Status::Enabled,
-            reason: None,
-            description: None,
-            created_at: now,
-            updated_at: now,
-            verified_at: None,
-        };
+        let mut s = StreamRecord::new(random_b64(16, &crate::clock::OsRandom), client.client_id, now);
         self.apply(&mut s, settings)?;
         keys::ensure_event_key(self.keys, self.store, now).await?;
         if !self.store.create_stream(&s).await? {

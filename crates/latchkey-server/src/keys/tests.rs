@@ -96,8 +96,7 @@ async fn the_default_secret_file_is_made_only_while_no_key_is_encrypted() {
 async fn reencryption_moves_the_push_authorizations_too() {
     use super::{check_readable, reencrypt, Scope};
     use crate::admin::{client_create, project_create, Actor, NewClient};
-    use latchkey_core::events::stream::{Status, PUSH};
-    use latchkey_core::events::SubjectFormat;
+    use latchkey_core::events::stream::PUSH;
     use latchkey_store::{KeyKind, StreamRecord, Streams};
     const NEW: &str = "the new system secret, also long enough for a key";
     let dir = tempfile::tempdir().expect("tempdir");
@@ -116,19 +115,10 @@ async fn reencryption_moves_the_push_authorizations_too() {
     let client = client_create(&store, &Actor::Operator, new_client, now).await.expect("client").client_id;
     let sealed = old.seal(KeyKind::PushAuthorization, b"Bearer receiver-secret").expect("seal");
     let stream = StreamRecord {
-        stream_id: "s1".into(),
-        client_id: client,
         method: PUSH.into(),
         endpoint_url: Some("https://receiver.example/e".into()),
         push_auth: Some(sealed),
-        events_requested: vec![],
-        subject_format: SubjectFormat::IssSub,
-        status: Status::Enabled,
-        reason: None,
-        description: None,
-        created_at: now,
-        updated_at: now,
-        verified_at: None,
+        ..StreamRecord::new("s1".into(), client, now)
     };
     assert!(store.create_stream(&stream).await.expect("stream"));
     let both = listed(&[NEW, SECRET]).load().expect("secrets");

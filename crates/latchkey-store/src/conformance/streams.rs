@@ -15,19 +15,10 @@ use std::sync::Arc;
 /// A push stream of `client_id`, every event, subjects by `iss_sub`.
 fn stream_of(client_id: &str) -> StreamRecord {
     StreamRecord {
-        stream_id: random_b64(12),
-        client_id: client_id.into(),
         method: PUSH.into(),
         endpoint_url: Some("https://receiver.example/events".into()),
         push_auth: Some(vec![1, 2, 3]),
-        events_requested: vec![],
-        subject_format: SubjectFormat::IssSub,
-        status: Status::Enabled,
-        reason: None,
-        description: None,
-        created_at: T0,
-        updated_at: T0,
-        verified_at: None,
+        ..StreamRecord::new(random_b64(12), client_id.into(), T0)
     }
 }
 
