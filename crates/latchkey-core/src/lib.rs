@@ -20,6 +20,7 @@ pub mod redirect;
 pub mod refresh_token;
 pub mod scope;
 pub mod secret;
+pub mod service_account;
 pub mod time;
 pub mod token;
 pub mod useragent;

@@ -5,6 +5,7 @@
 
 mod error_code;
 pub mod event_type;
+pub mod key_file;
 mod metadata;
 mod token;
 
