@@ -6,6 +6,7 @@ mod accounts;
 mod audit;
 mod checks;
 mod orgs;
+mod service_accounts;
 mod streams;
 pub use audit::a_revocation_and_its_audit_record_commit_together;
 pub use checks::{Check, Run, CHECKS};

@@ -4,8 +4,9 @@
 //! once for both engines over statements written once ([`sql`]): [`Clients`] (projects and clients), [`Grants`]
 //! (codes and grants), [`Users`] (accounts, sessions, sign-in throttling), [`Accounts`] (apps with access, account
 //! changes with their events, last use), [`Orgs`] (organisations and their policies), [`Console`] (members, API keys),
-//! [`Keys`], [`Replay`] (single-use values), [`Audit`], [`Maintenance`] and [`Streams`] (Shared Signals streams and
-//! the outbox of the security events they deliver). A change that needs several
+//! [`Keys`], [`Replay`] (single-use values), [`Audit`], [`Maintenance`], [`Streams`] (Shared Signals streams and
+//! the outbox of the security events they deliver) and [`ServiceAccounts`] (content owners, service accounts and
+//! their public keys). A change that needs several
 //! statements to hold together (redeeming a code under the refresh-token limits, revoking a reused code's
 //! grants with their audit records) is a unit of work ([`db`]) that commits or fails as one, so that a response is only sent once
 //! what it promises is durable.
@@ -33,6 +34,7 @@ mod replay;
 mod rows;
 #[cfg(any(test, feature = "seed"))]
 pub mod seed;
+mod service_accounts;
 mod sql;
 pub mod sqlite;
 mod streams;
@@ -54,6 +56,7 @@ pub use records::{
     OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
 };
 pub use replay::Replay;
+pub use service_accounts::{ContentOwner, ServiceAccount, ServiceAccountKey, ServiceAccounts, MAX_KEYS};
 pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
 pub use users::Users;
 
@@ -63,18 +66,43 @@ use std::time::Duration;
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, Store, Streams, Users,
+        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, ServiceAccounts, Store, Streams,
+        Users,
     };
 }
 
 /// Everything latchkey keeps: the one handle over every aggregate.
 pub trait Store:
-    Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + Streams + 'static
+    Clients
+    + Grants
+    + Users
+    + Accounts
+    + Orgs
+    + Console
+    + Keys
+    + Replay
+    + Audit
+    + Maintenance
+    + Streams
+    + ServiceAccounts
+    + 'static
 {
 }
 
 impl<
-        T: Clients + Grants + Users + Accounts + Orgs + Console + Keys + Replay + Audit + Maintenance + Streams + 'static,
+        T: Clients
+            + Grants
+            + Users
+            + Accounts
+            + Orgs
+            + Console
+            + Keys
+            + Replay
+            + Audit
+            + Maintenance
+            + Streams
+            + ServiceAccounts
+            + 'static,
     > Store for T
 {
 }

@@ -26,7 +26,29 @@ pub enum PublicKey {
 }
 
 impl PublicKey {
-    fn alg(&self) -> &'static str {
+    /// The key as the store keeps it: its algorithm, and its public numbers as JSON (base64url).
+    pub fn to_stored(&self) -> (&'static str, String) {
+        let b = |v: &[u8]| URL_SAFE_NO_PAD.encode(v);
+        let json = match self {
+            Self::Rs256 { n, e } => serde_json::json!({ "n": b(n), "e": b(e) }),
+            Self::Es256 { point } => serde_json::json!({ "point": b(point) }),
+        };
+        (self.alg(), json.to_string())
+    }
+
+    /// The key the store kept ([`PublicKey::to_stored`]); `None` for anything else.
+    pub fn from_stored(alg: &str, json: &str) -> Option<Self> {
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str).and_then(|s| URL_SAFE_NO_PAD.decode(s).ok());
+        match alg {
+            "RS256" => Some(Self::Rs256 { n: field("n")?, e: field("e")? }),
+            "ES256" => field("point").filter(|p| p.len() == 65 && p[0] == 4).map(|point| Self::Es256 { point }),
+            _ => None,
+        }
+    }
+
+    /// The algorithm of the assertions it verifies.
+    pub fn alg(&self) -> &'static str {
         match self {
             Self::Rs256 { .. } => "RS256",
             Self::Es256 { .. } => "ES256",
@@ -211,6 +233,18 @@ mod tests {
         let tampered = format!("{}x", &raw[..raw.len() - 1]);
         let tampered = Assertion::parse(&tampered).map(|t| t.verify(&public, TOKEN, NOW).map(drop));
         assert!(matches!(tampered, Ok(Err(GrantRefusal::Signature)) | Err(GrantRefusal::Malformed)));
+    }
+
+    #[test]
+    fn a_public_key_reads_back_as_it_was_stored() {
+        let (_, es) = es256();
+        let rsa = PublicKey::Rs256 { n: vec![7; 256], e: vec![1, 0, 1] };
+        for key in [es, rsa] {
+            let (alg, json) = key.to_stored();
+            assert_eq!(PublicKey::from_stored(alg, &json), Some(key));
+        }
+        assert_eq!(PublicKey::from_stored("HS256", "{}"), None);
+        assert_eq!(PublicKey::from_stored("ES256", r#"{"point":"AAAA"}"#), None, "not a P-256 point");
     }
 
     #[test]

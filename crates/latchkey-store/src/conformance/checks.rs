@@ -2,6 +2,7 @@
 
 use super::accounts::*;
 use super::orgs::*;
+use super::service_accounts::*;
 use super::streams::*;
 use super::*;
 use std::future::Future;
@@ -62,4 +63,7 @@ checks! {
     deliveries_are_claimed_in_order_under_a_lease: by_ref,
     polls_acknowledge_and_verification_is_rate_limited: by_ref,
     concurrent_claims_never_share_a_delivery: shared,
+    content_owners_manage_linked_channels_and_grant_service_accounts: by_ref,
+    service_accounts_hold_at_most_ten_public_keys: by_ref,
+    concurrent_key_additions_stop_at_ten: shared,
 }
