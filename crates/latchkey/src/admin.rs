@@ -16,6 +16,7 @@ use latchkey_server::admin::{
 };
 use latchkey_server::clock::SystemClock;
 use orgs::OrgCmd;
+use service_accounts::{ContentOwnerCmd, ServiceAccountCmd};
 use std::io::Read;
 use std::process::ExitCode;
 use streams::StreamCmd;
@@ -24,6 +25,7 @@ use users::UserCmd;
 mod ids;
 mod keys;
 mod orgs;
+mod service_accounts;
 mod streams;
 mod users;
 
@@ -59,6 +61,12 @@ enum Noun {
     /// Keys of the console's JSON API (`Authorization: Bearer lk_...`), per developer.
     #[command(subcommand)]
     ApiKey(ApiKeyCmd),
+    /// Content owners: the channels they manage, and the service accounts that act for them.
+    #[command(subcommand)]
+    ContentOwner(ContentOwnerCmd),
+    /// Service accounts of a project (server-side tools of content owners).
+    #[command(subcommand)]
+    ServiceAccount(ServiceAccountCmd),
     /// Shared Signals streams: the apps' backends that receive security events.
     #[command(subcommand)]
     Stream(StreamCmd),
@@ -538,6 +546,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             ListingCmd::Show { item_id } => out(ops::listing_show(&StoreDirectory(store), &item_id.get()).await),
             ListingCmd::Remove { item_id } => out(ops::listing_remove(store, &item_id.get()).await),
         },
+        Noun::ContentOwner(cmd) => service_accounts::content_owner(store, cmd, now).await,
+        Noun::ServiceAccount(cmd) => service_accounts::service_account(store, &config, cmd, now).await,
         Noun::Stream(cmd) => streams::stream(store, &config, cmd, now).await?,
         Noun::Keys(cmd) => keys::keys(store, &config, cmd, now).await?,
         Noun::Secrets(cmd) => keys::secrets(store, &config, cmd).await?,

@@ -33,4 +33,5 @@ mod rfc7636_pkce;
 mod rfc8252_loopback;
 mod rfc9449_dpop;
 mod secrets_at_rest;
+mod service_accounts;
 mod time_based_access;
