@@ -10,6 +10,7 @@ pub mod api_keys;
 pub mod members;
 pub mod orgs;
 pub mod results;
+pub mod service_account_keys;
 pub mod service_accounts;
 pub mod signing_keys;
 pub mod streams;

@@ -150,7 +150,8 @@ pub async fn content_owner_grant(
     Ok(OwnerLink { content_owner_id: o.id, channel_id: None, service_account: Some(a.email), linked: true })
 }
 
-async fn find_account(store: &dyn Store, account: &str) -> AdminResult<ServiceAccount> {
+/// A service account by identifier or id.
+pub(super) async fn find_account(store: &dyn Store, account: &str) -> AdminResult<ServiceAccount> {
     let found = store.service_account(account.trim()).await?;
     found.ok_or_else(|| AdminError::NotFound(format!("service account {account}")))
 }

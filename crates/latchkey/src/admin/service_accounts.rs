@@ -91,6 +91,55 @@ pub(super) enum ServiceAccountCmd {
         #[arg(long)]
         account: String,
     },
+    /// The keys of a service account.
+    #[command(subcommand)]
+    Key(KeyCmd),
+}
+
+#[derive(Subcommand)]
+pub(super) enum KeyCmd {
+    /// Makes a key and writes the key file (mode 0600; latchkey keeps only the public half): the only copy.
+    Create {
+        /// The service account's identifier.
+        #[arg(long)]
+        account: String,
+        /// Where to write the key file (must not exist).
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Adds a public key made elsewhere (PEM "PUBLIC KEY", RSA of 2048 bits or more).
+    Upload {
+        /// The service account's identifier.
+        #[arg(long)]
+        account: String,
+        /// The PEM file.
+        #[arg(long)]
+        public_key_file: std::path::PathBuf,
+    },
+    /// Lists the keys of a service account.
+    List {
+        /// The service account's identifier.
+        #[arg(long)]
+        account: String,
+    },
+    /// Disables a key: assertions it signs get no token.
+    Disable {
+        /// The key id (private_key_id).
+        #[arg(long)]
+        key: String,
+    },
+    /// Enables a disabled key.
+    Enable {
+        /// The key id.
+        #[arg(long)]
+        key: String,
+    },
+    /// Deletes a key.
+    Delete {
+        /// The key id.
+        #[arg(long)]
+        key: String,
+    },
 }
 
 /// Runs a `content-owner` command.
@@ -134,5 +183,41 @@ pub(super) async fn service_account(
             out(ops::service_account_set_disabled(store, op, &account, false, now).await)
         }
         ServiceAccountCmd::Delete { account } => out(ops::service_account_delete(store, op, &account).await),
+        ServiceAccountCmd::Key(cmd) => key(store, config, cmd, now).await,
+    }
+}
+
+/// Runs a `service-account key` command.
+async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> AdminResult {
+    use latchkey_server::admin::service_account_keys as keys;
+    match cmd {
+        KeyCmd::Create { account, out: path } => {
+            if path.exists() {
+                return Err(AdminError::Conflict(format!(
+                    "{} exists: the key file is written only anew",
+                    path.display()
+                )));
+            }
+            let urls = latchkey_server::config::Urls::new(config, config.listen);
+            let auth_uri = format!("{}{}", urls.auth, latchkey_server::routes::AUTHORIZE_PATH);
+            let file = keys::key_create(store, &account, (&auth_uri, &urls.token_endpoint), now).await?;
+            let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
+            latchkey_server::data_dir::replace_private(&path, &json)
+                .map_err(|e| AdminError::Invalid(format!("{}: {e}", path.display())))?;
+            Ok(serde_json::json!({
+                "key_id": file.private_key_id,
+                "service_account": file.client_email,
+                "file": path.display().to_string(),
+            }))
+        }
+        KeyCmd::Upload { account, public_key_file } => {
+            let text = std::fs::read_to_string(&public_key_file)
+                .map_err(|e| AdminError::Invalid(format!("{}: {e}", public_key_file.display())))?;
+            out(keys::key_upload(store, &account, &text, now).await)
+        }
+        KeyCmd::List { account } => keys::key_list(store, &account).await,
+        KeyCmd::Disable { key } => out(keys::key_set_disabled(store, &key, true, now).await),
+        KeyCmd::Enable { key } => out(keys::key_set_disabled(store, &key, false, now).await),
+        KeyCmd::Delete { key } => keys::key_delete(store, &key).await,
     }
 }

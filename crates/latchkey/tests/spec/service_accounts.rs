@@ -4,6 +4,10 @@
 
 use crate::cli::{admin, json};
 use crate::support::PASSWORD;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use latchkey_core::service_account::Assertion;
+use latchkey_core::time::UnixTime;
 
 fn ok(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
     let (code, out, err) = admin(dir, args, "");
@@ -11,8 +15,8 @@ fn ok(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
     json(&out)
 }
 
-#[test]
-fn the_operator_sets_up_a_content_owner_its_channels_and_a_service_account_that_acts_for_it() {
+#[tokio::test]
+async fn the_operator_sets_up_a_content_owner_its_channels_and_a_service_account_that_acts_for_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     ok(d, &["migrate"]);
@@ -56,7 +60,59 @@ fn the_operator_sets_up_a_content_owner_its_channels_and_a_service_account_that_
     assert_eq!(listed["service_accounts"][0]["email"], email.as_str());
     assert_eq!(ok(d, &["service-account", "disable", "--account", &email])["disabled"], true);
     assert_eq!(ok(d, &["service-account", "enable", "--account", &email])["disabled"], false);
+    keys_are_handed_out_once_as_a_key_file_whose_private_key_signs_assertions(d, &email).await;
     assert_eq!(ok(d, &["service-account", "delete", "--account", &email])["deleted"], true);
     let (code, _, _) = admin(d, &["service-account", "disable", "--account", &email], "");
     assert_ne!(code, 0, "gone");
+}
+
+/// A key made by the CLI: the file (0600, the provider's field names) holds the only copy of its private key,
+/// which signs an assertion that verifies with the public half latchkey stored; the eleventh key is refused.
+async fn keys_are_handed_out_once_as_a_key_file_whose_private_key_signs_assertions(d: &std::path::Path, email: &str) {
+    let path = d.join("key.json");
+    let path_text = path.to_string_lossy().into_owned();
+    let made = ok(d, &["service-account", "key", "create", "--account", email, "--out", &path_text]);
+    assert!(!made.to_string().contains("PRIVATE KEY"), "the private key is not printed");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("file").permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the key file is its owner's only");
+    }
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    assert_eq!((file["type"].as_str(), file["client_email"].as_str()), (Some("service_account"), Some(email)));
+    assert_eq!(file["private_key_id"], made["key_id"]);
+    let (code, _, err) = admin(d, &["service-account", "key", "create", "--account", email, "--out", &path_text], "");
+    assert_ne!(code, 0, "an existing file is not overwritten: {err}");
+
+    let pem = file["private_key"].as_str().expect("private_key");
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let signer =
+        latchkey_core::jws::RsaSigningKey::from_pkcs8(&STANDARD.decode(body).expect("base64")).expect("PKCS#8");
+    let token_uri = file["token_uri"].as_str().expect("token_uri");
+    let now = UnixTime(1_800_000_000);
+    let claims = serde_json::json!({"iss": email, "aud": token_uri, "scope": "s", "iat": now.0, "exp": now.0 + 600});
+    let assertion = signer.sign("JWT", &claims, &latchkey_server::clock::OsRandom).expect("sign");
+    let store = latchkey_store::open_with(&format!("sqlite://{}/latchkey.db", d.display()), Default::default())
+        .await
+        .expect("store");
+    let stored = store.service_account_key(made["key_id"].as_str().expect("id")).await.expect("get").expect("key");
+    let verified = Assertion::parse(&assertion).expect("parse").verify(&stored.public_key, token_uri, now).map(drop);
+    assert_eq!(verified, Ok(()), "the stored public half verifies what the file's private half signed");
+
+    for i in 1..10 {
+        let p = d.join(format!("key{i}.json")).to_string_lossy().into_owned();
+        ok(d, &["service-account", "key", "create", "--account", email, "--out", &p]);
+    }
+    let p = d.join("key-eleven.json").to_string_lossy().into_owned();
+    let (code, _, err) = admin(d, &["service-account", "key", "create", "--account", email, "--out", &p], "");
+    assert_ne!(code, 0, "ten keys at most: {err}");
+    assert!(err.contains("at most 10 keys"), "{err}");
+    let key_id = made["key_id"].as_str().expect("id");
+    assert_eq!(ok(d, &["service-account", "key", "disable", "--key", key_id])["disabled"], true);
+    assert_eq!(
+        ok(d, &["service-account", "key", "list", "--account", email])["keys"].as_array().expect("keys").len(),
+        10
+    );
+    assert_eq!(ok(d, &["service-account", "key", "delete", "--key", key_id])["deleted"], true);
 }

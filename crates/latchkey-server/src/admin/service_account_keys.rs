@@ -1,0 +1,170 @@
+//! The keys of a service account (issue 23): made here and handed out once as a key file (its private half is
+//! never stored nor logged), or uploaded as a public key; listed, disabled and deleted. At most ten per account.
+
+use super::service_accounts::find_account;
+use super::{AdminError, AdminResult};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use latchkey_core::service_account::PublicKey;
+use latchkey_core::time::UnixTime;
+use latchkey_proto::key_file::{KeyFile, SERVICE_ACCOUNT};
+use latchkey_store::{ServiceAccountKey, Store, StoreError, MAX_KEYS};
+use rsa::pkcs8::{DecodePublicKey, EncodePrivateKey};
+use rsa::traits::PublicKeyParts;
+use serde::Serialize;
+
+/// A key, as listed (never its private half, which latchkey does not have).
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyView {
+    /// The key id (the key file's `private_key_id`, the assertions' `kid`).
+    pub key_id: String,
+    /// The algorithm.
+    pub alg: &'static str,
+    /// When it was made (Unix seconds).
+    pub created_at: i64,
+    /// Whether it is disabled.
+    pub disabled: bool,
+}
+
+impl From<&ServiceAccountKey> for KeyView {
+    fn from(k: &ServiceAccountKey) -> Self {
+        Self {
+            key_id: k.id.clone(),
+            alg: k.public_key.alg(),
+            created_at: k.created_at.0,
+            disabled: k.disabled_at.is_some(),
+        }
+    }
+}
+
+/// Makes a 2048-bit RSA key for an account: stores its public half and returns the key file (once).
+/// `urls` are the authorization and token endpoints the file names.
+pub async fn key_create(
+    store: &dyn Store,
+    account: &str,
+    (auth_uri, token_uri): (&str, &str),
+    now: UnixTime,
+) -> AdminResult<KeyFile> {
+    let a = find_account(store, account).await?;
+    let private = tokio::task::spawn_blocking(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048))
+        .await
+        .map_err(|e| StoreError::Other(format!("key generation: {e}")))?
+        .map_err(|e| StoreError::Other(format!("key generation: {e}")))?;
+    let public = PublicKey::Rs256 { n: private.n().to_bytes_be(), e: private.e().to_bytes_be() };
+    let der = private.to_pkcs8_der().map_err(|e| StoreError::Other(e.to_string()))?;
+    let key = add(store, &a.id, public, now).await?;
+    Ok(KeyFile {
+        kind: SERVICE_ACCOUNT.into(),
+        project_id: a.project_id,
+        private_key_id: key.id,
+        private_key: pem("PRIVATE KEY", der.as_bytes()),
+        client_email: a.email,
+        client_id: a.id,
+        auth_uri: auth_uri.to_owned(),
+        token_uri: token_uri.to_owned(),
+    })
+}
+
+/// Adds an uploaded public key (PEM `PUBLIC KEY`, RSA of 2048 bits or more) to an account.
+pub async fn key_upload(store: &dyn Store, account: &str, pem_text: &str, now: UnixTime) -> AdminResult<KeyView> {
+    let a = find_account(store, account).await?;
+    let bad =
+        || AdminError::Invalid("the public key must be a PEM \"PUBLIC KEY\" of an RSA key of 2048 bits or more".into());
+    let der = unpem(pem_text, "PUBLIC KEY").ok_or_else(bad)?;
+    let public = rsa::RsaPublicKey::from_public_key_der(&der).map_err(|_| bad())?;
+    if public.size() < 256 {
+        return Err(bad());
+    }
+    let key = PublicKey::Rs256 { n: public.n().to_bytes_be(), e: public.e().to_bytes_be() };
+    Ok(KeyView::from(&add(store, &a.id, key, now).await?))
+}
+
+async fn add(
+    store: &dyn Store,
+    account_id: &str,
+    public_key: PublicKey,
+    now: UnixTime,
+) -> AdminResult<ServiceAccountKey> {
+    let id = hex(&latchkey_core::secret::random_bytes(20, &crate::clock::OsRandom));
+    let key =
+        ServiceAccountKey { id, account_id: account_id.to_owned(), public_key, created_at: now, disabled_at: None };
+    if !store.add_service_account_key(&key).await? {
+        return Err(AdminError::Conflict(format!("a service account holds at most {MAX_KEYS} keys: delete one first")));
+    }
+    Ok(key)
+}
+
+/// The keys of an account.
+pub async fn key_list(store: &dyn Store, account: &str) -> AdminResult<serde_json::Value> {
+    let a = find_account(store, account).await?;
+    let keys: Vec<KeyView> = store.service_account_keys(&a.id).await?.iter().map(KeyView::from).collect();
+    Ok(serde_json::json!({ "service_account": a.email, "keys": keys }))
+}
+
+/// Disables (no new tokens signed with it) or enables a key.
+pub async fn key_set_disabled(store: &dyn Store, key_id: &str, disabled: bool, now: UnixTime) -> AdminResult<KeyView> {
+    let mut k =
+        store.service_account_key(key_id).await?.ok_or_else(|| AdminError::NotFound(format!("key {key_id}")))?;
+    k.disabled_at = disabled.then_some(now);
+    store.set_key_disabled(&k.id, k.disabled_at).await?;
+    Ok(KeyView::from(&k))
+}
+
+/// Deletes a key.
+pub async fn key_delete(store: &dyn Store, key_id: &str) -> AdminResult<serde_json::Value> {
+    if !store.delete_service_account_key(key_id).await? {
+        return Err(AdminError::NotFound(format!("key {key_id}")));
+    }
+    Ok(serde_json::json!({ "key_id": key_id, "deleted": true }))
+}
+
+/// PEM (RFC 7468): the base64 of `der` in lines of 64 between the label's lines.
+fn pem(label: &str, der: &[u8]) -> String {
+    let b64 = STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+/// The DER inside a PEM block with `label`, if there is one.
+fn unpem(text: &str, label: &str) -> Option<Vec<u8>> {
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let body = &text[text.find(&begin)? + begin.len()..];
+    let body = &body[..body.find(&end)?];
+    let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    STANDARD.decode(b64).ok()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_wraps_base64_in_lines_of_64_and_reads_back() {
+        let der: Vec<u8> = (0..=255).collect();
+        let text = pem("PUBLIC KEY", &der);
+        assert!(text.starts_with("-----BEGIN PUBLIC KEY-----\n") && text.ends_with("-----END PUBLIC KEY-----\n"));
+        assert!(text.lines().all(|l| l.len() <= 64));
+        assert_eq!(unpem(&text, "PUBLIC KEY"), Some(der));
+        assert_eq!(unpem(&text, "PRIVATE KEY"), None);
+    }
+
+    #[test]
+    fn an_uploaded_rsa_public_key_reads_back_as_its_modulus_and_exponent() {
+        use rsa::pkcs8::EncodePublicKey;
+        let private = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048).unwrap();
+        let der = private.to_public_key().to_public_key_der().unwrap();
+        let text = pem("PUBLIC KEY", der.as_bytes());
+        let read = rsa::RsaPublicKey::from_public_key_der(&unpem(&text, "PUBLIC KEY").unwrap()).unwrap();
+        assert_eq!((read.n(), read.e()), (private.n(), private.e()));
+    }
+}
