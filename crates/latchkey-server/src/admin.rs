@@ -63,9 +63,9 @@ pub enum AdminError {
     /// An App Check action that must be confirmed was not (`enforcing`, `unenforcing`): each surface says how to.
     #[error("invalid: {0} must be confirmed")]
     Unconfirmed(&'static str),
-    /// Asked again too soon (a stream's verification): retry after this many seconds.
+    /// Asked again too soon (a stream's verification); the message says when to retry.
     #[error("too soon: {0}")]
-    TooSoon(String, i64),
+    TooSoon(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

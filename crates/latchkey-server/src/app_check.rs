@@ -104,7 +104,7 @@ impl HttpJwks {
     pub fn new(url: &str, ca_file: Option<&Path>) -> anyhow::Result<Self> {
         Ok(Self {
             url: url.to_owned(),
-            http: crate::outbound::client(ca_file, true, Duration::from_secs(10), "App Check JWKS")?,
+            http: crate::outbound::client(ca_file, Duration::from_secs(10), "App Check JWKS")?,
             keys: RwLock::new(Jwks::default()),
             fetches: tokio::sync::Mutex::new(FetchTimes::default()),
         })

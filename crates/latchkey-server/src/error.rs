@@ -277,7 +277,7 @@ pub fn admin_message(e: &AdminError) -> String {
             let what = what.split(' ').next().unwrap_or("page");
             format!("There is no such {what}, or you are not a member of its project.")
         }
-        AdminError::Invalid(m) | AdminError::Forbidden(m) | AdminError::Conflict(m) | AdminError::TooSoon(m, _) => {
+        AdminError::Invalid(m) | AdminError::Forbidden(m) | AdminError::Conflict(m) | AdminError::TooSoon(m) => {
             sentence(m)
         }
         AdminError::AlreadyDeleted(id) => sentence(&format!("client {id} is deleted already")),

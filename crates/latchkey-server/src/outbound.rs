@@ -6,19 +6,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A client trusting the system's roots and the PEM certificates in `ca_file`, that gives up after `timeout`
-/// and follows no redirect (a redirect could send a request where the operator did not mean it to go). With
-/// `https_only`, plain `http://` URLs are refused.
-pub fn client(
-    ca_file: Option<&Path>,
-    https_only: bool,
-    timeout: Duration,
-    purpose: &str,
-) -> anyhow::Result<reqwest::Client> {
-    Ok(builder(ca_file, https_only, timeout, purpose)?.build()?)
+/// An `https://`-only client trusting the system's roots and the PEM certificates in `ca_file`, that gives up
+/// after `timeout` and follows no redirect (a redirect could send a request where the operator did not mean it
+/// to go).
+pub fn client(ca_file: Option<&Path>, timeout: Duration, purpose: &str) -> anyhow::Result<reqwest::Client> {
+    Ok(builder(ca_file, true, timeout, purpose)?.build()?)
 }
 
-/// The push receivers' client: [`client`]'s rules, and names resolved only to addresses latchkey may push to
+/// The push receivers' client: [`client`]'s rules (but `http://` to a loopback receiver, which the push URL check
+/// allows only with the operator's setting), and names resolved only to addresses latchkey may push to
 /// (`latchkey_core::events::stream::may_receive`): a receiver's host name that resolves to a private network is
 /// refused when the connection is made, not only an IP literal when the stream is set.
 pub fn push_client(ca_file: Option<&Path>, timeout: Duration, allow_loopback: bool) -> anyhow::Result<reqwest::Client> {

@@ -71,41 +71,17 @@ pub mod prelude {
     };
 }
 
-/// Everything latchkey keeps: the one handle over every aggregate.
-pub trait Store:
-    Clients
-    + Grants
-    + Users
-    + Accounts
-    + Orgs
-    + Console
-    + Keys
-    + Replay
-    + Audit
-    + Maintenance
-    + Streams
-    + ServiceAccounts
-    + 'static
-{
+/// [`Store`] over the aggregates, and its implementation for whatever implements them all: the list once.
+macro_rules! store_of {
+    ($($aggregate:ident),+) => {
+        /// Everything latchkey keeps: the one handle over every aggregate.
+        pub trait Store: $($aggregate +)+ 'static {}
+
+        impl<T: $($aggregate +)+ 'static> Store for T {}
+    };
 }
 
-impl<
-        T: Clients
-            + Grants
-            + Users
-            + Accounts
-            + Orgs
-            + Console
-            + Keys
-            + Replay
-            + Audit
-            + Maintenance
-            + Streams
-            + ServiceAccounts
-            + 'static,
-    > Store for T
-{
-}
+store_of!(Clients, Grants, Users, Accounts, Orgs, Console, Keys, Replay, Audit, Maintenance, Streams, ServiceAccounts);
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]

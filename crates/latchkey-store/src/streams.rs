@@ -136,8 +136,9 @@ pub trait Streams: Send + Sync {
         max: i64,
         now: UnixTime,
     ) -> StoreResult<(Vec<Delivery>, bool)>;
-    /// The pending SETs of a poll stream, oldest first, up to `max` (a read: a long poll's look while it waits).
-    async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<Vec<Delivery>>;
+    /// The pending SETs of a poll stream, oldest first, up to `max`, with whether more are available (a read: a
+    /// long poll's look while it waits).
+    async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<(Vec<Delivery>, bool)>;
     /// A stream's latest deliveries, newest first.
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>>;
     /// Whether any delivery is pending and due at `now` (a read: the worker's look before it leases).
@@ -329,9 +330,10 @@ impl<E: Engine> Streams for Db<E> {
         self.engine.unit(Durability::Durable, delivery::poll, data).await
     }
 
-    async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<Vec<Delivery>> {
+    async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<(Vec<Delivery>, bool)> {
         let opaque = SubjectFormat::Opaque.as_str();
-        self.engine.all(&delivery::POLL, args![stream_id, opaque, max], delivery::from_row).await
+        let sets = self.engine.all(&delivery::POLL, args![stream_id, opaque, max + 1], delivery::from_row).await?;
+        Ok(delivery::at_most(sets, max))
     }
 
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>> {

@@ -176,16 +176,17 @@ impl Streaming<'_> {
         Ok(self.view(&self.reach(actor, stream_id, Right::View).await?))
     }
 
-    /// The stream of a client, if it has one the actor may see.
-    pub async fn of_client(&self, actor: &Actor, client_id: &str) -> AdminResult<Option<StreamView>> {
-        let client = actor.client(self.store, ClientRef::id(client_id), Right::View).await?;
-        let all = self.store.streams().await?;
-        Ok(all.iter().find(|s| s.client_id == client.client_id).map(|s| self.view(s)))
-    }
-
-    /// Every stream (the operator's list).
-    pub async fn list(&self) -> AdminResult<Vec<StreamView>> {
-        Ok(self.store.streams().await?.iter().map(|s| self.view(s)).collect())
+    /// The streams the actor may see: every one for the operator, those of the developer's projects' clients.
+    pub async fn list(&self, actor: &Actor) -> AdminResult<Vec<StreamView>> {
+        let mut visible = Vec::new();
+        for s in self.store.streams().await? {
+            match actor.client(self.store, ClientRef::id(&s.client_id), Right::View).await {
+                Ok(_) => visible.push(self.view(&s)),
+                Err(AdminError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(visible)
     }
 
     /// Changes a stream's settings (PATCH: what is given; PUT: a full replacement, where what is not given
@@ -281,7 +282,7 @@ impl Streaming<'_> {
             Ok(()) => Ok(()),
             Err(latchkey_store::VerifyRefused::NoStream) => Err(AdminError::NotFound(format!("stream {stream_id}"))),
             Err(latchkey_store::VerifyRefused::TooSoon(secs)) => {
-                Err(AdminError::TooSoon(format!("a verification was requested too recently: retry in {secs} s"), secs))
+                Err(AdminError::TooSoon(format!("a verification was requested too recently: retry in {secs} s")))
             }
         }
     }

@@ -143,15 +143,7 @@ async fn stream_get(State(state): State<AppState>, caller: Caller, Query(q): Que
     let actor = caller.actor();
     match q.stream_id {
         Some(id) => reply(StatusCode::OK, &cx.show(&actor, &id).await?),
-        None => {
-            let mut mine = Vec::new();
-            for s in cx.list().await? {
-                if let Ok(view) = cx.show(&actor, &s.stream_id).await {
-                    mine.push(view);
-                }
-            }
-            reply(StatusCode::OK, &mine)
-        }
+        None => reply(StatusCode::OK, &cx.list(&actor).await?),
     }
 }
 

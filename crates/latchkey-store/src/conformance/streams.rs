@@ -142,6 +142,8 @@ pub(super) async fn polls_acknowledge_and_verification_is_rate_limited(store: &d
     let errors = [(sets[1].id, "invalid_key".to_owned())];
     let (rest, more) = store.poll_deliveries(&s.stream_id, &[sets[0].id], &errors, 10, T0).await.expect("poll");
     assert_eq!((rest.len(), more), (1, false));
+    assert_eq!(store.pollable(&s.stream_id, 10).await.expect("read"), (rest.clone(), false), "the same, read only");
+    assert!(store.pollable(&s.stream_id, 0).await.expect("read").1, "more than none are waiting");
     assert_eq!(rest[0].event_type, types::SESSION_REVOKED);
     let (other, _) = fixture(store).await;
     let foreign = stream_of(&other);

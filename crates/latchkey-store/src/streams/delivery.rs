@@ -214,6 +214,13 @@ type Poll = (String, Vec<i64>, Vec<(i64, String)>, i64, UnixTime);
 /// A poll's answer: the SETs, and whether more wait.
 type Polled = (Vec<Delivery>, bool);
 
+/// The first `max` of `max + 1` SETs read, and whether there were more.
+pub(super) fn at_most(mut sets: Vec<Delivery>, max: i64) -> Polled {
+    let more = sets.len() as i64 > max;
+    sets.truncate(usize::try_from(max).unwrap_or(0));
+    (sets, more)
+}
+
 /// Acknowledges, records errors, and reads the next events: one unit of work.
 pub(super) fn poll<'t>(
     tx: &'t mut dyn Tx,
@@ -226,10 +233,8 @@ pub(super) fn poll<'t>(
         for (id, error) in errors {
             tx.exec(&POLL_ERROR, args![stream, *id, *now, error]).await?;
         }
-        let mut sets = rows(tx, &POLL, args![stream, SubjectFormat::Opaque.as_str(), *max + 1], from_row).await?;
-        let more = sets.len() as i64 > *max;
-        sets.truncate(usize::try_from(*max).unwrap_or(0));
-        Ok(Outcome::Keep((sets, more)))
+        let sets = rows(tx, &POLL, args![stream, SubjectFormat::Opaque.as_str(), *max + 1], from_row).await?;
+        Ok(Outcome::Keep(at_most(sets, *max)))
     })
 }
 

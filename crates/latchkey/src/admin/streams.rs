@@ -128,7 +128,7 @@ pub(super) async fn stream(
             };
             out(cx.create(op, &client, settings, now).await)
         }
-        StreamCmd::List => out(cx.list().await),
+        StreamCmd::List => out(cx.list(op).await),
         StreamCmd::Stats => store.delivery_counts().await.map_err(AdminError::from).map(|counts| {
             let by_state: serde_json::Map<_, _> =
                 counts.into_iter().map(|(state, n)| (state.as_str().to_owned(), n.into())).collect();

@@ -269,6 +269,9 @@ async fn the_management_endpoints_refuse_bad_input_and_other_projects_streams_an
                                             "urn:example:unknown"]}))
         .await;
     let id = created["stream_id"].as_str().expect("id").to_owned();
+    let (status, mine) = ssf.call("GET", "/ssf/stream", None).await;
+    assert_eq!((status, mine.as_array().map(Vec::len)), (200, Some(1)), "the caller's streams: {mine}");
+    assert_eq!(stranger.call("GET", "/ssf/stream", None).await.1, json!([]), "none of another project's");
     assert_eq!(
         created["events_delivered"],
         json!(["https://schemas.openid.net/secevent/oauth/event-type/token-revoked"])
@@ -352,6 +355,15 @@ async fn a_poll_receiver_fetches_verified_sets_acknowledges_them_and_gets_each_o
     assert_eq!(again.sets.len(), 1, "not acknowledged: handed out again");
     let acked = receiver.poll(&poll_url, &ssf.key, std::slice::from_ref(&e.jti), &[], 10).await.expect("poll");
     assert!(acked.sets.is_empty(), "acknowledged: gone");
+    // A poll without returnImmediately waits (RFC 8936's default) and returns the event that arrives meanwhile.
+    let path = poll_url.replace(&server.base, "");
+    let enable = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        admin::user_set_disabled(server.store(), ALICE, false, SystemClock.now()).await.expect("enable");
+    };
+    let ((status, long), ()) = tokio::join!(ssf.call("POST", &path, Some(json!({"maxEvents": 5}))), enable);
+    assert_eq!(status, 200, "{long}");
+    assert_eq!(long["sets"].as_object().expect("sets").len(), 1, "the account-enabled event, waited for: {long}");
     let (status, v) = ssf.call("POST", &poll_url.replace(&server.base, ""), Some(json!({"ack": ["other.1"]}))).await;
     assert_eq!(status, 400, "a jti of another stream: {v}");
 }

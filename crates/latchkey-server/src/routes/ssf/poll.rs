@@ -60,20 +60,18 @@ pub(super) async fn poll_post(
         errors.push((id_of(jti)?, format!("{}: {}", e.err, e.description)));
     }
     let max = body.max_events.unwrap_or(MAX_EVENTS).clamp(0, MAX_EVENTS);
+    let store_error = crate::admin::AdminError::from;
+    // The acknowledgements and errors are recorded once; a long poll then only reads while it waits.
+    let now = state.clock.now();
+    let (mut sets, mut more) =
+        state.store.poll_deliveries(&stream_id, &ack, &errors, max, now).await.map_err(store_error)?;
+    // RFC 8936 §2.1: returnImmediately defaults to false (a long poll).
+    let wait = body.return_immediately != Some(true) && max > 0;
     let deadline = tokio::time::Instant::now() + LONG_POLL;
-    let (sets, more) = loop {
-        let now = state.clock.now();
-        let (sets, more) = state
-            .store
-            .poll_deliveries(&stream_id, &ack, &errors, max, now)
-            .await
-            .map_err(crate::admin::AdminError::from)?;
-        let wait = body.return_immediately == Some(false) && max > 0;
-        if !sets.is_empty() || !wait || tokio::time::Instant::now() >= deadline {
-            break (sets, more);
-        }
+    while sets.is_empty() && wait && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(LONG_POLL_STEP).await;
-    };
+        (sets, more) = state.store.pollable(&stream_id, max).await.map_err(store_error)?;
+    }
     if !sets.is_empty() && state.keys.get().event_signer().is_none() {
         // The first event key was made elsewhere (another instance, the admin CLI): load it.
         state.keys.reload(&*state.store, state.clock.now()).await.map_err(crate::admin::AdminError::from)?;
