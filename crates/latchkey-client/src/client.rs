@@ -351,7 +351,7 @@ impl OAuthClient {
 }
 
 /// The OAuth error in a response (or a protocol error when it has none).
-fn oauth_error(response: &HttpResponse, on_refresh: bool) -> Error {
+pub(crate) fn oauth_error(response: &HttpResponse, on_refresh: bool) -> Error {
     match serde_json::from_slice::<ErrorResponse>(&response.body) {
         Ok(e) => Error::from_oauth(&e.error, e.error_description.as_deref().unwrap_or(""), on_refresh),
         Err(_) => Error::Protocol(format!("HTTP {} without an OAuth error body", response.status)),

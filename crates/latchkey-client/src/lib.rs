@@ -16,6 +16,9 @@
 //!   [`SecurityEvent`] (sessions or tokens revoked, a password changed, the account disabled or deleted), or a
 //!   [`SetError`] with the RFC 8935 code to answer with.
 //!
+//! - [`ServiceAccountCredentials`] is for a content owner's server-side tool: it loads a service account's key
+//!   file and keeps a valid access token (RFC 7523 JWT bearer grant), one exchange in flight.
+//!
 //! The HTTP transport is injected ([`HttpClient`]); [`ReqwestHttp`] is the default.
 //!
 //! ```no_run
@@ -51,6 +54,7 @@ mod fake_http;
 mod http;
 mod loopback;
 mod pkce;
+mod service_account;
 mod session;
 mod storage;
 mod tokens;
@@ -66,6 +70,7 @@ pub use http::ReqwestHttp;
 pub use http::{HttpClient, HttpRequest, HttpResponse};
 pub use loopback::LoopbackListener;
 pub use pkce::Pkce;
+pub use service_account::{ServiceAccountCredentials, JWT_BEARER};
 pub use session::Session;
 pub use storage::write_private;
 pub use tokens::{FileTokenStore, TokenSet, TokenStore};

@@ -4,7 +4,10 @@
 //! kept in the store (so every instance verifies every other's tokens). Nothing is written to mint one, and
 //! checking one needs no lookup but the grant's state, which a revocation changes. The token is opaque to clients.
 //!
-//! Layout before base64url: `version(1) | key_id(4) | grant_id(16) | expires_at(8) | scopes(4) | salt(8) | mac(32)`.
+//! Layout before base64url: `version(1) | key_id(4) | holder(16 or 20) | expires_at(8) | scopes(4) | salt(8) |
+//! mac(32)`. Version 1 names a user's grant (16 bytes), version 2 a service account's key (20 bytes, issue 23): a
+//! service account's token names the key that signed its assertion, so disabling or deleting either the key or
+//! the account stops it at its next use.
 
 use crate::scope::ScopeSet;
 use crate::secret::Random;
@@ -16,9 +19,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The prefix of every access token.
 pub const PREFIX: &str = "lka_";
-const VERSION: u8 = 1;
-const BODY: usize = 1 + 4 + 16 + 8 + 4 + 8;
-const LEN: usize = BODY + 32;
+const GRANT: u8 = 1;
+const SERVICE_KEY: u8 = 2;
+/// The longest token body and MAC (a service key's).
+const MAX_LEN: usize = body_len(20) + 32;
+
+/// The bytes before the MAC for a holder of `holder` bytes.
+const fn body_len(holder: usize) -> usize {
+    1 + 4 + holder + 8 + 4 + 8
+}
 
 /// A grant's identifier: 16 random bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -58,11 +67,59 @@ impl GrantId {
     }
 }
 
+/// A service account's key id: 20 bytes, written as 40 lower-case hex digits (the key file's `private_key_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ServiceKeyId(pub [u8; 20]);
+
+impl ServiceKeyId {
+    /// A fresh id from `random`.
+    pub fn generate(random: &dyn Random) -> Self {
+        let mut id = [0u8; 20];
+        random.fill(&mut id);
+        Self(id)
+    }
+
+    /// The hex form, as stored and as the assertions' `kid`.
+    pub fn encode(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Parses the hex form (lower-case, 40 digits).
+    pub fn decode(s: &str) -> Option<Self> {
+        if s.len() != 40 || !s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return None;
+        }
+        let mut id = [0u8; 20];
+        for (i, byte) in id.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+        }
+        Some(Self(id))
+    }
+}
+
+/// Whom an access token acts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// A user, through the grant the token was issued under.
+    Grant(GrantId),
+    /// A service account, through the key that signed its assertion.
+    ServiceKey(ServiceKeyId),
+}
+
+impl Holder {
+    fn version_and_bytes(&self) -> (u8, &[u8]) {
+        match self {
+            Self::Grant(id) => (GRANT, &id.0),
+            Self::ServiceKey(id) => (SERVICE_KEY, &id.0),
+        }
+    }
+}
+
 /// What an access token says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccessClaims {
-    /// The grant the token was issued under.
-    pub grant_id: GrantId,
+    /// Whom it acts for.
+    pub holder: Holder,
     /// When it stops being valid.
     pub expires_at: UnixTime,
     /// The scopes it carries (a subset of the grant's).
@@ -114,39 +171,50 @@ impl std::fmt::Debug for MacKey {
 
 /// Mints an access token.
 pub fn mint(key: &MacKey, claims: &AccessClaims, random: &dyn Random) -> String {
-    let mut raw = [0u8; LEN];
-    raw[0] = VERSION;
+    let (version, holder) = claims.holder.version_and_bytes();
+    let h = 5 + holder.len();
+    let body = body_len(holder.len());
+    let mut raw = [0u8; MAX_LEN];
+    raw[0] = version;
     raw[1..5].copy_from_slice(&key.id.to_be_bytes());
-    raw[5..21].copy_from_slice(&claims.grant_id.0);
-    raw[21..29].copy_from_slice(&claims.expires_at.0.to_be_bytes());
-    raw[29..33].copy_from_slice(&claims.scopes.0.to_be_bytes());
-    random.fill(&mut raw[33..41]);
-    let tag = hmac::sign(&key.key, &raw[..BODY]);
-    raw[BODY..].copy_from_slice(tag.as_ref());
-    let mut out = String::with_capacity(PREFIX.len() + 94);
+    raw[5..h].copy_from_slice(holder);
+    raw[h..h + 8].copy_from_slice(&claims.expires_at.0.to_be_bytes());
+    raw[h + 8..h + 12].copy_from_slice(&claims.scopes.0.to_be_bytes());
+    random.fill(&mut raw[h + 12..body]);
+    let tag = hmac::sign(&key.key, &raw[..body]);
+    raw[body..body + 32].copy_from_slice(tag.as_ref());
+    let mut out = String::with_capacity(PREFIX.len() + 103);
     out.push_str(PREFIX);
-    URL_SAFE_NO_PAD.encode_string(raw, &mut out);
+    URL_SAFE_NO_PAD.encode_string(&raw[..body + 32], &mut out);
     out
 }
 
 /// Checks a token's MAC (in constant time) and expiry, with the key it names among `keys`.
 pub fn verify(keys: &[MacKey], token: &str, now: UnixTime) -> Result<AccessClaims, AccessTokenError> {
     let body = token.strip_prefix(PREFIX).ok_or(AccessTokenError::Invalid)?;
-    let mut raw = [0u8; LEN];
-    match URL_SAFE_NO_PAD.decode_slice(body, &mut raw) {
-        Ok(LEN) => {}
+    let mut raw = [0u8; MAX_LEN];
+    let len = URL_SAFE_NO_PAD.decode_slice(body, &mut raw).map_err(|_| AccessTokenError::Invalid)?;
+    let holder_len = match raw[0] {
+        GRANT => 16,
+        SERVICE_KEY => 20,
         _ => return Err(AccessTokenError::Invalid),
-    }
-    if raw[0] != VERSION {
+    };
+    let (h, body) = (5 + holder_len, body_len(holder_len));
+    if len != body + 32 {
         return Err(AccessTokenError::Invalid);
     }
-    let key_id = u32::from_be_bytes(raw[1..5].try_into().map_err(|_| AccessTokenError::Invalid)?);
+    let invalid = |_| AccessTokenError::Invalid;
+    let key_id = u32::from_be_bytes(raw[1..5].try_into().map_err(invalid)?);
     let key = keys.iter().find(|k| k.id == key_id).ok_or(AccessTokenError::UnknownKey)?;
-    hmac::verify(&key.key, &raw[..BODY], &raw[BODY..]).map_err(|_| AccessTokenError::Invalid)?;
+    hmac::verify(&key.key, &raw[..body], &raw[body..len]).map_err(|_| AccessTokenError::Invalid)?;
+    let holder = match raw[0] {
+        GRANT => Holder::Grant(GrantId(raw[5..h].try_into().map_err(invalid)?)),
+        _ => Holder::ServiceKey(ServiceKeyId(raw[5..h].try_into().map_err(invalid)?)),
+    };
     let claims = AccessClaims {
-        grant_id: GrantId(raw[5..21].try_into().map_err(|_| AccessTokenError::Invalid)?),
-        expires_at: UnixTime(i64::from_be_bytes(raw[21..29].try_into().map_err(|_| AccessTokenError::Invalid)?)),
-        scopes: ScopeSet(u32::from_be_bytes(raw[29..33].try_into().map_err(|_| AccessTokenError::Invalid)?)),
+        holder,
+        expires_at: UnixTime(i64::from_be_bytes(raw[h..h + 8].try_into().map_err(invalid)?)),
+        scopes: ScopeSet(u32::from_be_bytes(raw[h + 8..h + 12].try_into().map_err(invalid)?)),
     };
     if now >= claims.expires_at {
         return Err(AccessTokenError::Expired);
@@ -161,7 +229,7 @@ mod tests {
 
     fn claims() -> AccessClaims {
         AccessClaims {
-            grant_id: GrantId::generate(&Counter::default()),
+            holder: Holder::Grant(GrantId::generate(&Counter::default())),
             expires_at: UnixTime(1000),
             scopes: ScopeSet(0b101),
         }
@@ -196,6 +264,23 @@ mod tests {
         assert_eq!(verify(std::slice::from_ref(&key), &tampered, UnixTime(0)), Err(AccessTokenError::Invalid));
         let other = mint(&MacKey::new(2, b"k"), &claims(), &Counter::default());
         assert_eq!(verify(&[key], &other, UnixTime(0)), Err(AccessTokenError::UnknownKey));
+    }
+
+    #[test]
+    fn a_service_key_token_names_its_key_and_verifies_like_a_grants() {
+        let key = MacKey::new(3, b"k");
+        let id = ServiceKeyId::generate(&Counter::default());
+        assert_eq!(ServiceKeyId::decode(&id.encode()), Some(id));
+        let c = AccessClaims { holder: Holder::ServiceKey(id), ..claims() };
+        let t = mint(&key, &c, &Counter::default());
+        assert_eq!(verify(std::slice::from_ref(&key), &t, UnixTime(999)), Ok(c));
+        // The version decides the length: a grant's version on a key's length is refused.
+        let mut raw = URL_SAFE_NO_PAD.decode(&t[PREFIX.len()..]).unwrap();
+        raw[0] = GRANT;
+        let relabelled = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(&raw));
+        assert_eq!(verify(&[key], &relabelled, UnixTime(0)), Err(AccessTokenError::Invalid));
+        assert_eq!(ServiceKeyId::decode("AB"), None);
+        assert_eq!(ServiceKeyId::decode(&"G".repeat(40)), None);
     }
 
     #[test]

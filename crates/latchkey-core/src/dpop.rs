@@ -223,7 +223,8 @@ pub fn nonce_replay_key(nonce: &str, expires_at: UnixTime) -> Vec<u8> {
     time_ordered_key(expires_at, &format!("nonce:{nonce}"))
 }
 
-fn time_ordered_key(expires_at: UnixTime, input: &str) -> Vec<u8> {
+/// A replay record's key: its expiry first (so the store's purge reads one range), then SHA-256 of `input`.
+pub(crate) fn time_ordered_key(expires_at: UnixTime, input: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(8 + 32);
     key.extend_from_slice(&expires_at.0.to_be_bytes());
     key.extend_from_slice(ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref());

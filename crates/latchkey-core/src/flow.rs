@@ -3,23 +3,26 @@
 //! I/O itself; the server implements the ports with its store and maps the outcome to HTTP.
 //!
 //! - [`token`]: the checks every token request shares, then the grant type's own list
-//!   ([`exchange`] for `authorization_code`, [`refresh`] for `refresh_token`).
+//!   ([`exchange`] for `authorization_code`, [`refresh`] for `refresh_token`); [`jwt_bearer`] for a service
+//!   account's assertion, which authenticates itself (no client).
 //! - [`revoke::revoke`]: RFC 7009.
 //! - [`proof`]: DPoP at the token endpoint, the stateless checks, the nonce rule and single use.
 //!
 //! Adding a grant type means one module with its list of checks and one arm in [`token`].
 
 pub mod exchange;
+pub mod jwt_bearer;
 pub mod proof;
 pub mod refresh;
 pub mod revoke;
 
-use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, MacKey};
+use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, Holder, MacKey};
 use crate::client::Client;
 use crate::dpop::{self, Window};
 use crate::refresh_token;
 use crate::scope::{ScopeRegistry, ScopeSet};
 use crate::secret::{self, Random};
+use crate::service_account::{self, ServiceKeyState};
 use crate::time::UnixTime;
 use crate::token::{self, AuthCode, ClientAuth, Form, Grant, GrantState, TokenGrant};
 use crate::{ErrorCode, OAuthError};
@@ -80,6 +83,10 @@ pub trait Ports: Sync {
     /// Records each value until its expiry unless one is recorded already: `None` when all were new, else the
     /// index of the first that was not (nothing is recorded then).
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
+    /// A service account's key by its id (an assertion's `kid`), with its account.
+    async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, Self::Error>;
+    /// Whether a service account has this identifier (an unknown account is told apart from an unknown key).
+    async fn service_account_exists(&self, email: &str) -> Result<bool, Self::Error>;
     /// Notes that a grant was used at `now` (its "last used" day on the account page); must not write on the
     /// request path. Nothing by default.
     fn grant_used(&self, _id: &GrantId, _now: UnixTime) {}
@@ -112,8 +119,8 @@ pub struct Checked<'a> {
 /// A token response, with the client it was issued to.
 #[derive(Debug)]
 pub struct Issued {
-    /// The authenticated client.
-    pub client: Client,
+    /// The authenticated client (none for a service account's assertion).
+    pub client: Option<Client>,
     /// The response body.
     pub response: TokenResponse,
 }
@@ -122,6 +129,9 @@ pub struct Issued {
 /// the DPoP proof's stateless checks, and the grant type's own checks.
 pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P::Error> {
     let now = call.now;
+    if call.form.get("grant_type") == Some(service_account::JWT_BEARER) {
+        return Ok(Issued { client: None, response: jwt_bearer::run(ports, call.form, now).await? });
+    }
     let code = unused_code(ports, call.form, now).await?;
     let authorization = call.authorization.map_err(Clone::clone)?;
     let request = token::parse(call.form, authorization)?;
@@ -144,7 +154,7 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
             refresh::run(ports, refresh, checked).await?
         }
     };
-    Ok(Issued { client, response })
+    Ok(Issued { client: Some(client), response })
 }
 
 /// A code presented again revokes what it issued, whatever else is wrong with the request (client
@@ -219,10 +229,14 @@ fn mint<P: Ports>(ports: &P, grant: &Grant, scopes: ScopeSet, now: UnixTime) -> 
     if let Some(end) = grant.expires_at {
         expires_at = expires_at.min(end);
     }
-    let claims = AccessClaims { grant_id: grant.id, expires_at, scopes };
-    let token = ports.with_mac_keys(|keys| keys.first().map(|key| access_token::mint(key, &claims, ports.random())));
-    let token = token.ok_or_else(|| OAuthError::new(ErrorCode::ServerError, "No key to sign access tokens."))?;
-    Ok((token, now.until(expires_at)))
+    let claims = AccessClaims { holder: Holder::Grant(grant.id), expires_at, scopes };
+    Ok((sign(ports, &claims)?, now.until(expires_at)))
+}
+
+/// Mints an access token with the signing MAC key.
+fn sign<P: Ports>(ports: &P, claims: &AccessClaims) -> Result<String, OAuthError> {
+    let token = ports.with_mac_keys(|keys| keys.first().map(|key| access_token::mint(key, claims, ports.random())));
+    token.ok_or_else(|| OAuthError::new(ErrorCode::ServerError, "No key to sign access tokens."))
 }
 
 #[cfg(test)]

@@ -177,6 +177,12 @@ impl RsaSigningKey {
         &self.kid
     }
 
+    /// The same key named `kid` in the headers it signs (a service account's key file names its key).
+    pub fn with_kid(mut self, kid: &str) -> Self {
+        kid.clone_into(&mut self.kid);
+        self
+    }
+
     /// The public key as a JWK.
     pub fn public_jwk(&self) -> &RsaJwk {
         &self.jwk

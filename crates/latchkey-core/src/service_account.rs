@@ -11,6 +11,7 @@ mod assertion;
 pub use assertion::{Assertion, AssertionClaims, PublicKey};
 
 use crate::error::OAuthError;
+use crate::time::UnixTime;
 use latchkey_proto::ErrorCode;
 
 /// The grant type of RFC 7523 §2.1.
@@ -39,6 +40,33 @@ pub fn check_name(name: &str) -> Result<(), &'static str> {
         Ok(())
     } else {
         Err("a service account's name has 6 to 30 characters: lower-case letters, digits and hyphens, starting with a letter and not ending with a hyphen")
+    }
+}
+
+/// A service account's key with what decides whether it may be used, as the store reads it: by the grant (found
+/// by the assertion's `kid`) and by the data API (named by the access token) alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceKeyState {
+    /// The key's id.
+    pub key_id: String,
+    /// Its public half.
+    pub public_key: PublicKey,
+    /// When the key was disabled, if it is.
+    pub key_disabled_at: Option<UnixTime>,
+    /// The account's id.
+    pub account_id: String,
+    /// The account's identifier (the assertions' `iss`).
+    pub email: String,
+    /// When the account was disabled, if it is.
+    pub account_disabled_at: Option<UnixTime>,
+    /// Whether the account's project has the data API enabled.
+    pub api_enabled: bool,
+}
+
+impl ServiceKeyState {
+    /// Whether tokens of this key work: the key and its account are enabled (a deleted one is not found at all).
+    pub fn is_usable(&self) -> bool {
+        self.key_disabled_at.is_none() && self.account_disabled_at.is_none()
     }
 }
 

@@ -259,12 +259,10 @@ pub fn parse(form: &Form<'_>, authorization: Option<&str>) -> Result<TokenReques
             refresh_token: Secret::new(form.require("refresh_token")?.to_owned()),
             scope: form.get("scope").map(str::to_owned),
         },
-        _ => {
-            return Err(OAuthError::new(
-                ErrorCode::UnsupportedGrantType,
-                "Supported grant types: authorization_code, refresh_token.",
-            ))
-        }
+        _ => return Err(OAuthError::new(
+            ErrorCode::UnsupportedGrantType,
+            "Supported grant types: authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:jwt-bearer.",
+        )),
     };
     Ok(TokenRequest { client: client_auth(form, authorization)?, grant })
 }

@@ -6,7 +6,7 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use latchkey_core::access_token::{self, AccessClaims, GrantId, MacKey};
+use latchkey_core::access_token::{self, AccessClaims, GrantId, Holder, MacKey};
 use latchkey_core::dpop::{self, Window};
 use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::pkce::{self, ChallengeMethod};
@@ -83,8 +83,11 @@ fn token_benches(c: &mut Criterion) {
         b.iter(|| pkce::verify(ChallengeMethod::S256, challenge, black_box(verifier)).expect("valid"))
     });
     let mac = MacKey::new(1, b"0123456789abcdef0123456789abcdef");
-    let claims =
-        AccessClaims { grant_id: GrantId::generate(&OsRandom), expires_at: NOW.plus(3600), scopes: ScopeSet(0b11) };
+    let claims = AccessClaims {
+        holder: Holder::Grant(GrantId::generate(&OsRandom)),
+        expires_at: NOW.plus(3600),
+        scopes: ScopeSet(0b11),
+    };
     c.bench_function("access_token/mint", |b| b.iter(|| access_token::mint(&mac, black_box(&claims), &OsRandom)));
     let t = access_token::mint(&mac, &claims, &OsRandom);
     c.bench_function("access_token/verify", |b| {

@@ -8,7 +8,7 @@ use crate::rows::{self, StoreRow};
 use crate::sql::{args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use latchkey_core::service_account::PublicKey;
+use latchkey_core::service_account::{PublicKey, ServiceKeyState};
 use latchkey_core::time::UnixTime;
 
 /// The most keys a service account holds (disabled ones included).
@@ -92,6 +92,8 @@ pub trait ServiceAccounts: Send + Sync {
     async fn delete_service_account_key(&self, id: &str) -> StoreResult<bool>;
     /// Lets an account act for a content owner; false when either does not exist (or it may already).
     async fn grant_content_owner(&self, owner_id: &str, account_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// A key with its account and whether its project has the data API (the grant's and the data API's check).
+    async fn service_key_state(&self, key_id: &str) -> StoreResult<Option<ServiceKeyState>>;
     /// Whether an account may act for a content owner.
     async fn may_act_for(&self, account_id: &str, owner_id: &str) -> StoreResult<bool>;
 }
@@ -139,6 +141,12 @@ static GRANT: Sql = Sql::new(
     "INSERT INTO content_owner_grants (owner_id, account_id, granted_at) SELECT o.id, a.id, $3 \
      FROM content_owners o JOIN service_accounts a ON a.id = $2 WHERE o.id = $1 ON CONFLICT DO NOTHING",
 );
+/// A key with its account and project: what the JWT bearer grant and the data API check.
+static KEY_STATE: Sql = Sql::new(
+    "SELECT k.id, k.alg, k.public_key, k.disabled_at AS key_disabled_at, a.id AS account_id, a.email, \
+     a.disabled_at AS account_disabled_at, p.api_enabled FROM service_account_keys k \
+     JOIN service_accounts a ON a.id = k.account_id JOIN projects p ON p.id = a.project_id WHERE k.id = $1",
+);
 static MAY_ACT: Sql =
     Sql::new("SELECT CAST(1 AS BIGINT) AS one FROM content_owner_grants WHERE owner_id = $2 AND account_id = $1");
 
@@ -157,15 +165,30 @@ fn account_from_row(r: &dyn StoreRow) -> StoreResult<ServiceAccount> {
     })
 }
 
-fn key_from_row(r: &dyn StoreRow) -> StoreResult<ServiceAccountKey> {
+fn public_key(r: &dyn StoreRow) -> StoreResult<PublicKey> {
     let (alg, json) = (r.text("alg")?, r.text("public_key")?);
+    PublicKey::from_stored(&alg, &json).ok_or_else(|| StoreError::Other(format!("service account key of alg {alg}")))
+}
+
+fn key_from_row(r: &dyn StoreRow) -> StoreResult<ServiceAccountKey> {
     Ok(ServiceAccountKey {
         id: r.text("id")?,
         account_id: r.text("account_id")?,
-        public_key: PublicKey::from_stored(&alg, &json)
-            .ok_or_else(|| StoreError::Other(format!("service account key of alg {alg}")))?,
+        public_key: public_key(r)?,
         created_at: rows::time(r, "created_at")?,
         disabled_at: rows::opt_time(r, "disabled_at")?,
+    })
+}
+
+fn key_state_from_row(r: &dyn StoreRow) -> StoreResult<ServiceKeyState> {
+    Ok(ServiceKeyState {
+        key_id: r.text("id")?,
+        public_key: public_key(r)?,
+        key_disabled_at: rows::opt_time(r, "key_disabled_at")?,
+        account_id: r.text("account_id")?,
+        email: r.text("email")?,
+        account_disabled_at: rows::opt_time(r, "account_disabled_at")?,
+        api_enabled: r.flag("api_enabled")?,
     })
 }
 
@@ -246,6 +269,10 @@ impl<E: Engine> ServiceAccounts for Db<E> {
 
     async fn grant_content_owner(&self, owner_id: &str, account_id: &str, now: UnixTime) -> StoreResult<bool> {
         self.exec_one(&GRANT, args![owner_id, account_id, now]).await
+    }
+
+    async fn service_key_state(&self, key_id: &str) -> StoreResult<Option<ServiceKeyState>> {
+        self.engine.one(&KEY_STATE, args![key_id], key_state_from_row).await
     }
 
     async fn may_act_for(&self, account_id: &str, owner_id: &str) -> StoreResult<bool> {

@@ -1,11 +1,11 @@
 //! Revocation (RFC 7009): revoking an access or a refresh token revokes its whole grant. The checks, in order.
 
 use super::{access_claims, authenticate, grant_of_refresh, Ports};
-use crate::access_token::{self, AccessTokenError, GrantId};
+use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, Holder};
 use crate::client::Client;
 use crate::time::UnixTime;
 use crate::token::{self, Form};
-use crate::OAuthError;
+use crate::{ErrorCode, OAuthError};
 
 /// A revocation request as the handler read it.
 #[derive(Clone, Copy)]
@@ -66,7 +66,15 @@ async fn grant_of<P: Ports>(
     if token.starts_with(access_token::PREFIX) {
         // Verified as of the start of time, so that expiry does not hide the grant.
         return Ok(match access_claims(ports, token, UnixTime(i64::MIN), now).await? {
-            Ok(c) => Some((c.grant_id, None)),
+            Ok(AccessClaims { holder: Holder::Grant(id), .. }) => Some((id, None)),
+            // A service account's token is stopped by disabling its key or its account (docs/service-accounts.md).
+            Ok(AccessClaims { holder: Holder::ServiceKey(_), .. }) => {
+                return Err(OAuthError::new(
+                    ErrorCode::UnsupportedTokenType,
+                    "A service account's access token is not revoked here: disable or delete its key, or the account.",
+                )
+                .into())
+            }
             Err(AccessTokenError::Expired | AccessTokenError::Invalid | AccessTokenError::UnknownKey) => None,
         });
     }

@@ -35,6 +35,7 @@ struct Memory {
     grants: Mutex<Vec<GrantState>>,
     recorded: Mutex<Vec<Vec<u8>>>,
     strict: bool,
+    service_keys: Vec<ServiceKeyState>,
 }
 
 impl Memory {
@@ -50,6 +51,7 @@ impl Memory {
             grants: Mutex::new(vec![]),
             recorded: Mutex::new(vec![]),
             strict: false,
+            service_keys: vec![],
         }
     }
 }
@@ -125,6 +127,14 @@ impl Ports for Memory {
         }
         recorded.extend(values.iter().map(|(v, _)| v.clone()));
         Ok(None)
+    }
+
+    async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, OAuthError> {
+        Ok(self.service_keys.iter().find(|k| k.key_id == key_id).cloned())
+    }
+
+    async fn service_account_exists(&self, email: &str) -> Result<bool, OAuthError> {
+        Ok(self.service_keys.iter().any(|k| k.email == email))
     }
 }
 
@@ -289,7 +299,7 @@ fn an_exchange_then_a_refresh_then_a_revocation() {
     ports.codes.lock().unwrap().push(auth_code("lkc_1"));
     let form = Form::new(EXCHANGE.to_vec()).unwrap();
     let issued = block_on(token(&ports, call(&form))).unwrap();
-    assert_eq!(issued.client.client_id, "app");
+    assert_eq!(issued.client.expect("a client").client_id, "app");
     assert_eq!(issued.response.id_token.as_deref(), Some("id-token-of-u"));
     let refresh_token = issued.response.refresh_token.expect("refresh token");
     let claims = access_token::verify(&ports.keys, &issued.response.access_token, NOW).unwrap();

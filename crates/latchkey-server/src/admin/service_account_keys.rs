@@ -85,7 +85,8 @@ async fn add(
     public_key: PublicKey,
     now: UnixTime,
 ) -> AdminResult<ServiceAccountKey> {
-    let id = hex(&latchkey_core::secret::random_bytes(20, &crate::clock::OsRandom));
+    // The access tokens of this key name it by these 20 bytes (`access_token::Holder::ServiceKey`).
+    let id = latchkey_core::access_token::ServiceKeyId::generate(&crate::clock::OsRandom).encode();
     let key =
         ServiceAccountKey { id, account_id: account_id.to_owned(), public_key, created_at: now, disabled_at: None };
     if !store.add_service_account_key(&key).await? {
@@ -138,10 +139,6 @@ fn unpem(text: &str, label: &str) -> Option<Vec<u8>> {
     let body = &body[..body.find(&end)?];
     let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
     STANDARD.decode(b64).ok()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

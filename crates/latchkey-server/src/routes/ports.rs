@@ -13,6 +13,7 @@ use latchkey_core::client::{Client, ClientType};
 use latchkey_core::dpop::Window;
 use latchkey_core::flow::{Ports, Settings};
 use latchkey_core::secret::Random;
+use latchkey_core::service_account::ServiceKeyState;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant, GrantState};
 use latchkey_core::{ErrorCode, OAuthError};
@@ -119,6 +120,14 @@ impl Ports for StorePorts<'_> {
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, TokenError> {
         Ok(self.state.store.record_once(values, now).await?)
+    }
+
+    async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, TokenError> {
+        Ok(self.state.store.service_key_state(key_id).await?)
+    }
+
+    async fn service_account_exists(&self, email: &str) -> Result<bool, TokenError> {
+        Ok(self.state.store.service_account(email).await?.is_some_and(|a| a.email == email))
     }
 }
 /// Whether `token` is a valid App Check token for `client_id` from either provider.

@@ -1,4 +1,5 @@
-//! `POST /token`: the code exchange (RFC 6749 §4.1.3, RFC 7636 §4.6) and refresh (§6). The rules are the core's
+//! `POST /token`: the code exchange (RFC 6749 §4.1.3, RFC 7636 §4.6), refresh (§6) and a service account's JWT
+//! bearer grant (RFC 7523). The rules are the core's
 //! (`latchkey_core::flow::token`); this handler reads the request, calls them with the store, and writes the answer.
 
 use super::ports::StorePorts;
@@ -23,8 +24,8 @@ pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body:
         Ok(Issued { client, response }) => {
             // Unused clients are deleted after `client_unused_days`: record the use, at most one write an hour.
             // The client row was just read, so a fresh `last_used_at` costs no statement at all.
-            let stale = client.last_used_at.is_none_or(|t| now.0 - t.0 >= LAST_USED_GRANULARITY);
-            if stale {
+            let stale = client.filter(|c| c.last_used_at.is_none_or(|t| now.0 - t.0 >= LAST_USED_GRANULARITY));
+            if let Some(client) = stale {
                 if let Err(e) = state.store.touch_client(&client.client_id, now).await {
                     tracing::warn!(error = %e, client_id = %client.client_id, "recording the client's last use");
                 }

@@ -29,6 +29,7 @@ mod organisations;
 mod organisations_api;
 mod refresh;
 mod rfc7009_revoke;
+mod rfc7523_jwt_bearer;
 mod rfc7636_pkce;
 mod rfc8252_loopback;
 mod rfc9449_dpop;
