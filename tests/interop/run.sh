@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the interop tests against the real latchkey binary: Python (authlib + Selenium/headless Chromium; the console
 # API's OpenAPI document through openapi-spec-validator and schemathesis; PyJWT as a Shared Signals receiver of the
-# security events, pushed and polled), then Node (oauth4webapi with DPoP + playwright-core/headless Chromium; needs
+# security events, pushed and polled; google-auth and authlib's AssertionSession with a service account's key
+# file), then Node (oauth4webapi with DPoP + playwright-core/headless Chromium; needs
 # Node.js 20+ and npm).
 #
 #   bash tests/interop/run.sh
@@ -19,7 +20,7 @@ venv="$target/interop-venv"
 
 # Versions verified to work together (2026-11).
 requirements=(authlib==1.9.9 joserfc==1.8.0 requests==2.34.2 selenium==4.51.0 openapi-spec-validator==0.9.0
-    schemathesis==4.32.5 pyjwt==2.15.1 cryptography==50.0.2)
+    schemathesis==4.32.5 pyjwt==2.15.1 cryptography==50.0.2 google-auth==2.63.0)
 
 export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
@@ -64,6 +65,9 @@ openapi_rc=0
 # PyJWT (PyJWKClient) verifying the SETs latchkey pushes (HTTPS and loopback HTTP receivers) and serves to polls.
 ssf_rc=0
 "$venv/bin/python" "$here/python_ssf_receiver.py" || ssf_rc=$?
+# google-auth (the best-known provider's library) and authlib's AssertionSession: the JWT bearer grant with a key file.
+sa_rc=0
+"$venv/bin/python" "$here/python_service_account.py" || sa_rc=$?
 
 # oauth4webapi (DPoP) through playwright-core with the same Chromium; versions pinned in package-lock.json.
 # playwright-core ships no browser and has no install script, so `npm ci` downloads none.
@@ -82,5 +86,5 @@ node_rc=0
 node "$here/node_dpop.mjs" || node_rc=$?
 
 echo "interop: python_authlib.py exit $python_rc, console_openapi.py exit $openapi_rc," \
-    "python_ssf_receiver.py exit $ssf_rc, node_dpop.mjs exit $node_rc"
-[[ $python_rc == 0 && $openapi_rc == 0 && $ssf_rc == 0 && $node_rc == 0 ]]
+    "python_ssf_receiver.py exit $ssf_rc, python_service_account.py exit $sa_rc, node_dpop.mjs exit $node_rc"
+[[ $python_rc == 0 && $openapi_rc == 0 && $ssf_rc == 0 && $sa_rc == 0 && $node_rc == 0 ]]

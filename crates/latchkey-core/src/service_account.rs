@@ -20,6 +20,11 @@ pub const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 pub const MAX_LIFETIME_SECS: i64 = 3600;
 /// The clock skew tolerated on `iat` and `exp`.
 pub const CLOCK_SKEW_SECS: i64 = 60;
+/// The audience the best-known provider's own libraries write into every assertion, whatever the key file's
+/// `token_uri` (google-auth's `service_account.Credentials`). It is accepted beside the token endpoint, so that those
+/// libraries work unmodified: an assertion still names a latchkey service account (`iss`) and is signed by its key,
+/// so one made for that provider cannot pass here.
+pub const PROVIDER_TOKEN_AUDIENCE: &str = "https://oauth2.googleapis.com/token";
 /// The longest assertion read (a 4096-bit RSA signature and generous claims fit many times over).
 pub const MAX_ASSERTION_BYTES: usize = 8192;
 

@@ -37,7 +37,7 @@ pub async fn run<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Result<
     if claims.sub.as_deref().is_some_and(|sub| sub != claims.iss) {
         return Err(GrantRefusal::Delegation.error().into());
     }
-    let scopes = scopes(settings.scopes, claims.scope.as_deref())?;
+    let scopes = scopes(settings.scopes, requested_scope(form, claims)?)?;
     if ports.record_once(&[(replay_key(claims, raw, remember_until), remember_until)], now).await?.is_some() {
         return Err(GrantRefusal::Replayed.error().into());
     }
@@ -54,6 +54,18 @@ pub async fn run<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Result<
         scope: settings.scopes.format(scopes),
         token_type: "Bearer".into(),
     })
+}
+
+/// The scopes asked for: the `scope` claim (the best-known provider's libraries) or the `scope` parameter (RFC 7521
+/// §4.1, as other libraries send it); both may be sent only alike.
+fn requested_scope<'a>(form: &Form<'a>, claims: &'a AssertionClaims) -> Result<Option<&'a str>, OAuthError> {
+    match (form.get("scope"), claims.scope.as_deref()) {
+        (Some(param), Some(claim)) if param != claim => Err(OAuthError::new(
+            ErrorCode::InvalidScope,
+            "Invalid scope: the scope parameter differs from the assertion's scope claim; send one, or both alike.",
+        )),
+        (param, claim) => Ok(param.or(claim)),
+    }
 }
 
 /// The assertion's scopes: data-API scopes, at least one; an unknown one is `invalid_scope`, and so are the

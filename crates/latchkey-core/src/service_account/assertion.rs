@@ -1,7 +1,7 @@
 //! The JWT bearer assertion (RFC 7523 §3): parsed once, its signature verified with the account's public key
 //! (*ring*), its claims checked against the token endpoint and the time.
 
-use super::{GrantRefusal, CLOCK_SKEW_SECS, MAX_ASSERTION_BYTES, MAX_LIFETIME_SECS};
+use super::{GrantRefusal, CLOCK_SKEW_SECS, MAX_ASSERTION_BYTES, MAX_LIFETIME_SECS, PROVIDER_TOKEN_AUDIENCE};
 use crate::time::UnixTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -164,9 +164,10 @@ impl Assertion {
             return Err(GrantRefusal::Signature);
         }
         let c = &self.claims;
+        let ours = |a: &String| a == token_endpoint || a == PROVIDER_TOKEN_AUDIENCE;
         let audience_ok = match &c.aud {
-            Some(Audience::One(a)) => a == token_endpoint,
-            Some(Audience::Many(all)) => all.iter().any(|a| a == token_endpoint),
+            Some(Audience::One(a)) => ours(a),
+            Some(Audience::Many(all)) => all.iter().any(ours),
             None => false,
         };
         if !audience_ok {
@@ -261,6 +262,8 @@ mod tests {
         assert_eq!(check(claims(), &other), Err(GrantRefusal::Signature));
         assert_eq!(check(with("aud", json!("https://elsewhere/token")), &public), Err(GrantRefusal::Audience));
         assert_eq!(check(with("aud", json!(["https://a", TOKEN])), &public), Ok(()), "an array with the endpoint");
+        let provider = with("aud", json!(PROVIDER_TOKEN_AUDIENCE));
+        assert_eq!(check(provider, &public), Ok(()), "the audience the provider's libraries hard-code");
         assert_eq!(check(with("exp", json!(NOW.0 + 3601)), &public), Err(GrantRefusal::Lifetime), "too long-lived");
         assert_eq!(check(with("iat", json!(NOW.0 + 120)), &public), Err(GrantRefusal::Lifetime), "from the future");
         assert_eq!(check(with("exp", json!(NOW.0 - 61)), &public), Err(GrantRefusal::Lifetime), "expired");

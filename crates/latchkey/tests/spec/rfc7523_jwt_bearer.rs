@@ -76,13 +76,18 @@ impl Label {
         key.with_kid(&file.private_key_id).sign("JWT", claims, &OsRandom).expect("sign")
     }
 
+    /// A valid assertion of the account's key file.
+    fn signed(&self) -> String {
+        Self::sign(&self.file, &self.claims())
+    }
+
     async fn exchange(&self, assertion: &str) -> reqwest::Response {
         self.server.token(&[("grant_type", JWT_BEARER), ("assertion", assertion)]).await
     }
 
     /// A fresh access token for the account.
     async fn token(&self) -> String {
-        let r = self.exchange(&Self::sign(&self.file, &self.claims())).await;
+        let r = self.exchange(&self.signed()).await;
         assert_eq!(r.status(), 200);
         let body: Value = r.json().await.expect("json");
         body["access_token"].as_str().expect("access_token").to_owned()
@@ -138,7 +143,7 @@ async fn a_signed_assertion_buys_an_access_token_that_lists_the_owners_channels(
         .expect("json");
     assert!(metadata["grant_types_supported"].as_array().expect("list").iter().any(|g| g == JWT_BEARER));
 
-    let r = label.exchange(&Label::sign(&label.file, &label.claims())).await;
+    let r = label.exchange(&label.signed()).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["cache-control"], "no-store");
     let body: Value = r.json().await.expect("json");
@@ -232,8 +237,17 @@ async fn every_refusal_of_the_grant_is_rfc_6749_json_with_the_description_develo
     let r = label.server.token(&[("grant_type", JWT_BEARER)]).await;
     assert_eq!(refusal(r).await.1, "invalid_request", "no assertion");
 
+    // The scope may come as the RFC 7521 parameter instead of the claim; both only alike.
+    let no_claim = with(json!({"scope": null}));
+    let r = label.server.token(&[("grant_type", JWT_BEARER), ("assertion", &no_claim), ("scope", READONLY)]).await;
+    assert_eq!(r.status(), 200, "the scope parameter");
+    let r = label.server.token(&[("grant_type", JWT_BEARER), ("assertion", &label.signed()), ("scope", UPLOAD)]).await;
+    let (status, error, text) = refusal(r).await;
+    assert_eq!((status, error.as_str()), (400, "invalid_scope"));
+    assert!(text.contains("differs"), "{text}");
+
     // Single use, within the assertion's lifetime.
-    let once = Label::sign(&label.file, &label.claims());
+    let once = label.signed();
     assert_eq!(label.exchange(&once).await.status(), 200);
     let (status, error, text) = refusal(label.exchange(&once).await).await;
     assert_eq!((status, error.as_str()), (400, "invalid_grant"));
@@ -249,7 +263,7 @@ async fn every_refusal_of_the_grant_is_rfc_6749_json_with_the_description_develo
     )
     .await
     .expect("disable");
-    let (_, error, text) = refusal(label.exchange(&Label::sign(&label.file, &label.claims())).await).await;
+    let (_, error, text) = refusal(label.exchange(&label.signed()).await).await;
     assert_eq!(error, "invalid_grant");
     assert!(text.contains("disabled"), "{text}");
     accounts::service_account_set_disabled(
@@ -264,7 +278,7 @@ async fn every_refusal_of_the_grant_is_rfc_6749_json_with_the_description_develo
     keys::key_set_disabled(label.server.store(), &label.file.private_key_id, true, SystemClock.now())
         .await
         .expect("disable key");
-    let (_, _, text) = refusal(label.exchange(&Label::sign(&label.file, &label.claims())).await).await;
+    let (_, _, text) = refusal(label.exchange(&label.signed()).await).await;
     assert!(text.contains("no live key"), "{text}");
 }
 
