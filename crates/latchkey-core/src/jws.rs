@@ -100,6 +100,12 @@ impl SigningKey {
         &self.kid
     }
 
+    /// The same key named `kid` in the headers it signs (a service account's uploaded key has latchkey's id).
+    pub fn with_kid(mut self, kid: &str) -> Self {
+        kid.clone_into(&mut self.kid);
+        self
+    }
+
     /// The public key as a JWK.
     pub fn public_jwk(&self) -> &EcJwk {
         &self.jwk

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod actor;
 pub mod api_keys;
+pub mod content_owners;
 pub mod members;
 pub mod orgs;
 pub mod results;

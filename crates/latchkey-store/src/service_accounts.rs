@@ -92,6 +92,16 @@ pub trait ServiceAccounts: Send + Sync {
     async fn delete_service_account_key(&self, id: &str) -> StoreResult<bool>;
     /// Lets an account act for a content owner; false when either does not exist (or it may already).
     async fn grant_content_owner(&self, owner_id: &str, account_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// Lets an account revoke and grant the owner's role; false when either does not exist (or it may already).
+    async fn add_content_owner_admin(&self, owner_id: &str, user_id: &str, now: UnixTime) -> StoreResult<bool>;
+    /// The e-mail addresses of an owner's administrators.
+    async fn content_owner_admins(&self, owner_id: &str) -> StoreResult<Vec<String>>;
+    /// Whether a user administers an owner.
+    async fn is_content_owner_admin(&self, owner_id: &str, user_id: &str) -> StoreResult<bool>;
+    /// Takes an owner's role from an account; false when it did not hold it.
+    async fn revoke_content_owner(&self, owner_id: &str, account_id: &str) -> StoreResult<bool>;
+    /// The service accounts that may act for an owner, by identifier.
+    async fn content_owner_accounts(&self, owner_id: &str) -> StoreResult<Vec<ServiceAccount>>;
     /// A key with its account and whether its project has the data API (the grant's and the data API's check).
     async fn service_key_state(&self, key_id: &str) -> StoreResult<Option<ServiceKeyState>>;
     /// Whether an account may act for a content owner.
@@ -146,6 +156,20 @@ static KEY_STATE: Sql = Sql::new(
     "SELECT k.id, k.alg, k.public_key, k.disabled_at AS key_disabled_at, a.id AS account_id, a.email, \
      a.disabled_at AS account_disabled_at, p.api_enabled FROM service_account_keys k \
      JOIN service_accounts a ON a.id = k.account_id JOIN projects p ON p.id = a.project_id WHERE k.id = $1",
+);
+static ADD_ADMIN: Sql = Sql::new(
+    "INSERT INTO content_owner_admins (owner_id, user_id, added_at) SELECT o.id, u.id, $3 \
+     FROM content_owners o JOIN users u ON u.id = $2 WHERE o.id = $1 ON CONFLICT DO NOTHING",
+);
+static ADMINS: Sql = Sql::new(
+    "SELECT u.email FROM content_owner_admins a JOIN users u ON u.id = a.user_id WHERE a.owner_id = $1 ORDER BY u.email",
+);
+static IS_ADMIN: Sql =
+    Sql::new("SELECT CAST(1 AS BIGINT) AS one FROM content_owner_admins WHERE owner_id = $1 AND user_id = $2");
+static REVOKE: Sql = Sql::new("DELETE FROM content_owner_grants WHERE owner_id = $1 AND account_id = $2");
+static OWNER_ACCOUNTS: Sql = Sql::new(
+    "SELECT a.id, a.email, a.project_id, a.display_name, a.created_at, a.disabled_at FROM content_owner_grants g \
+     JOIN service_accounts a ON a.id = g.account_id WHERE g.owner_id = $1 ORDER BY a.email",
 );
 static MAY_ACT: Sql =
     Sql::new("SELECT CAST(1 AS BIGINT) AS one FROM content_owner_grants WHERE owner_id = $2 AND account_id = $1");
@@ -269,6 +293,26 @@ impl<E: Engine> ServiceAccounts for Db<E> {
 
     async fn grant_content_owner(&self, owner_id: &str, account_id: &str, now: UnixTime) -> StoreResult<bool> {
         self.exec_one(&GRANT, args![owner_id, account_id, now]).await
+    }
+
+    async fn add_content_owner_admin(&self, owner_id: &str, user_id: &str, now: UnixTime) -> StoreResult<bool> {
+        self.exec_one(&ADD_ADMIN, args![owner_id, user_id, now]).await
+    }
+
+    async fn content_owner_admins(&self, owner_id: &str) -> StoreResult<Vec<String>> {
+        self.engine.all(&ADMINS, args![owner_id], |r| r.text("email")).await
+    }
+
+    async fn is_content_owner_admin(&self, owner_id: &str, user_id: &str) -> StoreResult<bool> {
+        Ok(self.engine.one(&IS_ADMIN, args![owner_id, user_id], |r| r.int("one")).await?.is_some())
+    }
+
+    async fn revoke_content_owner(&self, owner_id: &str, account_id: &str) -> StoreResult<bool> {
+        self.exec_one(&REVOKE, args![owner_id, account_id]).await
+    }
+
+    async fn content_owner_accounts(&self, owner_id: &str) -> StoreResult<Vec<ServiceAccount>> {
+        self.engine.all(&OWNER_ACCOUNTS, args![owner_id], account_from_row).await
     }
 
     async fn service_key_state(&self, key_id: &str) -> StoreResult<Option<ServiceKeyState>> {

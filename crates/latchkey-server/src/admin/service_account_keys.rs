@@ -1,20 +1,22 @@
 //! The keys of a service account (issue 23): made here and handed out once as a key file (its private half is
-//! never stored nor logged), or uploaded as a public key; listed, disabled and deleted. At most ten per account.
+//! never stored nor logged), or uploaded as a public key (RSA or P-256); listed, disabled and deleted, by the
+//! members of the account's project (the operator at the CLI). At most ten per account.
 
-use super::service_accounts::find_account;
-use super::{AdminError, AdminResult};
+use super::service_accounts::reachable;
+use super::{Actor, AdminError, AdminResult, Right};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use latchkey_core::service_account::PublicKey;
 use latchkey_core::time::UnixTime;
 use latchkey_proto::key_file::{KeyFile, SERVICE_ACCOUNT};
 use latchkey_store::{ServiceAccountKey, Store, StoreError, MAX_KEYS};
+use rsa::pkcs8::spki::{ObjectIdentifier, SubjectPublicKeyInfoRef};
 use rsa::pkcs8::{DecodePublicKey, EncodePrivateKey};
 use rsa::traits::PublicKeyParts;
 use serde::Serialize;
 
 /// A key, as listed (never its private half, which latchkey does not have).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct KeyView {
     /// The key id (the key file's `private_key_id`, the assertions' `kid`).
     pub key_id: String,
@@ -41,11 +43,12 @@ impl From<&ServiceAccountKey> for KeyView {
 /// `urls` are the authorization and token endpoints the file names.
 pub async fn key_create(
     store: &dyn Store,
+    actor: &Actor,
     account: &str,
     (auth_uri, token_uri): (&str, &str),
     now: UnixTime,
 ) -> AdminResult<KeyFile> {
-    let a = find_account(store, account).await?;
+    let a = reachable(store, actor, account, Right::Edit).await?;
     let private = tokio::task::spawn_blocking(|| rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 2048))
         .await
         .map_err(|e| StoreError::Other(format!("key generation: {e}")))?
@@ -65,18 +68,37 @@ pub async fn key_create(
     })
 }
 
-/// Adds an uploaded public key (PEM `PUBLIC KEY`, RSA of 2048 bits or more) to an account.
-pub async fn key_upload(store: &dyn Store, account: &str, pem_text: &str, now: UnixTime) -> AdminResult<KeyView> {
-    let a = find_account(store, account).await?;
-    let bad =
-        || AdminError::Invalid("the public key must be a PEM \"PUBLIC KEY\" of an RSA key of 2048 bits or more".into());
-    let der = unpem(pem_text, "PUBLIC KEY").ok_or_else(bad)?;
-    let public = rsa::RsaPublicKey::from_public_key_der(&der).map_err(|_| bad())?;
-    if public.size() < 256 {
-        return Err(bad());
-    }
-    let key = PublicKey::Rs256 { n: public.n().to_bytes_be(), e: public.e().to_bytes_be() };
+/// Adds an uploaded public key to an account: PEM `PUBLIC KEY` of an RSA key of 2048 bits or more (RS256) or of a
+/// P-256 key (ES256).
+pub async fn key_upload(
+    store: &dyn Store,
+    actor: &Actor,
+    account: &str,
+    pem_text: &str,
+    now: UnixTime,
+) -> AdminResult<KeyView> {
+    let a = reachable(store, actor, account, Right::Edit).await?;
+    let key = public_key_of_pem(pem_text).ok_or_else(|| {
+        AdminError::Invalid(
+            "the public key must be a PEM \"PUBLIC KEY\" of an RSA key of 2048 bits or more, or of a P-256 key".into(),
+        )
+    })?;
     Ok(KeyView::from(&add(store, &a.id, key, now).await?))
+}
+
+/// The public key in a PEM `PUBLIC KEY` (SubjectPublicKeyInfo): RSA of 2048 bits or more, or P-256 (uncompressed).
+fn public_key_of_pem(pem_text: &str) -> Option<PublicKey> {
+    const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+    const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
+    let der = unpem(pem_text, "PUBLIC KEY")?;
+    let spki = SubjectPublicKeyInfoRef::try_from(der.as_slice()).ok()?;
+    if spki.algorithm.oid == EC_PUBLIC_KEY {
+        let point = spki.subject_public_key.as_bytes()?;
+        let ok = spki.algorithm.parameters_oid().ok()? == P256 && point.len() == 65 && point[0] == 4;
+        return ok.then(|| PublicKey::Es256 { point: point.to_vec() });
+    }
+    let public = rsa::RsaPublicKey::from_public_key_der(&der).ok()?;
+    (public.size() >= 256).then(|| PublicKey::Rs256 { n: public.n().to_bytes_be(), e: public.e().to_bytes_be() })
 }
 
 async fn add(
@@ -95,25 +117,48 @@ async fn add(
     Ok(key)
 }
 
-/// The keys of an account.
-pub async fn key_list(store: &dyn Store, account: &str) -> AdminResult<serde_json::Value> {
-    let a = find_account(store, account).await?;
-    let keys: Vec<KeyView> = store.service_account_keys(&a.id).await?.iter().map(KeyView::from).collect();
-    Ok(serde_json::json!({ "service_account": a.email, "keys": keys }))
+/// The keys of a service account.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct KeyList {
+    /// The account's identifier.
+    pub service_account: String,
+    /// Its keys, oldest first.
+    pub keys: Vec<KeyView>,
 }
 
-/// Disables (no new tokens signed with it) or enables a key.
-pub async fn key_set_disabled(store: &dyn Store, key_id: &str, disabled: bool, now: UnixTime) -> AdminResult<KeyView> {
-    let mut k =
-        store.service_account_key(key_id).await?.ok_or_else(|| AdminError::NotFound(format!("key {key_id}")))?;
+/// The keys of an account.
+pub async fn key_list(store: &dyn Store, actor: &Actor, account: &str) -> AdminResult<KeyList> {
+    let a = reachable(store, actor, account, Right::View).await?;
+    let keys: Vec<KeyView> = store.service_account_keys(&a.id).await?.iter().map(KeyView::from).collect();
+    Ok(KeyList { service_account: a.email, keys })
+}
+
+/// A key, if the actor may change its account.
+async fn editable_key(store: &dyn Store, actor: &Actor, key_id: &str) -> AdminResult<ServiceAccountKey> {
+    let not_found = || AdminError::NotFound(format!("key {key_id}"));
+    let k = store.service_account_key(key_id).await?.ok_or_else(not_found)?;
+    reachable(store, actor, &k.account_id, Right::Edit).await.map_err(|_| not_found())?;
+    Ok(k)
+}
+
+/// Disables (its tokens and assertions refused) or enables a key.
+pub async fn key_set_disabled(
+    store: &dyn Store,
+    actor: &Actor,
+    key_id: &str,
+    disabled: bool,
+    now: UnixTime,
+) -> AdminResult<KeyView> {
+    let mut k = editable_key(store, actor, key_id).await?;
     k.disabled_at = disabled.then_some(now);
     store.set_key_disabled(&k.id, k.disabled_at).await?;
     Ok(KeyView::from(&k))
 }
 
 /// Deletes a key.
-pub async fn key_delete(store: &dyn Store, key_id: &str) -> AdminResult<serde_json::Value> {
-    if !store.delete_service_account_key(key_id).await? {
+pub async fn key_delete(store: &dyn Store, actor: &Actor, key_id: &str) -> AdminResult<serde_json::Value> {
+    let k = editable_key(store, actor, key_id).await?;
+    if !store.delete_service_account_key(&k.id).await? {
         return Err(AdminError::NotFound(format!("key {key_id}")));
     }
     Ok(serde_json::json!({ "key_id": key_id, "deleted": true }))

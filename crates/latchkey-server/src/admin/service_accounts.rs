@@ -1,57 +1,15 @@
-//! Content owners and service accounts (issue 23), for the operator's CLI (and later the console): an owner and
-//! the channels it manages, the service accounts of a project, and the owners each account may act for.
+//! Service accounts of a project (issue 23), for the operator's CLI and the console: made, listed, disabled,
+//! deleted by the project's members (content owners are [`super::content_owners`]').
 
 use super::{Actor, AdminError, AdminResult, Right};
 use latchkey_core::secret::random_bytes;
 use latchkey_core::service_account;
 use latchkey_core::time::UnixTime;
-use latchkey_store::{ContentOwner, ServiceAccount, Store};
+use latchkey_store::{ServiceAccount, Store};
 use serde::Serialize;
 
-/// A content owner.
-#[derive(Debug, Clone, Serialize)]
-pub struct ContentOwnerView {
-    /// Its id.
-    pub content_owner_id: String,
-    /// Its name.
-    pub name: String,
-}
-
-/// A channel an owner manages.
-#[derive(Debug, Clone, Serialize)]
-pub struct OwnedChannel {
-    /// The channel.
-    pub channel_id: String,
-    /// Its title.
-    pub title: String,
-}
-
-/// An owner's channels.
-#[derive(Debug, Clone, Serialize)]
-pub struct OwnerChannels {
-    /// The owner.
-    pub content_owner_id: String,
-    /// Its channels, by id.
-    pub channels: Vec<OwnedChannel>,
-}
-
-/// A link between an owner and a channel or a service account, made or removed.
-#[derive(Debug, Clone, Serialize)]
-pub struct OwnerLink {
-    /// The owner.
-    pub content_owner_id: String,
-    /// The channel, for a channel link.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub channel_id: Option<String>,
-    /// The service account, for a grant.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_account: Option<String>,
-    /// Whether the link exists now.
-    pub linked: bool,
-}
-
 /// A service account.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ServiceAccountView {
     /// Its identifier (the assertions' `iss`).
     pub email: String,
@@ -78,7 +36,7 @@ impl From<&ServiceAccount> for ServiceAccountView {
 }
 
 /// The service accounts of a project.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ServiceAccountList {
     /// The project.
     pub project_id: String,
@@ -86,74 +44,16 @@ pub struct ServiceAccountList {
     pub service_accounts: Vec<ServiceAccountView>,
 }
 
-/// Makes a content owner.
-pub async fn content_owner_create(store: &dyn Store, name: &str, now: UnixTime) -> AdminResult<ContentOwnerView> {
-    let name = name.trim();
-    if name.is_empty() || name.len() > 200 {
-        return Err(AdminError::Invalid("a content owner's name has 1 to 200 characters".into()));
-    }
-    let owner = ContentOwner { id: format!("co-{}", digits(12)), name: name.to_owned(), created_at: now };
-    store.create_content_owner(&owner).await?;
-    Ok(ContentOwnerView { content_owner_id: owner.id, name: owner.name })
-}
-
-async fn owner(store: &dyn Store, id: &str) -> AdminResult<ContentOwner> {
-    store.content_owner(id).await?.ok_or_else(|| AdminError::NotFound(format!("content owner {id}")))
-}
-
-/// Links the channel of the account with address `email` to an owner (or unlinks it).
-pub async fn content_owner_link_channel(
-    store: &dyn Store,
-    owner_id: &str,
-    email: &str,
-    link: bool,
-    now: UnixTime,
-) -> AdminResult<OwnerLink> {
-    let o = owner(store, owner_id).await?;
-    let user = store.user_by_email(email.trim()).await?.ok_or_else(|| AdminError::NotFound(format!("user {email}")))?;
-    let channel =
-        store.channel_of(&user.id).await?.ok_or_else(|| AdminError::NotFound(format!("channel of {email}")))?;
-    let changed = if link {
-        store.link_channel(&o.id, &channel.id, now).await?
-    } else {
-        store.unlink_channel(&o.id, &channel.id).await?
-    };
-    if !changed {
-        let state = if link { "linked to it already" } else { "not linked to it" };
-        return Err(AdminError::Conflict(format!("the channel of {email} is {state}")));
-    }
-    Ok(OwnerLink { content_owner_id: o.id, channel_id: Some(channel.id), service_account: None, linked: link })
-}
-
-/// The channels an owner manages.
-pub async fn content_owner_channels(store: &dyn Store, owner_id: &str) -> AdminResult<OwnerChannels> {
-    let o = owner(store, owner_id).await?;
-    let channels = store.owner_channels(&o.id).await?;
-    Ok(OwnerChannels {
-        content_owner_id: o.id,
-        channels: channels.into_iter().map(|c| OwnedChannel { channel_id: c.id, title: c.title }).collect(),
-    })
-}
-
-/// Lets a service account act for an owner (the owner's administrator's grant of the content-owner role).
-pub async fn content_owner_grant(
-    store: &dyn Store,
-    owner_id: &str,
-    account: &str,
-    now: UnixTime,
-) -> AdminResult<OwnerLink> {
-    let o = owner(store, owner_id).await?;
-    let a = find_account(store, account).await?;
-    if !store.grant_content_owner(&o.id, &a.id, now).await? {
-        return Err(AdminError::Conflict(format!("{} may act for {} already", a.email, o.id)));
-    }
-    Ok(OwnerLink { content_owner_id: o.id, channel_id: None, service_account: Some(a.email), linked: true })
-}
-
 /// A service account by identifier or id.
 pub(super) async fn find_account(store: &dyn Store, account: &str) -> AdminResult<ServiceAccount> {
     let found = store.service_account(account.trim()).await?;
     found.ok_or_else(|| AdminError::NotFound(format!("service account {account}")))
+}
+
+/// The host of service accounts' identifiers: that of the deployment's `scope_base`.
+pub fn identifier_host(scope_base: &str) -> AdminResult<String> {
+    let host = scope_base.parse::<axum::http::Uri>().ok().and_then(|u| u.host().map(str::to_owned));
+    host.ok_or_else(|| AdminError::Invalid(format!("scope_base {scope_base} has no host")))
 }
 
 /// Makes a service account `name` in a project; `host` is the host of the deployment's scope base.
@@ -196,14 +96,24 @@ pub async fn service_account_list(
     })
 }
 
-/// The account, if the actor may change its project.
-async fn editable(store: &dyn Store, actor: &Actor, account: &str) -> AdminResult<ServiceAccount> {
+/// The account, if the actor holds `right` on its project (one the actor is not a member of: not found).
+pub(super) async fn reachable(
+    store: &dyn Store,
+    actor: &Actor,
+    account: &str,
+    right: Right,
+) -> AdminResult<ServiceAccount> {
     let a = find_account(store, account).await?;
-    match actor.project(store, &a.project_id, Right::Edit).await {
+    match actor.project(store, &a.project_id, right).await {
         Ok(_) => Ok(a),
         Err(AdminError::NotFound(_)) => Err(AdminError::NotFound(format!("service account {account}"))),
         Err(e) => Err(e),
     }
+}
+
+/// A service account, for the members of its project.
+pub async fn service_account_show(store: &dyn Store, actor: &Actor, account: &str) -> AdminResult<ServiceAccountView> {
+    Ok(ServiceAccountView::from(&reachable(store, actor, account, Right::View).await?))
 }
 
 /// Disables (no new tokens) or enables a service account.
@@ -214,7 +124,7 @@ pub async fn service_account_set_disabled(
     disabled: bool,
     now: UnixTime,
 ) -> AdminResult<ServiceAccountView> {
-    let mut a = editable(store, actor, account).await?;
+    let mut a = reachable(store, actor, account, Right::Edit).await?;
     a.disabled_at = disabled.then_some(now);
     store.set_service_account_disabled(&a.id, a.disabled_at).await?;
     Ok(ServiceAccountView::from(&a))
@@ -222,13 +132,13 @@ pub async fn service_account_set_disabled(
 
 /// Deletes a service account with its keys and grants.
 pub async fn service_account_delete(store: &dyn Store, actor: &Actor, account: &str) -> AdminResult<serde_json::Value> {
-    let a = editable(store, actor, account).await?;
+    let a = reachable(store, actor, account, Right::Edit).await?;
     store.delete_service_account(&a.id).await?;
     Ok(serde_json::json!({ "email": a.email, "deleted": true }))
 }
 
 /// `n` random decimal digits, the first not zero (ids that look like the best-known provider's).
-fn digits(n: usize) -> String {
+pub(super) fn digits(n: usize) -> String {
     let bytes = random_bytes(n, &crate::clock::OsRandom);
     bytes.iter().enumerate().map(|(i, b)| char::from(b'0' + if i == 0 { 1 + b % 9 } else { b % 10 })).collect()
 }

@@ -63,6 +63,21 @@ pub(super) async fn content_owners_manage_linked_channels_and_grant_service_acco
     assert!(store.may_act_for(&sa.id, &owner.id).await.expect("may"));
     assert!(!store.grant_content_owner("no-owner", &sa.id, T0).await.expect("grant"));
     assert!(!store.may_act_for(&sa.id, "no-owner").await.expect("may"));
+    let emails = |v: Vec<ServiceAccount>| v.into_iter().map(|a| a.email).collect::<Vec<_>>();
+    assert_eq!(emails(store.content_owner_accounts(&owner.id).await.expect("accounts")), vec![sa.email.clone()]);
+    assert!(store.revoke_content_owner(&owner.id, &sa.id).await.expect("revoke"));
+    assert!(!store.revoke_content_owner(&owner.id, &sa.id).await.expect("again"), "revoked already");
+    assert!(!store.may_act_for(&sa.id, &owner.id).await.expect("may"), "not after the owner revoked it");
+
+    // Administrators decide the grants: added once, only when both exist.
+    let admin = another_user(store).await;
+    assert!(!store.is_content_owner_admin(&owner.id, &admin).await.expect("admin"));
+    assert!(store.add_content_owner_admin(&owner.id, &admin, T0).await.expect("add"));
+    assert!(!store.add_content_owner_admin(&owner.id, &admin, T0).await.expect("again"));
+    assert!(!store.add_content_owner_admin(&owner.id, "no-user", T0).await.expect("no user"));
+    assert!(store.is_content_owner_admin(&owner.id, &admin).await.expect("admin"));
+    let email = store.user(&admin).await.expect("user").expect("exists").email;
+    assert_eq!(store.content_owner_admins(&owner.id).await.expect("admins"), vec![email]);
 }
 
 /// An account is found by identifier or id, disabled and enabled, deleted with its keys; a key is found by id,

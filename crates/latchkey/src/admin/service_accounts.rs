@@ -5,6 +5,7 @@
 use super::out;
 use clap::Subcommand;
 use latchkey_core::time::UnixTime;
+use latchkey_server::admin::content_owners as owners;
 use latchkey_server::admin::service_accounts as ops;
 use latchkey_server::admin::{Actor, AdminError, AdminResult};
 use latchkey_server::config::Config;
@@ -50,6 +51,30 @@ pub(super) enum ContentOwnerCmd {
         /// The service account's identifier (e-mail form).
         #[arg(long)]
         service_account: String,
+    },
+    /// Takes the content-owner role from a service account (its next data-API call on the owner's behalf is 403).
+    Revoke {
+        /// The content owner.
+        #[arg(long)]
+        owner: String,
+        /// The service account's identifier (e-mail form).
+        #[arg(long)]
+        service_account: String,
+    },
+    /// Names an administrator of the owner: they grant and revoke the role in the console's API.
+    AddAdmin {
+        /// The content owner.
+        #[arg(long)]
+        owner: String,
+        /// The administrator's account's address.
+        #[arg(long)]
+        email: String,
+    },
+    /// Shows the owner: its administrators, channels and service accounts.
+    Show {
+        /// The content owner.
+        #[arg(long)]
+        owner: String,
     },
 }
 
@@ -107,9 +132,9 @@ pub(super) enum KeyCmd {
         #[arg(long)]
         out: std::path::PathBuf,
     },
-    /// Adds a public key made elsewhere (PEM "PUBLIC KEY", RSA of 2048 bits or more).
+    /// Adds a public key made elsewhere (PEM "PUBLIC KEY": RSA of 2048 bits or more for RS256, P-256 for ES256).
     Upload {
-        /// The service account's identifier.
+        /// The service account's identifier (the key: PEM "PUBLIC KEY", RSA of 2048 bits or more, or P-256).
         #[arg(long)]
         account: String,
         /// The PEM file.
@@ -144,18 +169,26 @@ pub(super) enum KeyCmd {
 
 /// Runs a `content-owner` command.
 pub(super) async fn content_owner(store: &dyn Store, cmd: ContentOwnerCmd, now: UnixTime) -> AdminResult {
+    let op = &Actor::Operator;
     match cmd {
-        ContentOwnerCmd::Create { name } => out(ops::content_owner_create(store, &name, now).await),
+        ContentOwnerCmd::Create { name } => out(owners::content_owner_create(store, &name, now).await),
         ContentOwnerCmd::LinkChannel { owner, email } => {
-            out(ops::content_owner_link_channel(store, &owner, &email, true, now).await)
+            out(owners::content_owner_link_channel(store, &owner, &email, true, now).await)
         }
         ContentOwnerCmd::UnlinkChannel { owner, email } => {
-            out(ops::content_owner_link_channel(store, &owner, &email, false, now).await)
+            out(owners::content_owner_link_channel(store, &owner, &email, false, now).await)
         }
-        ContentOwnerCmd::Channels { owner } => out(ops::content_owner_channels(store, &owner).await),
+        ContentOwnerCmd::Channels { owner } => out(owners::content_owner_channels(store, &owner).await),
         ContentOwnerCmd::Grant { owner, service_account } => {
-            out(ops::content_owner_grant(store, &owner, &service_account, now).await)
+            out(owners::content_owner_grant(store, op, &owner, &service_account, true, now).await)
         }
+        ContentOwnerCmd::Revoke { owner, service_account } => {
+            out(owners::content_owner_grant(store, op, &owner, &service_account, false, now).await)
+        }
+        ContentOwnerCmd::AddAdmin { owner, email } => {
+            out(owners::content_owner_add_admin(store, &owner, &email, now).await)
+        }
+        ContentOwnerCmd::Show { owner } => out(owners::content_owner_show(store, op, &owner).await),
     }
 }
 
@@ -169,10 +202,7 @@ pub(super) async fn service_account(
     let op = &Actor::Operator;
     match cmd {
         ServiceAccountCmd::Create { project, name, display_name } => {
-            let host = url::Url::parse(&config.scope_base).ok().and_then(|u| u.host_str().map(str::to_owned));
-            let Some(host) = host else {
-                return Err(AdminError::Invalid(format!("scope_base {} has no host", config.scope_base)));
-            };
+            let host = ops::identifier_host(&config.scope_base)?;
             out(ops::service_account_create(store, op, &project, &name, display_name.as_deref(), &host, now).await)
         }
         ServiceAccountCmd::List { project } => out(ops::service_account_list(store, op, &project).await),
@@ -190,6 +220,7 @@ pub(super) async fn service_account(
 /// Runs a `service-account key` command.
 async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> AdminResult {
     use latchkey_server::admin::service_account_keys as keys;
+    let op = &Actor::Operator;
     match cmd {
         KeyCmd::Create { account, out: path } => {
             if path.exists() {
@@ -200,7 +231,7 @@ async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> 
             }
             let urls = latchkey_server::config::Urls::new(config, config.listen);
             let auth_uri = format!("{}{}", urls.auth, latchkey_server::routes::AUTHORIZE_PATH);
-            let file = keys::key_create(store, &account, (&auth_uri, &urls.token_endpoint), now).await?;
+            let file = keys::key_create(store, op, &account, (&auth_uri, &urls.token_endpoint), now).await?;
             let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
             latchkey_server::data_dir::replace_private(&path, &json)
                 .map_err(|e| AdminError::Invalid(format!("{}: {e}", path.display())))?;
@@ -213,11 +244,11 @@ async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> 
         KeyCmd::Upload { account, public_key_file } => {
             let text = std::fs::read_to_string(&public_key_file)
                 .map_err(|e| AdminError::Invalid(format!("{}: {e}", public_key_file.display())))?;
-            out(keys::key_upload(store, &account, &text, now).await)
+            out(keys::key_upload(store, op, &account, &text, now).await)
         }
-        KeyCmd::List { account } => keys::key_list(store, &account).await,
-        KeyCmd::Disable { key } => out(keys::key_set_disabled(store, &key, true, now).await),
-        KeyCmd::Enable { key } => out(keys::key_set_disabled(store, &key, false, now).await),
-        KeyCmd::Delete { key } => keys::key_delete(store, &key).await,
+        KeyCmd::List { account } => out(keys::key_list(store, op, &account).await),
+        KeyCmd::Disable { key } => out(keys::key_set_disabled(store, op, &key, true, now).await),
+        KeyCmd::Enable { key } => out(keys::key_set_disabled(store, op, &key, false, now).await),
+        KeyCmd::Delete { key } => keys::key_delete(store, op, &key).await,
     }
 }

@@ -35,4 +35,5 @@ mod rfc8252_loopback;
 mod rfc9449_dpop;
 mod secrets_at_rest;
 mod service_accounts;
+mod service_accounts_api;
 mod time_based_access;

@@ -9,6 +9,7 @@ use latchkey_core::jws::RsaSigningKey;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_core::time::Clock;
 use latchkey_proto::key_file::KeyFile;
+use latchkey_server::admin::content_owners as owners;
 use latchkey_server::admin::service_account_keys as keys;
 use latchkey_server::admin::service_accounts as accounts;
 use latchkey_server::admin::Actor;
@@ -36,10 +37,10 @@ impl Label {
         let store = server.store();
         let now = SystemClock.now();
         let app = server.app().await;
-        let owner = accounts::content_owner_create(store, "Big Label", now).await.expect("owner").content_owner_id;
+        let owner = owners::content_owner_create(store, "Big Label", now).await.expect("owner").content_owner_id;
         for email in [ARTIST, BAND] {
             server.user(email).await;
-            accounts::content_owner_link_channel(store, &owner, email, true, now).await.expect("link");
+            owners::content_owner_link_channel(store, &owner, email, true, now).await.expect("link");
         }
         let sa = accounts::service_account_create(
             store,
@@ -52,28 +53,25 @@ impl Label {
         )
         .await
         .expect("service account");
-        accounts::content_owner_grant(store, &owner, &sa.email, now).await.expect("grant");
+        owners::content_owner_grant(store, &Actor::Operator, &owner, &sa.email, true, now).await.expect("grant");
         let file = Self::key(&server, &sa.email).await;
         Self { server, owner, email: sa.email, file }
     }
 
     async fn key(server: &TestServer, email: &str) -> KeyFile {
         let urls = (server.url("/o/oauth2/v2/auth"), server.url("/token"));
-        keys::key_create(server.store(), email, (&urls.0, &urls.1), SystemClock.now()).await.expect("key")
+        keys::key_create(server.store(), &Actor::Operator, email, (&urls.0, &urls.1), SystemClock.now())
+            .await
+            .expect("key")
     }
 
     /// The claims a standard library sends, valid now.
     fn claims(&self) -> Value {
-        let now = SystemClock.now().0;
-        json!({"iss": self.email, "scope": READONLY, "aud": self.file.token_uri, "iat": now, "exp": now + 3600,
-               "jti": format!("{now}-{}", rand_suffix())})
+        claims_for(&self.email, &self.file.token_uri)
     }
 
-    /// `claims` signed RS256 with `file`'s private key, named by its `private_key_id`.
     fn sign(file: &KeyFile, claims: &Value) -> String {
-        let body: String = file.private_key.lines().filter(|l| !l.starts_with("-----")).collect();
-        let key = RsaSigningKey::from_pkcs8(&STANDARD.decode(body).expect("base64")).expect("PKCS#8");
-        key.with_kid(&file.private_key_id).sign("JWT", claims, &OsRandom).expect("sign")
+        sign(file, claims)
     }
 
     /// A valid assertion of the account's key file.
@@ -97,6 +95,20 @@ impl Label {
         let url = self.server.url(&format!("/video/v3/channels?part=id,snippet&{query}"));
         self.server.http().get(url).bearer_auth(token).send().await.expect("channels")
     }
+}
+
+/// `claims` signed RS256 with `file`'s private key, named by its `private_key_id`.
+pub(crate) fn sign(file: &KeyFile, claims: &Value) -> String {
+    let body: String = file.private_key.lines().filter(|l| !l.starts_with("-----")).collect();
+    let key = RsaSigningKey::from_pkcs8(&STANDARD.decode(body).expect("base64")).expect("PKCS#8");
+    key.with_kid(&file.private_key_id).sign("JWT", claims, &OsRandom).expect("sign")
+}
+
+/// Claims a standard library sends for `email`, valid now, for the token endpoint `aud`.
+pub(crate) fn claims_for(email: &str, aud: &str) -> Value {
+    let now = SystemClock.now().0;
+    json!({"iss": email, "scope": READONLY, "aud": aud, "iat": now, "exp": now + 3600,
+           "jti": format!("{now}-{}", rand_suffix())})
 }
 
 fn rand_suffix() -> u64 {
@@ -275,7 +287,7 @@ async fn every_refusal_of_the_grant_is_rfc_6749_json_with_the_description_develo
     )
     .await
     .expect("enable");
-    keys::key_set_disabled(label.server.store(), &label.file.private_key_id, true, SystemClock.now())
+    keys::key_set_disabled(label.server.store(), &Actor::Operator, &label.file.private_key_id, true, SystemClock.now())
         .await
         .expect("disable key");
     let (_, _, text) = refusal(label.exchange(&label.signed()).await).await;
@@ -291,9 +303,9 @@ async fn disabling_the_key_or_the_account_stops_its_tokens_at_their_next_use() {
     assert_eq!(label.channels(&q, &token).await.status(), 200);
     let now = SystemClock.now();
 
-    keys::key_set_disabled(store, &label.file.private_key_id, true, now).await.expect("disable key");
+    keys::key_set_disabled(store, &Actor::Operator, &label.file.private_key_id, true, now).await.expect("disable key");
     assert_eq!(reason(label.channels(&q, &token).await).await, (401, "authError".into()));
-    keys::key_set_disabled(store, &label.file.private_key_id, false, now).await.expect("enable key");
+    keys::key_set_disabled(store, &Actor::Operator, &label.file.private_key_id, false, now).await.expect("enable key");
     assert_eq!(label.channels(&q, &token).await.status(), 200);
 
     accounts::service_account_set_disabled(store, &Actor::Operator, &label.email, true, now).await.expect("disable");
@@ -301,7 +313,7 @@ async fn disabling_the_key_or_the_account_stops_its_tokens_at_their_next_use() {
     accounts::service_account_set_disabled(store, &Actor::Operator, &label.email, false, now).await.expect("enable");
     assert_eq!(label.channels(&q, &token).await.status(), 200);
 
-    keys::key_delete(store, &label.file.private_key_id).await.expect("delete key");
+    keys::key_delete(store, &Actor::Operator, &label.file.private_key_id).await.expect("delete key");
     assert_eq!(reason(label.channels(&q, &token).await).await, (401, "authError".into()));
 }
 
@@ -311,7 +323,7 @@ async fn a_token_that_may_not_act_for_the_owner_is_403_account_delegation_forbid
     let store = label.server.store();
     let token = label.token().await;
     let forbidden = (403, "accountDelegationForbidden".to_string());
-    let other = accounts::content_owner_create(store, "Other Label", SystemClock.now()).await.expect("owner");
+    let other = owners::content_owner_create(store, "Other Label", SystemClock.now()).await.expect("owner");
     for owner in [other.content_owner_id.as_str(), "co-000000000000"] {
         let r = label.channels(&format!("managedByMe=true&onBehalfOfContentOwner={owner}"), &token).await;
         assert_eq!(reason(r).await, forbidden, "{owner}");

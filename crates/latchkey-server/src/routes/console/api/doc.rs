@@ -35,6 +35,10 @@ use utoipa::{IntoParams, Modify, OpenApi, ToResponse};
             their administrators set (`docs/organisations.md`)."),
         (name = "users", description = "User accounts: the apps with access to an account (the caller's own, or any \
             for an operator) and the operator's changes. Operators are the accounts listed in the `operators` setting."),
+        (name = "service-accounts", description = "Service accounts of a project and their keys: a content owner's \
+            tools sign in as one with the JWT bearer grant (`docs/service-accounts.md`)."),
+        (name = "content-owners", description = "Content owners: the channels they manage and the service accounts \
+            their administrators let act for them. Operators make owners, name administrators and link channels."),
         (name = "api-keys", description = "The caller's own API keys: list and revoke. Creating a key is not an API \
             operation: a key cannot mint keys; use the console's API keys page or `latchkey admin api-key create`."),
     )

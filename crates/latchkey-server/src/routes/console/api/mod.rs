@@ -8,10 +8,12 @@
 
 mod app_check;
 mod clients;
+mod content_owners;
 mod doc;
 mod keys;
 mod orgs;
 mod projects;
+mod service_accounts;
 mod users;
 
 use crate::admin::api_keys;
@@ -72,6 +74,21 @@ fn parts() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(orgs::org_settings_put))
         .routes(routes!(orgs::org_delegation_put, orgs::org_delegation_delete))
         .routes(routes!(orgs::project_placement_put))
+        .routes(routes!(service_accounts::accounts_get, service_accounts::accounts_post))
+        .routes(routes!(
+            service_accounts::account_get,
+            service_accounts::account_patch,
+            service_accounts::account_delete
+        ))
+        .routes(routes!(service_accounts::keys_get, service_accounts::keys_post))
+        .routes(routes!(service_accounts::keys_upload_post))
+        .routes(routes!(service_accounts::key_patch, service_accounts::key_delete))
+        .routes(routes!(content_owners::owners_post))
+        .routes(routes!(content_owners::owner_get))
+        .routes(routes!(content_owners::admins_post))
+        .routes(routes!(content_owners::channels_post))
+        .routes(routes!(content_owners::channel_delete))
+        .routes(routes!(content_owners::grant_put, content_owners::grant_delete))
         .split_for_parts()
 }
 
@@ -251,7 +268,7 @@ mod tests {
         let count = ids.len();
         ids.sort();
         ids.dedup();
-        assert_eq!((ids.len(), count), (43, 43), "43 operations, each with its own id");
+        assert_eq!((ids.len(), count), (60, 60), "60 operations, each with its own id");
     }
 
     #[test]

@@ -48,7 +48,8 @@ impl Caller {
         admin::find_user(&*state.store, user).await
     }
 
-    fn operator(&self, state: &AppState) -> Result<(), AdminError> {
+    /// Refuses a caller who is not an operator (403).
+    pub(super) fn operator(&self, state: &AppState) -> Result<(), AdminError> {
         match self.is_operator(state) {
             true => Ok(()),
             false => Err(AdminError::Forbidden("only an operator acts on other accounts".into())),
