@@ -27,6 +27,7 @@ mod forms;
 mod keys;
 mod orgs;
 mod projects;
+mod service_accounts;
 
 use crate::admin::{Access, AdminError, ClientRef, Right};
 use crate::error::{admin_message, admin_status};
@@ -43,6 +44,7 @@ use latchkey_core::client::Client;
 /// The console's pages and its JSON API.
 pub fn router() -> Router<AppState> {
     let client = "/console/projects/{project}/clients/{client}";
+    let sa = "/console/projects/{project}/service-accounts";
     Router::new()
         .route("/console", get(projects::console_get))
         .route("/console/projects", post(projects::projects_post))
@@ -64,6 +66,12 @@ pub fn router() -> Router<AppState> {
         .route(&format!("{client}/app-check/debug-secret"), post(app_check::debug_secret_post))
         .route(&format!("{client}/verify-ownership"), post(app_check::verify_ownership_post))
         .route("/console/projects/{project}/placement", post(orgs::placement_post))
+        .route(sa, get(service_accounts::accounts_get).post(service_accounts::accounts_post))
+        .route(&format!("{sa}/{{account}}"), get(service_accounts::account_get))
+        .route(&format!("{sa}/{{account}}/keys"), post(service_accounts::key_post))
+        .route(&format!("{sa}/{{account}}/keys/upload"), post(service_accounts::key_upload_post))
+        .route(&format!("{sa}/{{account}}/keys/{{key}}/{{action}}"), post(service_accounts::key_action_post))
+        .route(&format!("{sa}/{{account}}/{{action}}"), post(service_accounts::account_action_post))
         .route("/console/orgs", get(orgs::orgs_get))
         .route("/console/orgs/{org}", get(orgs::org_get))
         .route("/console/orgs/{org}/members", post(orgs::members_post))
@@ -121,6 +129,14 @@ fn notice(done: Option<&str>) -> Option<String> {
         "app-check-disable" => "App Check is being disabled.",
         "ownership-verified" => "Ownership verified: you are the publisher of this extension's listing.",
         "key-revoked" => "API key revoked.",
+        "sa-created" => "Service account created. Create a key for its tools, or upload a public key.",
+        "sa-deleted" => "Service account deleted, with its keys: its tokens stop working.",
+        "sa-disable" => "Service account disabled: it gets no new token, and its tokens are refused.",
+        "sa-enable" => "Service account enabled again.",
+        "key-uploaded" => "Public key added.",
+        "key-disable" => "Key disabled: its assertions get no token, and its tokens are refused.",
+        "key-enable" => "Key enabled again.",
+        "key-delete" => "Key deleted: its tokens stop working.",
         "placement-saved" => "Organisation and audience saved. Access the new audience does not allow was revoked.",
         "org-member-added" => "Member added.",
         "org-member-removed" => "Member removed. Access their organisation's internal apps had was revoked.",

@@ -6,6 +6,7 @@
 pub mod account;
 pub mod console;
 pub mod org_console;
+pub mod service_accounts;
 
 use askama::Template;
 use axum::http::{header, HeaderValue, StatusCode};

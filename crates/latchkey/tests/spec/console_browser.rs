@@ -30,18 +30,18 @@ pub(crate) async fn shot(browser: &Client, name: &str) {
     }
 }
 
-async fn click(browser: &Client, css: &str) {
+pub(crate) async fn click(browser: &Client, css: &str) {
     find(browser, css).await.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
 }
 
-async fn type_into(browser: &Client, css: &str, text: &str) {
+pub(crate) async fn type_into(browser: &Client, css: &str, text: &str) {
     let e = find(browser, css).await;
     e.clear().await.expect("clear");
     e.send_keys(text).await.unwrap_or_else(|e| panic!("type into {css}: {e}"));
 }
 
 /// The text of an element, read again when the page changed under it.
-async fn text(browser: &Client, css: &str) -> String {
+pub(crate) async fn text(browser: &Client, css: &str) -> String {
     let deadline = std::time::Instant::now() + crate::browser::WAIT;
     loop {
         match find(browser, css).await.text().await {
@@ -53,7 +53,7 @@ async fn text(browser: &Client, css: &str) -> String {
 }
 
 /// Waits until an element's text contains `expected` (the page after a click may take a moment to arrive).
-async fn expect_text(browser: &Client, css: &str, expected: &str) {
+pub(crate) async fn expect_text(browser: &Client, css: &str, expected: &str) {
     let deadline = std::time::Instant::now() + crate::browser::WAIT;
     loop {
         let t = text(browser, css).await;
@@ -66,7 +66,7 @@ async fn expect_text(browser: &Client, css: &str, expected: &str) {
 }
 
 /// Waits until the page's path ends with `suffix`.
-async fn wait_for_path(browser: &Client, suffix: &str) {
+pub(crate) async fn wait_for_path(browser: &Client, suffix: &str) {
     let deadline = std::time::Instant::now() + crate::browser::WAIT;
     loop {
         let url = browser.current_url().await.expect("url");

@@ -36,4 +36,5 @@ mod rfc9449_dpop;
 mod secrets_at_rest;
 mod service_accounts;
 mod service_accounts_api;
+mod service_accounts_browser;
 mod time_based_access;

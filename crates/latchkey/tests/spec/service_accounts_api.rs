@@ -18,7 +18,7 @@ const OPS: &str = "ops@example.com";
 const ARTIST: &str = "artist@example.com";
 
 /// The SubjectPublicKeyInfo of a P-256 point, as PEM.
-fn p256_pem(point: &[u8]) -> String {
+pub(crate) fn p256_pem(point: &[u8]) -> String {
     use base64::Engine;
     let mut der = hex_bytes("3059301306072a8648ce3d020106082a8648ce3d030107034200");
     der.extend_from_slice(point);
