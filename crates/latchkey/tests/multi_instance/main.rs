@@ -9,7 +9,9 @@
 //! - the refresh-token limits hold under concurrent issuance on both instances;
 //! - database faults ([`faults`]) and SIGKILL under load ([`crash`], PostgreSQL and SQLite);
 //! - security events ([`events`]): delivered once by two instances sharing the outbox, and none lost across a
-//!   SIGKILL and a receiver down for a while.
+//!   SIGKILL and a receiver down for a while;
+//! - service accounts ([`service_accounts`]): an assertion single use across instances, a disabled key's token
+//!   refused everywhere.
 //!
 //! A test binary of its own, out of `spec`, under the harness of `latchkey_store::test_database` (libtest-mimic):
 //! without a reachable PostgreSQL (`LATCHKEY_TEST_DATABASE_URL`, default the local server) the PostgreSQL tests are
@@ -26,6 +28,7 @@ mod faults;
 mod instance;
 mod measure;
 mod proxy;
+mod service_accounts;
 
 use crate::support::Pkce;
 use instance::*;
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         faults::while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart,
         events::on_two_instances_sharing_postgresql_every_event_is_delivered_once,
         events::an_instance_killed_and_a_receiver_down_lose_no_event,
+        service_accounts::an_assertion_is_single_use_across_instances_and_a_disabled_key_stops_tokens_everywhere,
     );
     // A measurement, not a check: run it by name with --ignored (measure.rs).
     let measurements =
