@@ -237,6 +237,30 @@ mod tests {
     }
 
     #[test]
+    fn every_truncation_and_every_changed_character_of_an_assertion_is_refused_without_a_panic() {
+        // A deterministic sweep until the fuzz targets of issue 24 take over: no mutation panics, none verifies.
+        let (key, public) = es256();
+        let raw = signed(&key, claims());
+        let refused =
+            |text: &str| Assertion::parse(text).and_then(|a| a.verify(&public, TOKEN, NOW).map(drop)).is_err();
+        for end in 0..raw.len() {
+            assert!(refused(&raw[..end]), "truncated at {end}");
+        }
+        let bytes = raw.as_bytes();
+        for i in 0..bytes.len() {
+            for replacement in [b'A', b'_', b'.', b'~'] {
+                if bytes[i] == replacement {
+                    continue;
+                }
+                let mut changed = bytes.to_vec();
+                changed[i] = replacement;
+                assert!(refused(&String::from_utf8(changed).unwrap()), "byte {i} changed");
+            }
+        }
+        assert!(!refused(&raw), "the original still verifies");
+    }
+
+    #[test]
     fn a_public_key_reads_back_as_it_was_stored() {
         let (_, es) = es256();
         let rsa = PublicKey::Rs256 { n: vec![7; 256], e: vec![1, 0, 1] };
