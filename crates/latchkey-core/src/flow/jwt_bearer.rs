@@ -38,7 +38,8 @@ pub async fn run<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Result<
         return Err(GrantRefusal::Delegation.error().into());
     }
     let scopes = scopes(settings.scopes, requested_scope(form, claims)?)?;
-    if ports.record_once(&[(replay_key(claims, raw, remember_until), remember_until)], now).await?.is_some() {
+    let replay = replay_key(claims, assertion.signing_input(), remember_until);
+    if ports.record_once(&[(replay, remember_until)], now).await?.is_some() {
         return Err(GrantRefusal::Replayed.error().into());
     }
     let key_id = ServiceKeyId::decode(&key.key_id)
@@ -84,11 +85,12 @@ fn scopes(registry: &ScopeRegistry, scope: Option<&str>) -> Result<ScopeSet, OAu
     Ok(asked)
 }
 
-/// What marks the assertion used until it expires: its issuer and `jti`, or the whole assertion without one.
-fn replay_key(claims: &AssertionClaims, raw: &str, until: UnixTime) -> Vec<u8> {
+/// What marks the assertion used until it expires: its issuer and `jti`, or without one its signed part (not the
+/// signature: an ES256 signature `(r, s)` is as valid as `(r, n - s)`, so the same claims could come twice).
+fn replay_key(claims: &AssertionClaims, signed: &str, until: UnixTime) -> Vec<u8> {
     let input = match &claims.jti {
         Some(jti) => format!("jwt-bearer:{}:{jti}", claims.iss),
-        None => format!("jwt-bearer-assertion:{raw}"),
+        None => format!("jwt-bearer-assertion:{signed}"),
     };
     crate::dpop::time_ordered_key(until, &input)
 }

@@ -372,3 +372,56 @@ fn an_exchange_by_a_disabled_user_issues_nothing() {
     assert_eq!(&*err.description, "The user account is deleted or disabled.");
     assert!(ports.grants.lock().unwrap().is_empty());
 }
+
+#[test]
+fn a_service_accounts_assertion_buys_an_access_token_once_even_with_its_ecdsa_signature_in_its_other_form() {
+    use crate::jws::SigningKey;
+    use crate::service_account::{PublicKey, JWT_BEARER};
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let rng = Counter::default();
+    let kid = "ab".repeat(20);
+    let key = SigningKey::from_pkcs8(&SigningKey::generate_pkcs8(&rng).unwrap(), &rng).unwrap().with_kid(&kid);
+    let point = key.public_jwk().to_point().unwrap().to_vec();
+    let mut ports = Memory::new();
+    ports.service_keys.push(ServiceKeyState {
+        key_id: kid,
+        public_key: PublicKey::Es256 { point },
+        key_disabled_at: None,
+        account_id: "1".into(),
+        email: "sa@p.iam.latchkey.dev".into(),
+        account_disabled_at: None,
+        api_enabled: true,
+    });
+    // google-auth's claims: no jti.
+    let claims = serde_json::json!({"iss": "sa@p.iam.latchkey.dev", "aud": "https://as.example/token",
+        "scope": "https://latchkey.dev/auth/readonly", "iat": NOW.0, "exp": NOW.0 + 600});
+    let raw = key.sign("JWT", &claims, &rng).unwrap();
+    let exchange = |assertion: &str| {
+        let form = Form::new(vec![("grant_type", JWT_BEARER), ("assertion", assertion)]).unwrap();
+        block_on(token(&ports, call(&form)))
+    };
+    let issued = exchange(&raw).unwrap();
+    assert!(issued.client.is_none() && issued.response.refresh_token.is_none());
+    let claims = access_token::verify(&ports.keys, &issued.response.access_token, NOW).unwrap();
+    assert!(matches!(claims.holder, Holder::ServiceKey(_)));
+
+    // (r, n - s) verifies as well as (r, s): the same claims are still a replay.
+    const ORDER: [u8; 32] = [
+        0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xbc, 0xe6, 0xfa, 0xad,
+        0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
+    ];
+    let (head, sig) = raw.rsplit_once('.').unwrap();
+    let mut rs = URL_SAFE_NO_PAD.decode(sig).unwrap();
+    let mut borrow = 0i16;
+    for i in (0..32).rev() {
+        let d = i16::from(ORDER[i]) - i16::from(rs[32 + i]) - borrow;
+        (rs[32 + i], borrow) = if d < 0 { ((d + 256) as u8, 1) } else { (d as u8, 0) };
+    }
+    let other_form = format!("{head}.{}", URL_SAFE_NO_PAD.encode(&rs));
+    let parsed = crate::service_account::Assertion::parse(&other_form).unwrap();
+    assert!(parsed.verify(&ports.service_keys[0].public_key, "https://as.example/token", NOW).is_ok());
+    let refused = exchange(&other_form).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidGrant);
+    assert!(refused.description.contains("used already"), "{}", refused.description);
+}

@@ -142,6 +142,11 @@ impl Assertion {
         self.kid.as_deref()
     }
 
+    /// The signed part, `header.claims` (an ECDSA signature has two valid forms, so the signature is no identity).
+    pub fn signing_input(&self) -> &str {
+        &self.signing_input
+    }
+
     /// The claims, not yet verified: what to look the account up by.
     pub fn claims(&self) -> &AssertionClaims {
         &self.claims

@@ -86,7 +86,9 @@ pub async fn key_upload(
     Ok(KeyView::from(&add(store, &a.id, key, now).await?))
 }
 
-/// The public key in a PEM `PUBLIC KEY` (SubjectPublicKeyInfo): RSA of 2048 bits or more, or P-256 (uncompressed).
+/// The public key in a PEM `PUBLIC KEY` (SubjectPublicKeyInfo): RSA of 2048 to 8192 bits with an odd exponent of 3
+/// to 2^33 - 1 (what the signature check accepts), or a P-256 point, uncompressed. (A point off the curve is not
+/// detected here: it never verifies, so its assertions are refused as "Invalid JWT Signature.")
 fn public_key_of_pem(pem_text: &str) -> Option<PublicKey> {
     const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
     const P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
@@ -98,7 +100,10 @@ fn public_key_of_pem(pem_text: &str) -> Option<PublicKey> {
         return ok.then(|| PublicKey::Es256 { point: point.to_vec() });
     }
     let public = rsa::RsaPublicKey::from_public_key_der(&der).ok()?;
-    (public.size() >= 256).then(|| PublicKey::Rs256 { n: public.n().to_bytes_be(), e: public.e().to_bytes_be() })
+    let (bits, e) = (public.n().bits(), public.e());
+    let e_ok = e.bits() <= 33 && e.bits() >= 2 && e.to_bytes_be().last().is_some_and(|b| b & 1 == 1);
+    ((2048..=8192).contains(&bits) && e_ok)
+        .then(|| PublicKey::Rs256 { n: public.n().to_bytes_be(), e: public.e().to_bytes_be() })
 }
 
 async fn add(
@@ -208,5 +213,12 @@ mod tests {
         let text = pem("PUBLIC KEY", der.as_bytes());
         let read = rsa::RsaPublicKey::from_public_key_der(&unpem(&text, "PUBLIC KEY").unwrap()).unwrap();
         assert_eq!((read.n(), read.e()), (private.n(), private.e()));
+        let expected = PublicKey::Rs256 { n: private.n().to_bytes_be(), e: private.e().to_bytes_be() };
+        assert_eq!(public_key_of_pem(&text), Some(expected));
+        // Shorter than 2048 bits: refused at upload, not first at the signature check.
+        let short = rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, 1024).unwrap();
+        let der = short.to_public_key().to_public_key_der().unwrap();
+        assert_eq!(public_key_of_pem(&pem("PUBLIC KEY", der.as_bytes())), None);
+        assert_eq!(public_key_of_pem("not a key"), None);
     }
 }

@@ -68,11 +68,15 @@ pub async fn service_account_create(
 ) -> AdminResult<ServiceAccountView> {
     let access = actor.project(store, project_id, Right::Edit).await?;
     service_account::check_name(name).map_err(|e| AdminError::Invalid(e.into()))?;
+    let display_name = display_name.map(str::trim).filter(|d| !d.is_empty()).unwrap_or(name);
+    if display_name.chars().count() > 100 {
+        return Err(AdminError::Invalid("a service account's display name has at most 100 characters".into()));
+    }
     let account = ServiceAccount {
         id: digits(21),
         email: service_account::email(name, &access.project.id, host),
         project_id: access.project.id,
-        display_name: display_name.unwrap_or(name).to_owned(),
+        display_name: display_name.to_owned(),
         created_at: now,
         disabled_at: None,
     };

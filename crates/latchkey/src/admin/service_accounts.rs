@@ -223,18 +223,25 @@ async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> 
     let op = &Actor::Operator;
     match cmd {
         KeyCmd::Create { account, out: path } => {
+            let exists =
+                || AdminError::Conflict(format!("{} exists: the key file is written only anew", path.display()));
             if path.exists() {
-                return Err(AdminError::Conflict(format!(
-                    "{} exists: the key file is written only anew",
-                    path.display()
-                )));
+                return Err(exists());
             }
             let urls = latchkey_server::config::Urls::new(config, config.listen);
             let auth_uri = format!("{}{}", urls.auth, latchkey_server::routes::AUTHORIZE_PATH);
             let file = keys::key_create(store, op, &account, (&auth_uri, &urls.token_endpoint), now).await?;
             let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
-            latchkey_server::data_dir::replace_private(&path, &json)
-                .map_err(|e| AdminError::Invalid(format!("{}: {e}", path.display())))?;
+            // Made whole and linked in only if the name is still free (0600): an existing file is never written
+            // over. Without its file the private key is lost, so its public half does not stay behind.
+            let written = latchkey_server::data_dir::create_private(&path, &json);
+            if !matches!(written, Ok(true)) {
+                let _ = keys::key_delete(store, op, &file.private_key_id).await;
+                return Err(match written {
+                    Err(e) => AdminError::Invalid(format!("{}: {e}", path.display())),
+                    _ => exists(),
+                });
+            }
             Ok(serde_json::json!({
                 "key_id": file.private_key_id,
                 "service_account": file.client_email,

@@ -117,8 +117,10 @@ async fn owner_channels(state: &AppState, found: &Bearer, owner: &str) -> Result
             ),
         ));
     }
-    // By id, as the store orders them: the page token continues after one.
-    Ok(state.store.owner_channels(owner).await?)
+    // By id in byte order, which the page token continues after (PostgreSQL's collation may order them otherwise).
+    let mut channels = state.store.owner_channels(owner).await?;
+    channels.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+    Ok(channels)
 }
 
 fn parse_filter<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Filter, ApiError> {
