@@ -92,7 +92,8 @@ pub(super) async fn owner_get(
 /// Name an administrator of a content owner (operators).
 #[utoipa::path(post, path = "/console/api/v1/content-owners/{owner}/administrators", tag = "content-owners",
     operation_id = "addContentOwnerAdministrator", params(OwnerPath), request_body = Account,
-    responses((status = 201, body = OwnerAdmin), (status = 401, response = Unauthorized),
+    responses((status = 201, body = OwnerAdmin), (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden), (status = 404, response = NotFound),
         (status = 409, response = Conflict)))]
 pub(super) async fn admins_post(
@@ -108,7 +109,8 @@ pub(super) async fn admins_post(
 /// Link the channel of an account to a content owner (operators, with the channel's user's consent).
 #[utoipa::path(post, path = "/console/api/v1/content-owners/{owner}/channels", tag = "content-owners",
     operation_id = "linkContentOwnerChannel", params(OwnerPath), request_body = Account,
-    responses((status = 201, body = OwnerLink), (status = 401, response = Unauthorized),
+    responses((status = 201, body = OwnerLink), (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
         (status = 403, response = Forbidden), (status = 404, response = NotFound),
         (status = 409, response = Conflict)))]
 pub(super) async fn channels_post(
