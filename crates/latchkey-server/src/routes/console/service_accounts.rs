@@ -32,16 +32,12 @@ async fn project(state: &AppState, dev: &Developer, project: &str) -> Result<Acc
     dev.actor().project(&*state.store, project, Right::View).await.map_err(|e| dev.failure(&e))
 }
 
-/// The account named in the path, if it is the project's.
-async fn account(
-    state: &AppState,
-    dev: &Developer,
-    access: &Access,
-    account: &str,
-) -> Result<ServiceAccount, Response> {
-    match state.store.service_account(account).await {
-        Ok(Some(a)) if a.project_id == access.project.id => Ok(a),
-        Ok(_) => Err(dev.failure(&AdminError::NotFound(format!("service account {account}")))),
+/// The project, if the developer may see it, and the account named in the path, if it is the project's.
+async fn account(state: &AppState, dev: &Developer, p: &str, name: &str) -> Result<(Access, ServiceAccount), Response> {
+    let access = project(state, dev, p).await?;
+    match state.store.service_account(name).await {
+        Ok(Some(a)) if a.project_id == access.project.id => Ok((access, a)),
+        Ok(_) => Err(dev.failure(&AdminError::NotFound(format!("service account {name}")))),
         Err(e) => Err(dev.failure(&e.into())),
     }
 }
@@ -153,8 +149,7 @@ pub async fn account_get(
     Path((p, name)): Path<(String, String)>,
     Query(q): Query<Done>,
 ) -> Response {
-    let access = or_page!(project(&state, &dev, &p).await);
-    let a = or_page!(account(&state, &dev, &access, &name).await);
+    let (access, a) = or_page!(account(&state, &dev, &p, &name).await);
     account_page(&state, dev, access, a, StatusCode::OK, (notice(q.done.as_deref()), None)).await
 }
 
@@ -175,8 +170,7 @@ pub async fn key_post(
     Path((p, name)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let access = or_page!(project(&state, &form.dev, &p).await);
-    let a = or_page!(account(&state, &form.dev, &access, &name).await);
+    let (access, a) = or_page!(account(&state, &form.dev, &p, &name).await);
     let auth_uri = format!("{}{AUTHORIZE_PATH}", state.urls.auth);
     let urls = (auth_uri.as_str(), state.urls.token_endpoint.as_str());
     match keys::key_create(&*state.store, &form.dev.actor(), &a.id, urls, state.clock.now()).await {
@@ -208,8 +202,7 @@ pub async fn key_upload_post(
     Path((p, name)): Path<(String, String)>,
     form: Posted,
 ) -> Response {
-    let access = or_page!(project(&state, &form.dev, &p).await);
-    let a = or_page!(account(&state, &form.dev, &access, &name).await);
+    let (access, a) = or_page!(account(&state, &form.dev, &p, &name).await);
     let uploaded =
         keys::key_upload(&*state.store, &form.dev.actor(), &a.id, form.get("public_key"), state.clock.now()).await;
     match uploaded {
@@ -224,8 +217,7 @@ pub async fn key_action_post(
     Path((p, name, key, action)): Path<(String, String, String, String)>,
     form: Posted,
 ) -> Response {
-    let access = or_page!(project(&state, &form.dev, &p).await);
-    let a = or_page!(account(&state, &form.dev, &access, &name).await);
+    let (access, a) = or_page!(account(&state, &form.dev, &p, &name).await);
     let (store, actor, now) = (&*state.store, form.dev.actor(), state.clock.now());
     let of_account = matches!(store.service_account_key(&key).await, Ok(Some(k)) if k.account_id == a.id);
     let done = match action.as_str() {
@@ -246,8 +238,7 @@ pub async fn account_action_post(
     Path((p, name, action)): Path<(String, String, String)>,
     form: Posted,
 ) -> Response {
-    let access = or_page!(project(&state, &form.dev, &p).await);
-    let a = or_page!(account(&state, &form.dev, &access, &name).await);
+    let (access, a) = or_page!(account(&state, &form.dev, &p, &name).await);
     let (store, actor, now) = (&*state.store, form.dev.actor(), state.clock.now());
     let done = match action.as_str() {
         "disable" | "enable" => {
