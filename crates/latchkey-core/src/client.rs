@@ -172,10 +172,22 @@ fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
     FieldError { field, message: message.into() }
 }
 
+/// The message of the spec's refusal of a custom URI scheme (browser extensions, the spec's Chrome apps).
+pub const CUSTOM_SCHEME_UNSUPPORTED: &str = "Custom URI scheme is not supported on Android or Chrome apps";
+
+/// Whether `uri` (whose scheme is `scheme`) has the one shape of a universal desktop app's redirect URI,
+/// `<platform_scheme>://<package_sid_lowercase>`, with the app's own package SID. Registration and the
+/// authorization endpoint both ask here.
+pub fn is_package_sid_uri(uri: &str, scheme: &str, package_sid: Option<&str>) -> bool {
+    let authority = uri.strip_prefix(scheme).and_then(|rest| rest.strip_prefix("://"));
+    package_sid.is_some_and(|sid| !sid.is_empty() && authority == Some(sid))
+}
+
 /// Why a client of `kind` cannot register `uri` (whose scheme is `scheme`), following the redirect methods of
-/// the spec: loopback for desktop apps only, at most 39 characters of custom scheme for universal desktop apps,
-/// the browser's identity API (an `https` redirect) for extensions, and no out-of-band flow.
-fn redirect_refusal(kind: ClientType, scheme: &str, uri: &str) -> Option<&'static str> {
+/// the spec: loopback for desktop apps only, `<scheme>://<package_sid_lowercase>` with at most 39 characters of
+/// scheme for universal desktop apps, the browser's identity API (an `https` redirect) for extensions, and no
+/// out-of-band flow.
+fn redirect_refusal(kind: ClientType, scheme: &str, uri: &str, d: &ClientDetails) -> Option<&'static str> {
     let loopback = ["http://127.0.0.1", "http://[::1]", "http://localhost"].iter().any(|p| uri.starts_with(p));
     if scheme.eq_ignore_ascii_case("urn") && uri.starts_with("urn:ietf:wg:oauth:2.0:oob") {
         return Some("The out-of-band (OOB) flow is deprecated and not supported");
@@ -186,9 +198,14 @@ fn redirect_refusal(kind: ClientType, scheme: &str, uri: &str) -> Option<&'stati
         ClientType::UniversalDesktop if scheme.len() > 39 => {
             Some("The custom URI scheme of a universal desktop app is at most 39 characters")
         }
-        ClientType::BrowserExtension if !scheme.eq_ignore_ascii_case("https") => {
-            Some("Browser extensions use the browser's identity API (an https redirect); custom URI schemes are not supported")
-        }
+        ClientType::UniversalDesktop if !is_package_sid_uri(uri, scheme, d.package_sid.as_deref()) => Some(
+            "A universal desktop app's redirect URI is <platform_scheme>://<package_sid_lowercase>, with the app's own \
+             package SID (enter it above)",
+        ),
+        ClientType::BrowserExtension if !scheme.eq_ignore_ascii_case("https") => Some(
+            "Custom URI scheme is not supported on Android or Chrome apps: browser extensions use the browser's \
+             identity API (an https redirect)",
+        ),
         _ => None,
     }
 }
@@ -208,7 +225,7 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
                 errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}")));
             }
             Some(scheme) => {
-                if let Some(message) = redirect_refusal(kind, scheme, uri) {
+                if let Some(message) = redirect_refusal(kind, scheme, uri, d) {
                     errors.push(field_error("redirect_uri", format!("{message}: {uri}")));
                 }
             }

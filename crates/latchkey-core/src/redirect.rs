@@ -4,7 +4,7 @@
 //! URIs are compared as exact strings, never after URL normalisation. The one exception is RFC 8252 §7.3: for a
 //! loopback IP literal only the port may differ, and desktop apps need not register loopback URIs at all.
 
-use crate::client::{scheme_of, Client, ClientType};
+use crate::client::{is_package_sid_uri, scheme_of, Client, ClientType, CUSTOM_SCHEME_UNSUPPORTED};
 use crate::{ErrorCode, OAuthError};
 
 /// The deprecated out-of-band redirect values.
@@ -50,6 +50,11 @@ fn type_allows(client: &Client, uri: &str) -> Result<(), OAuthError> {
         ClientType::UniversalDesktop => {
             if scheme.len() > 39 {
                 Err(mismatch("A custom URI scheme of a universal desktop platform client is at most 39 characters."))
+            } else if !is_package_sid_uri(uri, scheme, client.details.package_sid.as_deref()) {
+                Err(mismatch(
+                    "The redirect URI of a universal desktop platform client is \
+                     <platform_scheme>://<package_sid_lowercase>, with the client's own package SID.",
+                ))
             } else {
                 Ok(())
             }
@@ -60,7 +65,7 @@ fn type_allows(client: &Client, uri: &str) -> Result<(), OAuthError> {
             } else if scheme != "https" {
                 Err(OAuthError::page(
                     ErrorCode::InvalidRequest,
-                    "Custom URI scheme is not supported on Chrome apps. Use the browser's identity API.",
+                    format!("{CUSTOM_SCHEME_UNSUPPORTED}. Browser extensions use the browser's identity API."),
                 ))
             } else {
                 Ok(())

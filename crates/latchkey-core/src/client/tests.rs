@@ -75,9 +75,11 @@ fn an_edit_is_checked_against_the_type_rules() {
 fn redirect_uris_follow_the_redirect_methods_of_the_type() {
     let d = |kind| match kind {
         ClientType::Mobile => ClientDetails { bundle_id: Some("com.example.app".into()), ..Default::default() },
-        ClientType::UniversalDesktop => {
-            ClientDetails { uwp_store_id: Some("9NBLGGH4NNS1".into()), ..Default::default() }
-        }
+        ClientType::UniversalDesktop => ClientDetails {
+            uwp_store_id: Some("9NBLGGH4NNS1".into()),
+            package_sid: Some("s-1-15-2-1".into()),
+            ..Default::default()
+        },
         ClientType::BrowserExtension => {
             ClientDetails { extension_item_id: Some("abcdef".into()), ..Default::default() }
         }
@@ -99,6 +101,13 @@ fn redirect_uris_follow_the_redirect_methods_of_the_type() {
     let scheme40 = format!("{}://s-1-15-2-1", "a".repeat(40));
     assert!(fields(ClientType::UniversalDesktop, &scheme39).is_empty());
     assert_eq!(fields(ClientType::UniversalDesktop, &scheme40), vec!["redirect_uri"]);
+    // Only <scheme>://<its own package SID>: another SID, a path, or no SID registered is refused.
+    for uri in ["ms-app://s-1-15-2-2", "ms-app://s-1-15-2-1/cb", "ms-app:/s-1-15-2-1", "ms-app://S-1-15-2-1"] {
+        assert_eq!(fields(ClientType::UniversalDesktop, uri), vec!["redirect_uri"], "{uri}");
+    }
+    let no_sid = ClientDetails { package_sid: None, ..d(ClientType::UniversalDesktop) };
+    let errors = validate_fields(ClientType::UniversalDesktop, "App", &["ms-app://s-1-15-2-1".into()], &no_sid);
+    assert!(errors.iter().any(|e| e.field == "redirect_uri" && e.message.contains("package SID")), "{errors:?}");
     assert!(fields(ClientType::BrowserExtension, "https://abcdef.chromiumapp.org/").is_empty());
     assert_eq!(fields(ClientType::BrowserExtension, "com.example:/cb"), vec!["redirect_uri"]);
 }

@@ -84,17 +84,34 @@ fn loopback_is_refused_for_every_type_but_desktop() {
 }
 
 #[test]
-fn browser_extensions_refuse_custom_schemes_with_invalid_request() {
+fn browser_extensions_refuse_custom_schemes_with_invalid_request_in_the_specs_words() {
     let c = client(ClientType::BrowserExtension, &["com.example:/cb"]);
-    assert_eq!(code(check(&c, "com.example:/cb")), Some(ErrorCode::InvalidRequest));
+    let e = check(&c, "com.example:/cb").unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    assert!(e.description.contains("not supported on Android or Chrome apps"), "{}", e.description);
 }
 
 #[test]
 fn universal_desktop_schemes_are_at_most_39_characters() {
     let long = format!("{}://s-1-15-2-1", "a".repeat(40));
-    let c = client(ClientType::UniversalDesktop, &[&long, "ms-app://s-1-15-2-1"]);
+    let mut c = client(ClientType::UniversalDesktop, &[&long, "ms-app://s-1-15-2-1"]);
+    c.details.package_sid = Some("s-1-15-2-1".into());
     assert_eq!(code(check(&c, &long)), Some(ErrorCode::RedirectUriMismatch));
     assert_eq!(code(check(&c, "ms-app://s-1-15-2-1")), None);
+}
+
+#[test]
+fn a_universal_desktop_redirect_names_the_clients_own_package_sid() {
+    // Registered (as a client stored before the rule would be), yet not of the client's package SID: refused.
+    let others = ["ms-app://s-1-15-2-2", "ms-app://s-1-15-2-1/cb", "ms-app://s-1-15-2-1.evil"];
+    let mut c = client(ClientType::UniversalDesktop, &["ms-app://s-1-15-2-1", others[0], others[1], others[2]]);
+    c.details.package_sid = Some("s-1-15-2-1".into());
+    assert_eq!(code(check(&c, "ms-app://s-1-15-2-1")), None);
+    for uri in others {
+        assert_eq!(code(check(&c, uri)), Some(ErrorCode::RedirectUriMismatch), "{uri}");
+    }
+    c.details.package_sid = None;
+    assert_eq!(code(check(&c, "ms-app://s-1-15-2-1")), Some(ErrorCode::RedirectUriMismatch), "no SID, no redirect");
 }
 
 #[test]

@@ -170,6 +170,58 @@ async fn a_redirect_uri_the_client_does_not_allow_gets_a_redirect_uri_mismatch_p
     }
 }
 
+/// A client of type `t` with `details` and `redirect_uris` in a project with the data API.
+async fn client_of(
+    server: &TestServer,
+    t: latchkey_core::client::ClientType,
+    redirect_uris: &[&str],
+    details: latchkey_core::client::ClientDetails,
+) -> App {
+    let app = server.app().await;
+    let now = latchkey_core::time::UnixTime(1_700_000_000);
+    let new = latchkey_server::admin::NewClient {
+        project_id: app.project_id.clone(),
+        client_type: t,
+        name: "Typed".into(),
+        redirect_uris: redirect_uris.iter().map(|s| s.to_string()).collect(),
+        details,
+    };
+    let c = latchkey_server::admin::client_create(server.store(), &Actor::Operator, new, now).await.expect("client");
+    App { project_id: app.project_id, client_id: c.client_id, client_secret: c.client_secret.unwrap_or_default() }
+}
+
+#[tokio::test]
+async fn a_universal_desktop_redirect_must_name_the_clients_own_package_sid() {
+    use latchkey_core::client::{ClientDetails, ClientType};
+    let server = TestServer::start().await;
+    let details = ClientDetails {
+        uwp_store_id: Some("9NBLGGH4NNS1".into()),
+        package_sid: Some("s-1-15-2-1".into()),
+        ..Default::default()
+    };
+    let app = client_of(&server, ClientType::UniversalDesktop, &["ms-app://s-1-15-2-1"], details).await;
+    let pkce = Pkce::new();
+    let request = |uri: &str| url_of(&server, &with(good_pairs(&app, &pkce), "redirect_uri", uri));
+    assert!(is_sign_in(&server.browser().get(&request("ms-app://s-1-15-2-1")).await), "its own package SID");
+    for uri in ["ms-app://s-1-15-2-2", "ms-app://s-1-15-2-1/x", "other-app://s-1-15-2-1.example"] {
+        let page = server.browser().get(&request(uri)).await;
+        assert_error_page(&page, 400, "redirect_uri_mismatch");
+    }
+}
+
+#[tokio::test]
+async fn a_custom_scheme_for_a_browser_extension_gets_the_specs_invalid_request_page() {
+    use latchkey_core::client::{ClientDetails, ClientType};
+    let server = TestServer::start().await;
+    let details = ClientDetails { extension_item_id: Some("lkextensionitem".into()), ..Default::default() };
+    let app = client_of(&server, ClientType::BrowserExtension, &[], details).await;
+    let pkce = Pkce::new();
+    let page =
+        server.browser().get(&url_of(&server, &with(good_pairs(&app, &pkce), "redirect_uri", "com.example:/cb"))).await;
+    assert_error_page(&page, 400, "invalid_request");
+    assert!(page.body.contains("not supported on Android or Chrome apps"), "{}", page.body);
+}
+
 #[tokio::test]
 async fn the_out_of_band_redirect_uri_gets_a_redirect_uri_mismatch_page() {
     let server = TestServer::start().await;
