@@ -8,6 +8,10 @@
 //! - Console (pages and JSON API): administrative errors get their status in [`admin_status`]; the JSON API sends
 //!   `{"error", "error_description", "field"}`.
 //! - Store errors are logged here and become `server_error` or `temporarily_unavailable`.
+//! - Refusals before a handler runs, or by the web framework (body too large, method not allowed, unknown path):
+//!   [`refusal`], in the format of the endpoint asked.
+
+pub mod refusal;
 
 use crate::admin::AdminError;
 use crate::views;
@@ -42,11 +46,13 @@ pub struct TokenError {
     pub error: OAuthError,
     /// Whether the client authenticated with HTTP Basic (a 401 then names that scheme).
     pub basic_auth: bool,
+    /// The status, when the request itself was refused (413, 415, 405) rather than the error code's.
+    pub status: Option<StatusCode>,
 }
 
 impl From<OAuthError> for TokenError {
     fn from(error: OAuthError) -> Self {
-        Self { error, basic_auth: false }
+        Self { error, basic_auth: false, status: None }
     }
 }
 
@@ -58,12 +64,12 @@ impl From<StoreError> for TokenError {
 
 impl IntoResponse for TokenError {
     fn into_response(self) -> Response {
-        let status = match self.error.code {
+        let status = self.status.unwrap_or(match self.error.code {
             ErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
             ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
-        };
+        });
         let body = ErrorResponse {
             error: self.error.code.as_str().to_owned(),
             error_description: Some(self.error.description.into_owned()),
@@ -207,6 +213,11 @@ impl ApiError {
     /// 403 with a reason.
     pub fn forbidden(reason: &'static str, message: String) -> Self {
         Self { status: StatusCode::FORBIDDEN, reason, message, www_authenticate: None }
+    }
+
+    /// Any status with a reason (the refusals of [`refusal`]).
+    pub fn with_status(status: StatusCode, reason: &'static str, message: String) -> Self {
+        Self { status, reason, message, www_authenticate: None }
     }
 }
 

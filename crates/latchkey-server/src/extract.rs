@@ -23,15 +23,19 @@ pub fn borrowed(pairs: &Pairs) -> Vec<(&str, &str)> {
 
 /// Decodes a form body, refusing any other content type (RFC 6749 §3.2).
 pub fn form(headers: &HeaderMap, body: &[u8]) -> Result<Pairs, OAuthError> {
-    let is_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
-    if !is_form {
+    if !is_form(headers) {
         return Err(OAuthError::invalid_request("Content-Type must be application/x-www-form-urlencoded."));
     }
     Ok(pairs(body))
+}
+
+/// Whether the body is declared `application/x-www-form-urlencoded` (parameters allowed).
+pub fn is_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
 }
 
 /// One header's value as text, refusing a repeated header.

@@ -16,6 +16,7 @@ mod revoke;
 mod ssf;
 mod token;
 
+use crate::error::refusal;
 use crate::state::AppState;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -52,7 +53,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(64 * 1024))
+        .layer(DefaultBodyLimit::max(refusal::BODY_LIMIT))
         .layer(middleware::from_fn(log_request))
         .with_state(state)
 }
@@ -83,16 +84,21 @@ async fn ready(State(state): State<AppState>) -> Response {
     }
 }
 
-async fn not_found() -> Response {
-    crate::views::notice(StatusCode::NOT_FOUND, "Not found", "There is nothing at this address.")
+async fn not_found(uri: axum::http::Uri) -> Response {
+    refusal::Surface::of(uri.path()).refuse(StatusCode::NOT_FOUND, "There is nothing at this address.")
 }
 
-/// Logs method, path (never the query, which can carry tokens), status and latency.
+/// Logs method, path (never the query, which can carry tokens), status and latency; refuses what the framework
+/// or the size limit refuses in the endpoint's own format ([`refusal`]).
 async fn log_request(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let started = Instant::now();
-    let response = next.run(request).await;
+    let surface = refusal::Surface::of(&path);
+    let response = match refusal::admit(request, surface).await {
+        Ok(request) => refusal::reword(surface, next.run(request).await),
+        Err(refused) => refused,
+    };
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     tracing::info!(%method, %path, status = response.status().as_u16(), micros, "request");
     response

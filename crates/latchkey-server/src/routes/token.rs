@@ -46,6 +46,9 @@ pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body:
 }
 
 async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8], now: UnixTime) -> Result<Issued, TokenError> {
+    if !extract::is_form(headers) {
+        return Err(crate::error::refusal::not_a_form());
+    }
     let pairs = extract::form(headers, body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
     let authorization = extract::single_header(headers, &header::AUTHORIZATION);

@@ -28,6 +28,7 @@ mod metadata;
 mod organisations;
 mod organisations_api;
 mod refresh;
+mod refusals;
 mod rfc7009_revoke;
 mod rfc7523_jwt_bearer;
 mod rfc7636_pkce;

@@ -142,7 +142,7 @@ async fn a_request_without_a_token_is_400_invalid_request_json() {
 }
 
 #[tokio::test]
-async fn a_body_that_is_not_form_encoded_is_invalid_request() {
+async fn a_body_that_is_not_form_encoded_is_415_invalid_request() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     let r = server
@@ -152,7 +152,7 @@ async fn a_body_that_is_not_form_encoded_is_invalid_request() {
         .send()
         .await
         .expect("revoke");
-    assert_eq!(error_of(r).await, (400, "invalid_request".to_string()));
+    assert_eq!(error_of(r).await, (415, "invalid_request".to_string()));
     assert_grant_live(&server, &app, &t).await;
 }
 

@@ -1,0 +1,159 @@
+//! Refusals made before a handler reads the request, or by the web framework on its behalf (a body over the limit,
+//! a method the path does not have, an unknown path): each answered in the error format of the endpoint asked,
+//! never the framework's plain text (issue 24). [`Surface::of`] decides the format from the path; [`admit`] and
+//! [`reword`] apply it around every request, in the router's one middleware (which also logs), so that no layer of
+//! its own adds to each request's cost.
+
+use super::{ApiError, ConsoleApiError, TokenError};
+use crate::routes::{APP_CHECK_DEBUG_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use latchkey_core::{ErrorCode, OAuthError};
+
+/// The most a request body may hold.
+pub const BODY_LIMIT: usize = 64 * 1024;
+/// A body announced over [`BODY_LIMIT`] is read (and dropped) up to this much before the 413, so that a client
+/// still sending can read the answer; beyond it the connection is closed.
+pub const DRAIN_LIMIT: u64 = 1024 * 1024;
+
+/// The error format of an endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// RFC 6749 §5.2 JSON with `no-store`: the token, revocation and App Check endpoints, metadata and keys.
+    OAuth,
+    /// The data API's error body (UserInfo too).
+    DataApi,
+    /// `{"error", "error_description"}`: the console's JSON API and the Shared Signals endpoints.
+    ConsoleApi,
+    /// An HTML page: everything a browser visits.
+    Page,
+}
+
+impl Surface {
+    /// The format of the endpoint at `path`.
+    pub fn of(path: &str) -> Self {
+        if path == TOKEN_PATH || path == REVOKE_PATH || path == APP_CHECK_DEBUG_PATH || path == JWKS_PATH {
+            Self::OAuth
+        } else if path.starts_with("/video/") || path == USERINFO_PATH {
+            Self::DataApi
+        } else if path.starts_with("/console/api/")
+            || path.starts_with("/ssf/")
+            || path == "/.well-known/ssf-configuration"
+            || path == "/.well-known/risc-configuration"
+        {
+            Self::ConsoleApi
+        } else if path.starts_with("/.well-known/") {
+            Self::OAuth
+        } else {
+            Self::Page
+        }
+    }
+
+    /// The refusal with `status` and `description`, in this format.
+    pub fn refuse(self, status: StatusCode, description: &str) -> Response {
+        match self {
+            Self::OAuth => {
+                let mut error = TokenError::from(OAuthError::invalid_request(description.to_owned()));
+                error.status = Some(status);
+                error.into_response()
+            }
+            Self::DataApi => ApiError::with_status(status, data_api_reason(status), description.into()).into_response(),
+            Self::ConsoleApi => ConsoleApiError::unreadable(status, description).into_response(),
+            Self::Page => crate::views::notice(status, heading(status), description),
+        }
+    }
+}
+
+fn data_api_reason(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::NOT_FOUND => "notFound",
+        StatusCode::METHOD_NOT_ALLOWED => "httpMethodNotAllowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "requestTooLarge",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupportedMediaType",
+        _ => "badRequest",
+    }
+}
+
+fn heading(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::METHOD_NOT_ALLOWED => "Not allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "Too large",
+        _ => "That did not work",
+    }
+}
+
+/// What a framework refusal says, by its status.
+fn description(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::NOT_FOUND => "There is nothing at this address.",
+        StatusCode::METHOD_NOT_ALLOWED => "This method is not allowed here; the Allow header lists those that are.",
+        StatusCode::PAYLOAD_TOO_LARGE => "The request body is over 64 KiB.",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "The request's Content-Type is not one this endpoint reads.",
+        _ => "The request could not be read.",
+    }
+}
+
+/// Whether a response is the framework's own (plain text or no body type), not one of ours.
+fn is_framework(response: &Response) -> bool {
+    let status = response.status();
+    status.is_client_error()
+        && response.headers().get(header::CONTENT_TYPE).is_none_or(|v| v.as_bytes().starts_with(b"text/plain"))
+}
+
+/// Lets a request through, unless its body is announced over the limit: then the body is read to [`DRAIN_LIMIT`]
+/// (so that the client, still sending, reads the answer; beyond it the connection closes) and refused with 413
+/// before any handler runs. One header read for every other request.
+pub async fn admit(request: Request, surface: Surface) -> Result<Request, Response> {
+    let announced =
+        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let Some(length) = announced.filter(|l| *l > BODY_LIMIT as u64) else {
+        return Ok(request);
+    };
+    let mut response = surface.refuse(StatusCode::PAYLOAD_TOO_LARGE, description(StatusCode::PAYLOAD_TOO_LARGE));
+    if length > DRAIN_LIMIT || drain(request.into_body()).await.is_err() {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    Err(response)
+}
+
+/// Answers a refusal the framework made (a method not allowed, a body over the limit it found, a rejection) again in
+/// the endpoint's format, its headers such as `Allow` kept. Our own responses pass untouched.
+pub fn reword(surface: Surface, response: Response) -> Response {
+    if !is_framework(&response) {
+        return response;
+    }
+    let status = response.status();
+    let mut ours = surface.refuse(status, description(status));
+    for name in [header::ALLOW, header::CONNECTION] {
+        if let Some(v) = response.headers().get(&name) {
+            ours.headers_mut().insert(name, v.clone());
+        }
+    }
+    ours
+}
+
+/// Reads a body to its end (at most [`DRAIN_LIMIT`]), keeping nothing.
+async fn drain(body: Body) -> Result<(), ()> {
+    let mut body = std::pin::pin!(body);
+    let mut read = 0u64;
+    while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+        read += frame.map_err(drop)?.data_ref().map_or(0, |d| d.len() as u64);
+        if read > DRAIN_LIMIT {
+            return Err(());
+        }
+    }
+    Ok(())
+}
+
+/// The token and revocation endpoints' refusal of a body that is not a form (415).
+pub fn not_a_form() -> TokenError {
+    let mut e = TokenError::from(OAuthError::new(
+        ErrorCode::InvalidRequest,
+        "Content-Type must be application/x-www-form-urlencoded.",
+    ));
+    e.status = Some(StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    e
+}

@@ -1,0 +1,110 @@
+//! "Bad input gets a clear error in the protocol's own format" (issue 24): refusals made before a handler reads the
+//! request, or by the web framework (a body too large, a method the path does not have, a content type the endpoint
+//! does not read, an unknown path), answered in the endpoint's own format with the right status, over real HTTP.
+
+use crate::support::*;
+use serde_json::Value;
+
+/// A status, the content type's first part, and the body.
+async fn answer(r: reqwest::Response) -> (u16, String, String, reqwest::header::HeaderMap) {
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").split(';').next().unwrap_or("");
+    (status, ct.to_owned(), r.text().await.expect("body"), headers)
+}
+
+fn oauth_error(body: &str) -> String {
+    let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("RFC 6749 JSON: {body}"));
+    assert!(v["error_description"].as_str().is_some_and(|d| !d.is_empty()), "{v}");
+    v["error"].as_str().expect("error").to_owned()
+}
+
+fn data_api_reason(body: &str, status: u16) -> String {
+    let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("the data API's error body: {body}"));
+    assert_eq!(v["error"]["code"], status, "{v}");
+    v["error"]["errors"][0]["reason"].as_str().expect("reason").to_owned()
+}
+
+#[tokio::test]
+async fn a_form_over_64_kib_at_the_token_endpoint_is_a_json_413_the_client_reads() {
+    let server = TestServer::start().await;
+    let form = format!("grant_type=refresh_token&refresh_token={}", "a".repeat(100 * 1024));
+    for path in ["/token", "/revoke"] {
+        let r = server
+            .http()
+            .post(server.url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.clone())
+            .send()
+            .await
+            .expect("the answer is read, not a connection reset");
+        let (status, ct, body, headers) = answer(r).await;
+        assert_eq!((status, ct.as_str()), (413, "application/json"), "{path}: {body}");
+        assert_eq!(oauth_error(&body), "invalid_request");
+        assert_eq!(headers["cache-control"], "no-store");
+    }
+    // The same connection still serves: the body was read to its end.
+    let r = server.http().get(server.url("/.well-known/openid-configuration")).send().await.expect("get");
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn a_wrong_method_is_405_with_allow_in_the_endpoints_format() {
+    let server = TestServer::start().await;
+    let r = server.http().get(server.url("/token")).send().await.expect("get");
+    let (status, ct, body, headers) = answer(r).await;
+    assert_eq!((status, ct.as_str()), (405, "application/json"), "{body}");
+    assert_eq!(oauth_error(&body), "invalid_request");
+    assert!(headers["allow"].to_str().expect("allow").contains("POST"));
+    assert_eq!(headers["cache-control"], "no-store");
+
+    let r = server.http().post(server.url("/video/v3/channels")).send().await.expect("post");
+    let (status, _, body, headers) = answer(r).await;
+    assert_eq!((status, data_api_reason(&body, 405).as_str()), (405, "httpMethodNotAllowed"));
+    assert!(headers["allow"].to_str().expect("allow").contains("GET"));
+
+    let r = server.http().put(server.url("/console/api/v1/projects")).send().await.expect("put");
+    let (status, ct, body, _) = answer(r).await;
+    assert_eq!((status, ct.as_str()), (405, "application/json"), "{body}");
+
+    let r = server.http().delete(server.url("/signin")).send().await.expect("delete");
+    let (status, ct, _, headers) = answer(r).await;
+    assert_eq!((status, ct.as_str()), (405, "text/html"), "a page for the browser");
+    assert!(headers.contains_key("allow"));
+}
+
+#[tokio::test]
+async fn an_unknown_path_is_404_in_the_format_of_its_prefix() {
+    let server = TestServer::start().await;
+    let get = |path: &'static str| {
+        let server = &server;
+        async move { answer(server.http().get(server.url(path)).send().await.expect("get")).await }
+    };
+    let (status, _, body, _) = get("/video/v3/playlists").await;
+    assert_eq!((status, data_api_reason(&body, 404).as_str()), (404, "notFound"));
+    let (status, ct, body, _) = get("/console/api/v1/nothing-here").await;
+    assert_eq!((status, ct.as_str()), (404, "application/json"), "{body}");
+    let v: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(v["error"], "invalid_request");
+    let (status, ct, _, _) = get("/nothing-here").await;
+    assert_eq!((status, ct.as_str()), (404, "text/html"));
+}
+
+#[tokio::test]
+async fn a_body_over_64_kib_to_the_data_api_and_the_console_api_is_413_in_their_formats() {
+    let server = TestServer::start().await;
+    let big = "x".repeat(70 * 1024);
+    let r = server.http().get(server.url("/video/v3/channels")).body(big.clone()).send().await.expect("get");
+    let (status, _, body, _) = answer(r).await;
+    assert_eq!((status, data_api_reason(&body, 413).as_str()), (413, "requestTooLarge"));
+    let r = server
+        .http()
+        .post(server.url("/console/api/v1/projects"))
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .expect("post");
+    let (status, ct, body, _) = answer(r).await;
+    assert_eq!((status, ct.as_str()), (413, "application/json"), "{body}");
+}
