@@ -26,7 +26,38 @@ pub fn form(headers: &HeaderMap, body: &[u8]) -> Result<Pairs, OAuthError> {
     if !is_form(headers) {
         return Err(OAuthError::invalid_request("Content-Type must be application/x-www-form-urlencoded."));
     }
-    Ok(pairs(body))
+    let decoded = pairs(body);
+    // Decoding replaces invalid UTF-8 with U+FFFD; only then is the body checked strictly (a rare, slow path).
+    let replaced = decoded.iter().any(|(k, v)| k.contains('\u{FFFD}') || v.contains('\u{FFFD}'));
+    if replaced && !is_utf8_when_decoded(body) {
+        return Err(OAuthError::invalid_request("The form is not valid UTF-8 once percent-decoded."));
+    }
+    Ok(decoded)
+}
+
+/// Whether a form body, percent-decoded, is UTF-8. The separators are ASCII, so the whole is valid exactly when
+/// every name and value is.
+fn is_utf8_when_decoded(body: &[u8]) -> bool {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        match (body[i], body.get(i + 1).copied().and_then(hex), body.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    std::str::from_utf8(&out).is_ok()
 }
 
 /// Whether the body is declared `application/x-www-form-urlencoded` (parameters allowed).

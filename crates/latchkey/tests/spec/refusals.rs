@@ -49,6 +49,36 @@ async fn a_form_over_64_kib_at_the_token_endpoint_is_a_json_413_the_client_reads
 }
 
 #[tokio::test]
+async fn a_form_that_is_not_utf8_once_decoded_is_400_invalid_request() {
+    let server = TestServer::start().await;
+    for body in ["grant_type=refresh_token&refresh_token=%FF%FE", "grant_type=refresh_token&refresh_token=a\u{FFFD}"] {
+        let bytes: Vec<u8> = if body.contains('\u{FFFD}') { body.as_bytes().to_vec() } else { body.into() };
+        let r = server
+            .http()
+            .post(server.url("/token"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(bytes)
+            .send()
+            .await
+            .expect("post");
+        let (status, _, text, _) = answer(r).await;
+        assert_eq!(status, 400, "{text}");
+        let v: Value = serde_json::from_str(&text).expect("json");
+        if body.contains("%FF") {
+            assert!(v["error_description"].as_str().expect("text").contains("UTF-8"), "{v}");
+        } else {
+            assert!(!v["error_description"].as_str().expect("text").contains("UTF-8"), "a real U+FFFD is text: {v}");
+        }
+    }
+    let raw = b"grant_type=refresh_token&refresh_token=\xff".to_vec();
+    let r =
+        server.http().post(server.url("/token")).header("content-type", "application/x-www-form-urlencoded").body(raw);
+    let (status, _, text, _) = answer(r.send().await.expect("post")).await;
+    assert_eq!(status, 400);
+    assert!(text.contains("UTF-8"), "raw invalid bytes: {text}");
+}
+
+#[tokio::test]
 async fn a_wrong_method_is_405_with_allow_in_the_endpoints_format() {
     let server = TestServer::start().await;
     let r = server.http().get(server.url("/token")).send().await.expect("get");
