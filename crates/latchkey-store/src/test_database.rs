@@ -147,6 +147,16 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// Runs `sql` as the server's administrator, on the server's own database (not this one): what an operator
+    /// does to this database from outside (refuse its connections, end its sessions, drop it).
+    pub async fn administer(&self, sql: &str) {
+        let mut admin = connect(&self.server).await.unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", self.server));
+        sqlx::query(sql).execute(&mut admin).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let _ = admin.close().await;
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let (server, name) = (self.server.clone(), self.name.clone());

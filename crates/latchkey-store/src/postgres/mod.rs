@@ -9,8 +9,10 @@
 //!   ([`Tx::lock`]), so issuances for one user run one after the other and each sees the last;
 //! - a single-use value is recorded once: `INSERT ... ON CONFLICT` waits for a concurrent inserter of the same key.
 //!
-//! Connection failures (refused, reset, pool timeout, server shutting down) become [`StoreError::Unavailable`]; a
-//! unit of work that lost a serialization or deadlock race is run again a few times first.
+//! Connection failures become [`StoreError::Unavailable`]: any failure to get a connection from the pool (whatever
+//! its SQLSTATE: refused, `ALLOW_CONNECTIONS false`, the database dropped, the pool exhausted), and a connection
+//! lost or a server shutting down under a statement; a unit of work that lost a serialization or deadlock race is
+//! run again a few times first.
 
 pub(crate) mod errors;
 
@@ -84,7 +86,7 @@ impl Db<PgEngine> {
         let failed = |e: sqlx::migrate::MigrateError| StoreError::Other(format!("migration failed: {e}"));
         let mut migrator = sqlx::migrate!("migrations/postgres");
         migrator.set_locking(false);
-        let mut conn = self.engine.pool.acquire().await.map_err(map_err)?;
+        let mut conn = self.engine.connection().await?;
         conn.lock().await.map_err(failed)?;
         let migrated = async {
             conn.ensure_migrations_table().await.map_err(failed)?;
@@ -195,9 +197,16 @@ static COMMIT: Sql = Sql::new("COMMIT");
 static ROLLBACK: Sql = Sql::new("ROLLBACK");
 
 impl PgEngine {
+    /// A connection of the pool. Any failure to get one (a server gone or refusing connections whatever its
+    /// SQLSTATE, a database dropped, the pool exhausted) is an outage, answered 503 with `Retry-After`: only
+    /// errors of a statement run on a connection are told apart by their SQLSTATE.
+    async fn connection(&self) -> StoreResult<sqlx::pool::PoolConnection<sqlx::Postgres>> {
+        self.pool.acquire().await.map_err(|e| StoreError::Unavailable(format!("no connection to PostgreSQL: {e}")))
+    }
+
     /// Runs a unit once: `Ok(Err(e))` when it failed in a way worth running it again.
     async fn unit_once<S, R>(&self, unit: UnitFn<S, R>, data: &S) -> StoreResult<Result<R, StoreError>> {
-        let mut tx = OpenTx { conn: self.pool.acquire().await.map_err(map_err)?, open: true };
+        let mut tx = OpenTx { conn: self.connection().await?, open: true };
         bind(&BEGIN, &[]).execute(&mut *tx.conn).await.map_err(map_err)?;
         let mut pg = PgTx { conn: &mut tx.conn, retryable: false };
         let outcome = unit(&mut pg, data).await;
@@ -227,21 +236,21 @@ impl Engine for PgEngine {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> StoreResult<Option<T>> {
-        let row = bind(sql, &args).fetch_optional(&self.pool).await.map_err(map_err)?;
+        let row = bind(sql, &args).fetch_optional(&mut *self.connection().await?).await.map_err(map_err)?;
         row.map(|r| map(&r)).transpose()
     }
 
     async fn all<T: Send + 'static>(&self, sql: &'static Sql, args: Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
-        let rows = bind(sql, &args).fetch_all(&self.pool).await.map_err(map_err)?;
+        let rows = bind(sql, &args).fetch_all(&mut *self.connection().await?).await.map_err(map_err)?;
         rows.iter().map(|r| map(r)).collect()
     }
 
     async fn exec(&self, _durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<u64> {
-        Ok(bind(sql, &args).execute(&self.pool).await.map_err(map_err)?.rows_affected())
+        Ok(bind(sql, &args).execute(&mut *self.connection().await?).await.map_err(map_err)?.rows_affected())
     }
 
     async fn scalar(&self, _durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<Option<i64>> {
-        first_int(bind(sql, &args).fetch_optional(&self.pool).await.map_err(map_err)?)
+        first_int(bind(sql, &args).fetch_optional(&mut *self.connection().await?).await.map_err(map_err)?)
     }
 
     async fn unit<S: Send + Sync + 'static, R: Send + 'static>(
@@ -270,7 +279,7 @@ impl Engine for PgEngine {
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(map_err)?;
+        sqlx::query("SELECT 1").execute(&mut *self.connection().await?).await.map_err(map_err)?;
         Ok(())
     }
 
@@ -286,7 +295,7 @@ impl Engine for PgEngine {
         args.extend(crate::sql::args![r.now, i64::from(r.limits.per_client_user), i64::from(r.limits.per_user)]);
         let mut attempt = 0;
         loop {
-            match bind(&FAST, &args).fetch_one(&self.pool).await {
+            match bind(&FAST, &args).fetch_one(&mut *self.connection().await?).await {
                 Ok(row) => {
                     return Ok(match row.try_get::<i64, _>(0).map_err(map_err)? {
                         0 => Some(Redeemed::AlreadyUsed),

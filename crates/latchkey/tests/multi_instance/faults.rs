@@ -95,3 +95,60 @@ pub async fn while_postgresql_is_unreachable_requests_fail_fast_with_503_and_ser
     assert!(instance.logs().contains("store unavailable"), "the outage was logged");
     Ok(())
 }
+
+/// A refresh's status and error code, and the data API's status, with `Retry-After` asserted on a 503.
+async fn outage_answers(http: &reqwest::Client, base: &str, form: &[(&str, &str)], token: &str) -> (u16, String, u16) {
+    let r = http.post(format!("{base}/token")).form(form).send().await.expect("an answer");
+    let status = r.status().as_u16();
+    if status == 503 {
+        assert!(r.headers().contains_key("retry-after"), "Retry-After: {:?}", r.headers());
+    }
+    let body: Value = r.json().await.expect("JSON");
+    let api = http.get(format!("{base}/video/v3/channels?part=id&mine=true")).bearer_auth(token).send().await;
+    let api = api.expect("an answer");
+    if api.status() == 503 {
+        assert!(api.headers().contains_key("retry-after"));
+    }
+    (status, body["error"].as_str().unwrap_or_default().to_owned(), api.status().as_u16())
+}
+
+pub async fn a_database_refusing_connections_or_dropped_is_an_outage_answered_503_until_it_is_back(
+) -> Result<(), Unreachable> {
+    let db = TestDatabase::create_database().await?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tls = Tls::generate(&dir.path().join("tls"));
+    let data = dir.path().join("a");
+    let env = [("LATCHKEY_DATABASE_ACQUIRE_TIMEOUT", ACQUIRE_TIMEOUT)];
+    let spec = Spec { database_url: &db.url, dir: &data, tls: &tls, public_url: None, env: &env };
+    let mut instance = Instance::start(&spec).await;
+    let client_id = provision(&db.url).await;
+    let (code, pkce) = codes(&browser(&instance.base, &tls, false), &instance.base, &client_id, 1).await.remove(0);
+    let http = http(&tls, false);
+    let t = exchange(&http, &instance.base, &client_id, &code, &pkce).await;
+    let rt = t.refresh_token.clone().expect("refresh token");
+    let form = [("grant_type", "refresh_token"), ("client_id", client_id.as_str()), ("refresh_token", &rt)];
+    let name = &db.name;
+
+    // SQLSTATE 55000 on every new connection, once the open ones are ended.
+    db.administer(&format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS false")).await;
+    db.administer(&format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'")).await;
+    for _ in 0..3 {
+        let (status, error, api) = outage_answers(&http, &instance.base, &form, &t.access_token).await;
+        assert_eq!((status, error.as_str(), api), (503, "temporarily_unavailable", 503), "connections refused");
+    }
+    db.administer(&format!("ALTER DATABASE \"{name}\" ALLOW_CONNECTIONS true")).await;
+    let back = Instant::now();
+    while http.get(instance.url("/readyz")).send().await.expect("readyz").status() != 200 {
+        assert!(back.elapsed() < Duration::from_secs(15), "the instance did not reconnect");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, _, api) = outage_answers(&http, &instance.base, &form, &t.access_token).await;
+    assert_eq!((status, api), (200, 200), "back by itself, the refresh refused meanwhile works");
+
+    // SQLSTATE 3D000: the database is gone.
+    db.administer(&format!("DROP DATABASE \"{name}\" WITH (FORCE)")).await;
+    let (status, error, api) = outage_answers(&http, &instance.base, &form, &t.access_token).await;
+    assert_eq!((status, error.as_str(), api), (503, "temporarily_unavailable", 503), "database dropped");
+    instance.assert_healthy();
+    Ok(())
+}

@@ -59,6 +59,7 @@ fn main() -> ExitCode {
         crash::on_postgresql_an_instance_killed_under_load_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
         crash::on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
         faults::while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart,
+        faults::a_database_refusing_connections_or_dropped_is_an_outage_answered_503_until_it_is_back,
         events::on_two_instances_sharing_postgresql_every_event_is_delivered_once,
         events::an_instance_killed_and_a_receiver_down_lose_no_event,
         service_accounts::an_assertion_is_single_use_across_instances_and_a_disabled_key_stops_tokens_everywhere,
