@@ -46,6 +46,9 @@ async fn a_form_over_64_kib_at_the_token_endpoint_is_a_json_413_the_client_reads
     // The same connection still serves: the body was read to its end.
     let r = server.http().get(server.url("/.well-known/openid-configuration")).send().await.expect("get");
     assert_eq!(r.status(), 200);
+    // Every answer, a refusal or not, keeps to HTTPS and is not sniffed.
+    assert_eq!(r.headers()["strict-transport-security"], "max-age=31536000");
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
 }
 
 #[tokio::test]
