@@ -105,13 +105,13 @@ fn is_framework(response: &Response) -> bool {
 
 /// Lets a request through, unless its body is announced over the limit: then the body is read to [`DRAIN_LIMIT`]
 /// (so that the client, still sending, reads the answer; beyond it the connection closes) and refused with 413
-/// before any handler runs. One header read for every other request.
+/// before any handler runs. Every other request costs one look at the body's size hint, which the server set from
+/// `Content-Length` when it read the head (a body without one is bounded by the extractors' limit instead).
 pub async fn admit(request: Request, surface: Surface) -> Result<Request, Response> {
-    let announced =
-        request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    let Some(length) = announced.filter(|l| *l > BODY_LIMIT as u64) else {
+    let length = request.body().size_hint().lower();
+    if length <= BODY_LIMIT as u64 {
         return Ok(request);
-    };
+    }
     let mut response = surface.refuse(StatusCode::PAYLOAD_TOO_LARGE, description(StatusCode::PAYLOAD_TOO_LARGE));
     if length > DRAIN_LIMIT || drain(request.into_body()).await.is_err() {
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));

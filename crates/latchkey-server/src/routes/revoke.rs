@@ -32,7 +32,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<()
     if !extract::is_form(headers) {
         return Err(crate::error::refusal::not_a_form());
     }
-    let pairs = extract::form(headers, body)?;
+    let pairs = extract::form_body(body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
     let authorization = extract::single_header(headers, &header::AUTHORIZATION);
     let call = RevokeCall { form: &form, authorization: authorization.as_ref().copied(), now: state.clock.now() };

@@ -49,7 +49,7 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8], now: UnixTim
     if !extract::is_form(headers) {
         return Err(crate::error::refusal::not_a_form());
     }
-    let pairs = extract::form(headers, body)?;
+    let pairs = extract::form_body(body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
     let authorization = extract::single_header(headers, &header::AUTHORIZATION);
     let dpop: Vec<&[u8]> = headers.get_all(dpop::DPOP).iter().map(HeaderValue::as_bytes).collect();
