@@ -5,7 +5,7 @@
 //! its own adds to each request's cost.
 
 use super::{ApiError, ConsoleApiError, TokenError};
-use crate::routes::{APP_CHECK_DEBUG_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+use crate::routes::paths::{APP_CHECK_DEBUG_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
