@@ -14,6 +14,8 @@ use latchkey_core::{ErrorCode, OAuthError};
 
 /// The most a request body may hold.
 pub const BODY_LIMIT: usize = 64 * 1024;
+/// The longest path and query read (an authorization request with every scope fits many times over).
+pub const URL_LIMIT: usize = 8 * 1024;
 /// A body announced over [`BODY_LIMIT`] is read (and dropped) up to this much before the 413, so that a client
 /// still sending can read the answer; beyond it the connection is closed.
 pub const DRAIN_LIMIT: u64 = 1024 * 1024;
@@ -72,6 +74,7 @@ fn data_api_reason(status: StatusCode) -> &'static str {
         StatusCode::METHOD_NOT_ALLOWED => "httpMethodNotAllowed",
         StatusCode::PAYLOAD_TOO_LARGE => "requestTooLarge",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupportedMediaType",
+        StatusCode::URI_TOO_LONG => "uriTooLong",
         _ => "badRequest",
     }
 }
@@ -92,6 +95,7 @@ fn description(status: StatusCode) -> &'static str {
         StatusCode::METHOD_NOT_ALLOWED => "This method is not allowed here; the Allow header lists those that are.",
         StatusCode::PAYLOAD_TOO_LARGE => "The request body is over 64 KiB.",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "The request's Content-Type is not one this endpoint reads.",
+        StatusCode::URI_TOO_LONG => "The request's path and query are over 8 KiB.",
         _ => "The request could not be read.",
     }
 }
@@ -108,6 +112,9 @@ fn is_framework(response: &Response) -> bool {
 /// before any handler runs. Every other request costs one look at the body's size hint, which the server set from
 /// `Content-Length` when it read the head (a body without one is bounded by the extractors' limit instead).
 pub async fn admit(request: Request, surface: Surface) -> Result<Request, Response> {
+    if request.uri().path_and_query().is_some_and(|p| p.as_str().len() > URL_LIMIT) {
+        return Err(surface.refuse(StatusCode::URI_TOO_LONG, description(StatusCode::URI_TOO_LONG)));
+    }
     let length = request.body().size_hint().lower();
     if length <= BODY_LIMIT as u64 {
         return Ok(request);

@@ -124,6 +124,25 @@ async fn an_unknown_path_is_404_in_the_format_of_its_prefix() {
 }
 
 #[tokio::test]
+async fn a_path_and_query_over_8_kib_is_414_in_the_endpoints_format() {
+    let server = TestServer::start().await;
+    let long = "x".repeat(9 * 1024);
+    let r = server.http().get(server.url(&format!("/video/v3/channels?part=id&q={long}"))).send().await.expect("get");
+    let (status, _, body, _) = answer(r).await;
+    assert_eq!((status, data_api_reason(&body, 414).as_str()), (414, "uriTooLong"));
+    let r = server.http().get(server.url(&format!("/o/oauth2/v2/auth?scope={long}"))).send().await.expect("get");
+    let (status, ct, _, _) = answer(r).await;
+    assert_eq!((status, ct.as_str()), (414, "text/html"), "a page for the browser");
+    let r = server.http().post(server.url(&format!("/token?x={long}"))).send().await.expect("post");
+    let (status, _, body, _) = answer(r).await;
+    assert_eq!((status, oauth_error(&body).as_str()), (414, "invalid_request"));
+    // Just under the limit is read as usual.
+    let near = "x".repeat(8 * 1024 - 40);
+    let r = server.http().get(server.url(&format!("/video/v3/channels?part=id&q={near}"))).send().await.expect("get");
+    assert_eq!(r.status(), 401, "no token: the request was read");
+}
+
+#[tokio::test]
 async fn a_body_over_64_kib_to_the_data_api_and_the_console_api_is_413_in_their_formats() {
     let server = TestServer::start().await;
     let big = "x".repeat(70 * 1024);
