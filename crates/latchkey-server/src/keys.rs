@@ -50,7 +50,11 @@ impl KeySet {
 /// The current key set, swapped on reload.
 #[derive(Debug, Clone)]
 pub struct KeyRing {
-    current: Arc<RwLock<Arc<KeySet>>>,
+    /// The set, with the number of the reload that read it.
+    current: Arc<RwLock<(u64, Arc<KeySet>)>>,
+    /// Reloads started so far: a reload that started earlier never replaces the set of one that started later
+    /// (the periodic reload, slow under load, would otherwise put back keys read before a rotation).
+    reloads: Arc<std::sync::atomic::AtomicU64>,
     /// When an on-demand reload last ran (Unix seconds), so that unknown key ids cannot make every request
     /// read the store.
     last_demand: Arc<std::sync::atomic::AtomicI64>,
@@ -73,7 +77,12 @@ impl KeyRing {
         }
         let set = load_set(store, &system, now).await?;
         let secrets = Arc::new(secrets);
-        Ok(Self { current: Arc::new(RwLock::new(Arc::new(set))), last_demand: Arc::default(), secrets })
+        Ok(Self {
+            current: Arc::new(RwLock::new((0, Arc::new(set)))),
+            reloads: Arc::default(),
+            last_demand: Arc::default(),
+            secrets,
+        })
     }
 
     /// The system secrets in force now.
@@ -102,17 +111,21 @@ impl KeyRing {
     /// The current set.
     pub fn get(&self) -> Arc<KeySet> {
         match self.current.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
+            Ok(g) => g.1.clone(),
+            Err(poisoned) => poisoned.into_inner().1.clone(),
         }
     }
 
     /// Reads the keys again from the store (and the system secrets again from their file).
     pub async fn reload(&self, store: &dyn Store, now: UnixTime) -> StoreResult<()> {
+        let ticket = self.reloads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         let set = Arc::new(load_set(store, &*self.secrets()?, now).await?);
-        match self.current.write() {
-            Ok(mut g) => *g = set,
-            Err(poisoned) => *poisoned.into_inner() = set,
+        let mut current = match self.current.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if ticket > current.0 {
+            *current = (ticket, set);
         }
         Ok(())
     }
