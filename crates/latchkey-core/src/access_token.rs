@@ -81,7 +81,13 @@ impl ServiceKeyId {
 
     /// The hex form, as stored and as the assertions' `kid`.
     pub fn encode(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(40);
+        for b in self.0 {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+        out
     }
 
     /// Parses the hex form (lower-case, 40 digits).
