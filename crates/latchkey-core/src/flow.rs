@@ -60,6 +60,10 @@ pub trait Ports: Sync {
     fn with_mac_keys<R>(&self, f: impl FnOnce(&[MacKey]) -> R) -> R;
     /// Reloads the keys because a token named a key id they lack; whether it did.
     async fn reload_keys(&self, now: UnixTime) -> Result<bool, Self::Error>;
+    /// Admits one more request naming this client, or refuses it (a per-client rate limit). Default: admits.
+    fn admit_client(&self, _client_id: &str) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// A client by id.
     async fn client(&self, client_id: &str) -> Result<Option<Client>, Self::Error>;
     /// Classifies and counts the request for App Check, refusing it when App Check is enforced.
@@ -185,6 +189,7 @@ async fn code_reused<P: Ports>(ports: &P, code_hash: &[u8], now: UnixTime) -> P:
 
 /// Finds the client and checks its secret, if one was sent (RFC 6749 §2.3.1).
 pub async fn authenticate<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Client, P::Error> {
+    ports.admit_client(&auth.client_id)?;
     let client = ports
         .client(&auth.client_id)
         .await?

@@ -48,11 +48,30 @@ pub struct TokenError {
     pub basic_auth: bool,
     /// The status, when the request itself was refused (413, 415, 405) rather than the error code's.
     pub status: Option<StatusCode>,
+    /// Seconds before the client may retry, when a rate limit refused the request (429).
+    pub retry_after: Option<u64>,
 }
 
 impl From<OAuthError> for TokenError {
     fn from(error: OAuthError) -> Self {
-        Self { error, basic_auth: false, status: None }
+        Self { error, basic_auth: false, status: None, retry_after: None }
+    }
+}
+
+impl TokenError {
+    /// A request over a rate limit: 429 `temporarily_unavailable` with `Retry-After` (RFC 6585 §4), the code
+    /// RFC 6749 gives an overloaded server, so that a standard client treats it as worth retrying later.
+    pub fn too_many(refused: crate::rate_limit::Refused) -> Self {
+        let whose = match refused.by {
+            crate::rate_limit::Subject::Address => "from this address",
+            crate::rate_limit::Subject::Client => "for this client",
+        };
+        let secs = refused.retry_after_secs;
+        let description = format!("Too many requests {whose}; retry after {secs} seconds.");
+        let mut e = Self::from(OAuthError::new(ErrorCode::TemporarilyUnavailable, description));
+        e.status = Some(StatusCode::TOO_MANY_REQUESTS);
+        e.retry_after = Some(secs);
+        e
     }
 }
 
@@ -82,7 +101,9 @@ impl IntoResponse for TokenError {
             let scheme = if self.basic_auth { "Basic realm=\"latchkey\"" } else { "Bearer realm=\"latchkey\"" };
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(scheme));
         }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if let Some(secs) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        } else if status == StatusCode::SERVICE_UNAVAILABLE {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         response

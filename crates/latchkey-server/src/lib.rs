@@ -20,6 +20,7 @@ pub mod listener;
 pub mod openapi;
 mod outbound;
 pub mod password;
+pub mod rate_limit;
 pub mod routes;
 pub mod secrets;
 pub mod session;
@@ -112,6 +113,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let addr = listener.local_addr()?;
     let urls = Urls::new(&config, addr);
     let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
+    let rate_limits = config.rate_limits;
     let state = AppState {
         app_check_provider,
         store,
@@ -121,6 +123,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         keys,
         clock,
         passwords: password::Gate::per_core(),
+        rate_limits: Arc::new(rate_limit::RateLimits::new(&rate_limits)),
         last_used: Arc::default(),
     };
     let app = routes::router(state.clone());

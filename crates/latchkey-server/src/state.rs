@@ -26,6 +26,8 @@ pub struct AppState {
     pub app_check_provider: Option<crate::app_check::External>,
     /// Admits password hashes, one per core at a time.
     pub passwords: crate::password::Gate,
+    /// The token and revocation endpoints' rate limits.
+    pub rate_limits: Arc<crate::rate_limit::RateLimits>,
     /// The grants used lately, written in batches off the request path.
     pub last_used: Arc<crate::last_used::LastUsed>,
 }

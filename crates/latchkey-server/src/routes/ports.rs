@@ -48,6 +48,10 @@ impl Ports for StorePorts<'_> {
         }
     }
 
+    fn admit_client(&self, client_id: &str) -> Result<(), TokenError> {
+        self.state.rate_limits.admit_client(client_id).map_err(TokenError::too_many)
+    }
+
     fn random(&self) -> &dyn Random {
         &self.random
     }

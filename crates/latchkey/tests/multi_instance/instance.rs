@@ -81,6 +81,9 @@ impl Instance {
             .arg(&spec.tls.key)
             .env("LATCHKEY_LOG", "info,sqlx=warn")
             .env("LATCHKEY_SECRETS_SYSTEM", SYSTEM_SECRET)
+            // Every test's requests come from one loopback address: no rate limit (spec's `rate_limits` tests them).
+            .env("LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS", "0")
+            .env("LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT", "0")
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&stdout).expect("stdout file"))
             .stderr(std::fs::File::create(&stderr).expect("stderr file"));

@@ -27,6 +27,7 @@ mod login_consent;
 mod metadata;
 mod organisations;
 mod organisations_api;
+mod rate_limits;
 mod refresh;
 mod refusals;
 mod rfc7009_revoke;

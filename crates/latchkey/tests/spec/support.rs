@@ -99,6 +99,8 @@ impl TestServer {
         let mut config = Config {
             data_dir: dir.path().to_path_buf(),
             listen: "127.0.0.1:0".parse().expect("addr"),
+            // Every test's requests come from one loopback address: no rate limit unless a test sets one.
+            rate_limits: latchkey_server::config::RateLimitsConfig::OFF,
             ..Config::default()
         };
         change(&mut config);

@@ -1,0 +1,29 @@
+//! The `[rate_limits]` settings: how many requests the token and revocation endpoints take (`docs/security.md`).
+
+use serde::{Deserialize, Serialize};
+
+/// Request rates allowed on `/token` and `/revoke`, each a number of requests a minute (0 turns the limit off).
+/// A limit admits a burst of its whole minute at once, then one request every `60 / limit` seconds. In TOML, the
+/// `[rate_limits]` table; from the environment, `LATCHKEY_RATE_LIMITS_<NAME>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitsConfig {
+    /// Requests a minute from one client address (an IPv6 address counts by its /64). Default 600.
+    pub token_per_address: u32,
+    /// Requests a minute naming one client id, from anywhere. Default 60000.
+    pub token_per_client: u32,
+}
+
+impl Default for RateLimitsConfig {
+    fn default() -> Self {
+        Self { token_per_address: 600, token_per_client: 60_000 }
+    }
+}
+
+impl RateLimitsConfig {
+    /// The environment variables' prefix.
+    pub const ENV_PREFIX: &'static str = "LATCHKEY_RATE_LIMITS_";
+
+    /// No limit at all (tests that send many requests from one loopback address).
+    pub const OFF: Self = Self { token_per_address: 0, token_per_client: 0 };
+}
