@@ -8,7 +8,8 @@
 #   - the integration suite (crates/latchkey/tests/spec): the real server over HTTPS, including headless Chromium,
 #     on SQLite, then again on PostgreSQL;
 #   - the multi_instance tests (crates/latchkey/tests/multi_instance): `latchkey serve` processes on PostgreSQL;
-#   - the interop suite (tests/interop): authlib + Selenium + Chromium against the real binary.
+#   - the interop suite (tests/interop): authlib + Selenium + Chromium against the real binary;
+#   - the fuzz targets (fuzz/) are type-checked, not run (scripts/fuzz.sh runs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,9 @@ fi
 echo "== format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+echo "== the fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour)"
+bash scripts/fuzz.sh --check
 
 # PostgreSQL: LATCHKEY_TEST_DATABASE_URL, else the local server when it is reachable. Tests make their own
 # databases (or schemas) there and drop them. Without it, the tests that need it show as ignored in cargo test's

@@ -20,6 +20,14 @@ pub mod listener;
 pub mod openapi;
 mod outbound;
 pub mod password;
+
+/// The hand-written parsers of untrusted input, one entry point each: what the fuzz targets (`fuzz/`) drive.
+pub mod parsers {
+    pub use crate::admin::service_account_keys::public_key_of_pem;
+    pub use crate::extract::{form_body, pairs};
+    pub use crate::routes::api::channels::{parse_query as channels_query, ChannelsQuery, Filter};
+    pub use crate::session::cookie_tokens;
+}
 pub mod rate_limit;
 pub mod routes;
 pub mod secrets;

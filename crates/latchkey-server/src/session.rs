@@ -89,7 +89,7 @@ pub fn clear_session_cookie() -> HeaderValue {
 }
 
 /// The session tokens of the cookie; a value we could not have set is [`BrowserError::Tampered`].
-fn cookie_tokens(headers: &HeaderMap, max: usize) -> Result<Vec<&str>, BrowserError> {
+pub fn cookie_tokens(headers: &HeaderMap, max: usize) -> Result<Vec<&str>, BrowserError> {
     let Some(value) = cookie(headers, SESSION_COOKIE).filter(|v| !v.is_empty()) else { return Ok(Vec::new()) };
     let tokens: Vec<&str> = value.split('.').collect();
     let well_formed =

@@ -1,7 +1,7 @@
 //! The data API: `GET /video/v3/channels` (`channels.list`), bearer-protected (RFC 6750). A token acts for a user
 //! (through their grant) or for a service account (through its key, issue 23); [`bearer`] checks either.
 
-mod channels;
+pub(crate) mod channels;
 
 pub use channels::channels_get;
 

@@ -2,7 +2,7 @@
 //! result; error mapping lives in `crate::error`.
 
 mod account;
-mod api;
+pub(crate) mod api;
 mod appcheck;
 mod authorize;
 pub mod console;

@@ -32,7 +32,8 @@ pub async fn channels_get(State(state): State<AppState>, headers: HeaderMap, Raw
 }
 
 /// Which channels are asked for.
-enum Filter {
+#[derive(Debug)]
+pub enum Filter {
     /// `mine=true`: the user's own channel.
     Mine,
     /// `managedByMe=true`: every channel of the content owner.
@@ -53,11 +54,7 @@ async fn channels(state: &AppState, headers: &HeaderMap, query: Option<&str>) ->
         ));
     }
     let pairs = extract::pairs(query.unwrap_or("").as_bytes());
-    let get = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let parts = parse_parts(get("part"))?;
-    let filter = parse_filter(&get)?;
-    let (size, after) = parse_page(get("maxResults"), get("pageToken"))?;
-    let owner = get("onBehalfOfContentOwner").filter(|o| !o.is_empty());
+    let ChannelsQuery { parts, filter, size, after, owner } = parse_query(&pairs)?;
     let mut visible =
         match (owner, &filter, &found) {
             (Some(_), Filter::Mine, _) => {
@@ -98,6 +95,31 @@ async fn channels(state: &AppState, headers: &HeaderMap, query: Option<&str>) ->
         }
     }
     Ok(body)
+}
+
+/// A `channels.list` query, read.
+#[derive(Debug)]
+pub struct ChannelsQuery<'a> {
+    /// The parts to return, each once.
+    pub parts: Vec<&'static str>,
+    /// The one filter.
+    pub filter: Filter,
+    /// The page's size.
+    pub size: usize,
+    /// The channel id the page continues after.
+    pub after: Option<String>,
+    /// The content owner acted for.
+    pub owner: Option<&'a str>,
+}
+
+/// Reads a `channels.list` query's decoded pairs (the first of a repeated name counts).
+pub fn parse_query(pairs: &extract::Pairs) -> Result<ChannelsQuery<'_>, ApiError> {
+    let get = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let parts = parse_parts(get("part"))?;
+    let filter = parse_filter(&get)?;
+    let (size, after) = parse_page(get("maxResults"), get("pageToken"))?;
+    let owner = get("onBehalfOfContentOwner").filter(|o| !o.is_empty());
+    Ok(ChannelsQuery { parts, filter, size, after, owner })
 }
 
 /// The channels of `owner`, for a service account allowed to act for it; any other token is refused alike,

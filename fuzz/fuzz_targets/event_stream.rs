@@ -1,0 +1,16 @@
+//! A Shared Signals stream's settings as a receiver sends them: the push URL (HTTPS, or loopback HTTP when
+//! allowed) and the `Authorization` header value latchkey will send with each push.
+#![no_main]
+
+use latchkey_core::events::stream::{check_authorization_header, check_push_url};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: (bool, &str, &str)| {
+    let (loopback, url, authorization) = input;
+    if check_push_url(url, loopback).is_ok() {
+        assert!(url.starts_with("https://") || (loopback && url.starts_with("http://")), "{url:?}");
+    }
+    if check_authorization_header(authorization).is_ok() {
+        assert!(http::HeaderValue::from_str(authorization).is_ok(), "{authorization:?}");
+    }
+});
