@@ -16,6 +16,10 @@ use latchkey_core::{ErrorCode, OAuthError};
 pub const BODY_LIMIT: usize = 64 * 1024;
 /// The longest path and query read (an authorization request with every scope fits many times over).
 pub const URL_LIMIT: usize = 8 * 1024;
+/// The most the request's header fields may hold, names and values together (a session cookie for the most
+/// accounts, an `Authorization` header and a DPoP proof fit several times over). Past hyper's own read buffer
+/// (about 400 KiB) hyper refuses the request itself.
+pub const HEADERS_LIMIT: usize = 16 * 1024;
 /// A body announced over [`BODY_LIMIT`] is read (and dropped) up to this much before the 413, so that a client
 /// still sending can read the answer; beyond it the connection is closed.
 pub const DRAIN_LIMIT: u64 = 1024 * 1024;
@@ -75,6 +79,7 @@ fn data_api_reason(status: StatusCode) -> &'static str {
         StatusCode::PAYLOAD_TOO_LARGE => "requestTooLarge",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupportedMediaType",
         StatusCode::URI_TOO_LONG => "uriTooLong",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headersTooLarge",
         _ => "badRequest",
     }
 }
@@ -96,6 +101,7 @@ fn description(status: StatusCode) -> &'static str {
         StatusCode::PAYLOAD_TOO_LARGE => "The request body is over 64 KiB.",
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "The request's Content-Type is not one this endpoint reads.",
         StatusCode::URI_TOO_LONG => "The request's path and query are over 8 KiB.",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "The request's header fields are over 16 KiB.",
         _ => "The request could not be read.",
     }
 }
@@ -107,13 +113,19 @@ fn is_framework(response: &Response) -> bool {
         && response.headers().get(header::CONTENT_TYPE).is_none_or(|v| v.as_bytes().starts_with(b"text/plain"))
 }
 
-/// Lets a request through, unless its body is announced over the limit: then the body is read to [`DRAIN_LIMIT`]
+/// Lets a request through, unless its path and query or its header fields are over their limits (414, 431), or its
+/// body is announced over the limit: then the body is read to [`DRAIN_LIMIT`]
 /// (so that the client, still sending, reads the answer; beyond it the connection closes) and refused with 413
 /// before any handler runs. Every other request costs one look at the body's size hint, which the server set from
 /// `Content-Length` when it read the head (a body without one is bounded by the extractors' limit instead).
 pub async fn admit(request: Request, surface: Surface) -> Result<Request, Response> {
     if request.uri().path_and_query().is_some_and(|p| p.as_str().len() > URL_LIMIT) {
         return Err(surface.refuse(StatusCode::URI_TOO_LONG, description(StatusCode::URI_TOO_LONG)));
+    }
+    let headers: usize = request.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
+    if headers > HEADERS_LIMIT {
+        let status = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+        return Err(surface.refuse(status, description(status)));
     }
     let length = request.body().size_hint().lower();
     if length <= BODY_LIMIT as u64 {

@@ -160,3 +160,27 @@ async fn a_body_over_64_kib_to_the_data_api_and_the_console_api_is_413_in_their_
     let (status, ct, body, _) = answer(r).await;
     assert_eq!((status, ct.as_str()), (413, "application/json"), "{body}");
 }
+
+#[tokio::test]
+async fn header_fields_over_16_kib_are_431_in_the_endpoints_format() {
+    let server = TestServer::start().await;
+    let big = "x".repeat(9 * 1024);
+    let send = |path: &'static str| {
+        let (a, b) = (big.clone(), big.clone());
+        let http = server.http();
+        let url = server.url(path);
+        async move { http.get(url).header("x-one", a).header("x-two", b).send().await.expect("sent") }
+    };
+    let (status, _, body, _) = answer(send("/video/v3/channels").await).await;
+    assert_eq!(status, 431, "{body}");
+    assert_eq!(data_api_reason(&body, 431), "headersTooLarge");
+    let (status, ct, _, _) = answer(send("/account").await).await;
+    assert_eq!((status, ct.as_str()), (431, "text/html"), "a page for the browser");
+    let r = server.http().post(server.url("/token")).header("cookie", big.repeat(2)).send().await.expect("sent");
+    let (status, _, body, headers) = answer(r).await;
+    assert_eq!((status, oauth_error(&body).as_str()), (431, "invalid_request"));
+    assert_eq!(headers["cache-control"], "no-store");
+    // One large header under the limit is read as usual.
+    let r = server.http().get(server.url("/video/v3/channels")).header("x-one", big).send().await.expect("sent");
+    assert_eq!(r.status(), 401, "no token: the request was read");
+}
