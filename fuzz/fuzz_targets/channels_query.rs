@@ -1,4 +1,5 @@
-//! The data API's `channels.list` query: one filter, known parts, `maxResults` 0 to 50, a page token we issued.
+//! The data API's `channels.list` query: one filter, known parts, `maxResults` 0 to 50, a page token we issued,
+//! no parameter it reads sent twice.
 #![no_main]
 
 use latchkey_server::parsers::{channels_query, pairs, Filter};
@@ -8,6 +9,8 @@ fuzz_target!(|query: &[u8]| {
     let decoded = pairs(query);
     if let Ok(q) = channels_query(&decoded) {
         assert!(!q.parts.is_empty() && q.size <= 50);
+        let parts = decoded.iter().filter(|(k, _)| k == "part").count();
+        assert_eq!(parts, 1, "part is required and read once");
         if let Filter::Ids(ids) = &q.filter {
             assert!(!ids.is_empty() && ids.len() <= 50);
         }

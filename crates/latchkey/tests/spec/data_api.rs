@@ -314,6 +314,18 @@ async fn an_access_token_query_parameter_sent_twice_is_400() {
 }
 
 #[tokio::test]
+async fn any_parameter_channels_list_reads_sent_twice_is_400_invalid_parameter() {
+    let (server, app) = setup().await;
+    let t = server.tokens(&app, ALICE, &[READONLY]).await;
+    for query in ["part=id&part=snippet&mine=true", "part=id&mine=true&mine=false", "part=id&id=A&id=B"] {
+        let r = get(&server, query, &t.access_token).await;
+        assert_eq!(reason_of(r).await, (400, "invalidParameter".to_string()), "{query}");
+    }
+    let r = get(&server, "part=id&mine=true&utm=1&utm=2", &t.access_token).await;
+    assert_eq!(r.status(), 200, "a parameter it does not read is ignored, repeated or not");
+}
+
+#[tokio::test]
 async fn access_tokens_minted_before_a_key_rotation_keep_working() {
     let (server, app) = setup().await;
     let before = server.tokens(&app, ALICE, &[READONLY]).await;

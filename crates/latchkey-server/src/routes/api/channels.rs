@@ -112,8 +112,19 @@ pub struct ChannelsQuery<'a> {
     pub owner: Option<&'a str>,
 }
 
-/// Reads a `channels.list` query's decoded pairs (the first of a repeated name counts).
+/// The parameters `channels.list` reads, each at most once.
+const PARAMETERS: [&str; 8] =
+    ["part", "id", "mine", "managedByMe", "maxResults", "pageToken", "onBehalfOfContentOwner", "access_token"];
+
+/// Reads a `channels.list` query's decoded pairs; a parameter it reads sent twice is refused.
 pub fn parse_query(pairs: &extract::Pairs) -> Result<ChannelsQuery<'_>, ApiError> {
+    let repeated = pairs
+        .iter()
+        .enumerate()
+        .find(|(i, (k, _))| PARAMETERS.contains(&k.as_str()) && pairs[..*i].iter().any(|(earlier, _)| earlier == k));
+    if let Some((_, (name, _))) = repeated {
+        return Err(ApiError::bad_request("invalidParameter", format!("Parameter sent more than once: {name}.")));
+    }
     let get = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let parts = parse_parts(get("part"))?;
     let filter = parse_filter(&get)?;
