@@ -29,9 +29,9 @@ if [[ "${1:-}" == "--planted" ]]; then
   trap 'git worktree remove --force "$scratch" > /dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
   git worktree add --detach "$scratch" HEAD > /dev/null
   file="$scratch/crates/latchkey-core/src/redirect.rs"
-  # The bug: a registered localhost URI matches any URI its path is a prefix of (a classic of redirect checks).
-  sed -i 's/self.host == other.host \&\& self.rest == other.rest/self.host == other.host \&\& self.rest.starts_with(other.rest)/' "$file"
-  grep -q 'self.rest.starts_with(other.rest)' "$file" || { echo "the check to flip was not found in $file" >&2; exit 2; }
+  # The bug: a registered localhost URI matches any URI that extends its path (a classic of redirect checks).
+  sed -i 's/self.host == other.host \&\& self.rest == other.rest/self.host == other.host \&\& other.rest.starts_with(self.rest)/' "$file"
+  grep -q 'other.rest.starts_with(self.rest)' "$file" || { echo "the check to flip was not found in $file" >&2; exit 2; }
   mkdir -p "$scratch/fuzz/corpus-planted"
   cp fuzz/seeds/redirect/* "$scratch/fuzz/corpus-planted/"
   started=$(date +%s)

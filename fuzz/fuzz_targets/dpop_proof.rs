@@ -10,8 +10,11 @@ const URL: &str = "https://127.0.0.1:8443/token";
 
 fuzz_target!(|proof: &str| {
     let window = Window { max_age: 60, max_future: 5 };
-    if let Ok(p) = dpop::verify(proof, "POST", URL, UnixTime(1_700_000_000), window) {
-        // Only a proof signed by the key it names gets here: the fuzzer cannot forge one.
-        assert!(!p.jkt.is_empty());
+    let now = UnixTime(1_700_000_000);
+    if let Ok(p) = dpop::verify(proof, "POST", URL, now, window) {
+        // Only a proof signed by the key it names gets here (a seed is; the fuzzer cannot forge one).
+        assert!(p.jkt.len() == 43 && !p.jti.is_empty());
+        assert!((now.0 - window.max_age..=now.0 + window.max_future).contains(&p.iat.0), "{}", p.iat.0);
+        assert!(proof.contains('.') && proof.len() <= 8192);
     }
 });

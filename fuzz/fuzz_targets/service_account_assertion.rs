@@ -6,7 +6,8 @@ use latchkey_core::service_account::{Assertion, PublicKey};
 use latchkey_core::time::UnixTime;
 use libfuzzer_sys::fuzz_target;
 
-/// The generator point of P-256, uncompressed: a valid public key no one here holds the private half of.
+/// The generator point of P-256, uncompressed: a valid public key (its private key is 1, but nothing here signs
+/// with it, and the fuzzer cannot sign at all).
 const P256_G: &str = "046b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c2964fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5";
 
 fn unhex(s: &str) -> Vec<u8> {

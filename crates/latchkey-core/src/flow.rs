@@ -60,7 +60,8 @@ pub trait Ports: Sync {
     fn with_mac_keys<R>(&self, f: impl FnOnce(&[MacKey]) -> R) -> R;
     /// Reloads the keys because a token named a key id they lack; whether it did.
     async fn reload_keys(&self, now: UnixTime) -> Result<bool, Self::Error>;
-    /// Admits one more request naming this client, or refuses it (a per-client rate limit). Default: admits.
+    /// Admits one more request of this client, known and authenticated, or refuses it (a per-client rate limit).
+    /// Default: admits.
     fn admit_client(&self, _client_id: &str) -> Result<(), Self::Error> {
         Ok(())
     }
@@ -189,7 +190,6 @@ async fn code_reused<P: Ports>(ports: &P, code_hash: &[u8], now: UnixTime) -> P:
 
 /// Finds the client and checks its secret, if one was sent (RFC 6749 §2.3.1).
 pub async fn authenticate<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Client, P::Error> {
-    ports.admit_client(&auth.client_id)?;
     let client = ports
         .client(&auth.client_id)
         .await?
@@ -198,6 +198,9 @@ pub async fn authenticate<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Clie
         return Err(OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was deleted.").into());
     }
     auth.check_secret(&client.secret_hash)?;
+    // Counted once the client is known and its secret, if sent, is right: a wrong secret spends none of the
+    // client's budget (the address's limit holds those back).
+    ports.admit_client(&client.client_id)?;
     Ok(client)
 }
 

@@ -33,7 +33,7 @@ pub async fn serve(
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // HTTP/2 takes header lists up to four times the router's own limit, so that the router answers one over its
     // limit in the endpoint's format rather than hyper with an empty 431 (HTTP/1.1 reads up to about 400 KiB).
-    builder.http2().max_header_list_size(4 * u32::try_from(HEADERS_LIMIT).unwrap_or(u32::MAX));
+    builder.http2().max_header_list_size(u32::try_from(HEADERS_LIMIT).unwrap_or(u32::MAX).saturating_mul(4));
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {

@@ -86,7 +86,8 @@ pub async fn key_upload(
     Ok(KeyView::from(&add(store, &a.id, key, now).await?))
 }
 
-/// The public key in a PEM `PUBLIC KEY` (SubjectPublicKeyInfo): RSA of 2048 to 8192 bits with an odd exponent of 3
+/// The public key in a PEM `PUBLIC KEY` (SubjectPublicKeyInfo): RSA of 2048 to 4096 bits (the `rsa` crate reads
+/// no larger) with an odd exponent of 3
 /// to 2^33 - 1 (what the signature check accepts), or a P-256 point, uncompressed. (A point off the curve is not
 /// detected here: it never verifies, so its assertions are refused as "Invalid JWT Signature.")
 pub fn public_key_of_pem(pem_text: &str) -> Option<PublicKey> {
@@ -102,7 +103,7 @@ pub fn public_key_of_pem(pem_text: &str) -> Option<PublicKey> {
     let public = rsa::RsaPublicKey::from_public_key_der(&der).ok()?;
     let (bits, e) = (public.n().bits(), public.e());
     let e_ok = e.bits() <= 33 && e.bits() >= 2 && e.to_bytes_be().last().is_some_and(|b| b & 1 == 1);
-    ((2048..=8192).contains(&bits) && e_ok)
+    ((2048..=4096).contains(&bits) && e_ok)
         .then(|| PublicKey::Rs256 { n: public.n().to_bytes_be(), e: public.e().to_bytes_be() })
 }
 

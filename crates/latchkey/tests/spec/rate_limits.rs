@@ -44,23 +44,25 @@ async fn three_hundred_wrong_secrets_from_one_address_meet_429_and_another_addre
         ("client_id", app.client_id.as_str()),
         ("client_secret", "lks_wrong"),
     ];
-    let (mut unauthorized, mut limited, mut retry_after) = (0u64, 0u64, Vec::new());
-    for _ in 0..300 {
-        let r = attacker.post(server.url("/token")).form(&wrong).send().await.expect("answer");
+    // Every third request is a revocation, which shares the address's budget.
+    let revoke_wrong = [("token", "lkr_x"), ("client_id", app.client_id.as_str()), ("client_secret", "lks_wrong")];
+    let (mut unauthorized, mut limited, mut revocations_limited, mut retry_after) = (0u64, 0u64, 0, Vec::new());
+    for i in 0..300 {
+        let (path, form) = if i % 3 == 2 { ("/revoke", &revoke_wrong[..]) } else { ("/token", &wrong[..]) };
+        let r = attacker.post(server.url(path)).form(form).send().await.expect("answer");
         match r.status().as_u16() {
             401 => unauthorized += 1,
             429 => {
                 limited += 1;
+                revocations_limited += usize::from(path == "/revoke");
                 let (secs, error) = too_many(r).await;
-                assert_eq!(
-                    error,
-                    format!(
-                        "temporarily_unavailable: Too many requests from this address; retry after {secs} seconds."
-                    )
+                let expected = format!(
+                    "temporarily_unavailable: Too many requests from this address; retry after {secs} seconds."
                 );
+                assert_eq!(error, expected);
                 retry_after.push(secs);
             }
-            other => panic!("unexpected status {other}"),
+            other => panic!("unexpected status {other} from {path}"),
         }
     }
     assert!(
@@ -68,10 +70,8 @@ async fn three_hundred_wrong_secrets_from_one_address_meet_429_and_another_addre
         "the first {LIMIT} (and what refilled meanwhile) are answered: {unauthorized}"
     );
     assert_eq!(unauthorized + limited, 300);
+    assert!(revocations_limited > 50, "revocations are held back too: {revocations_limited}");
     assert!(retry_after.iter().all(|s| (1..=60).contains(s)), "{retry_after:?}");
-    // Revocation shares the address's budget.
-    let r = attacker.post(server.url("/revoke")).form(&[("token", "x")]).send().await.expect("answer");
-    too_many(r).await;
     // The same app's well-behaved client on another address refreshes and revokes at once.
     let good = http_from(&server, "127.0.0.2");
     let refresh = [
@@ -87,7 +87,7 @@ async fn three_hundred_wrong_secrets_from_one_address_meet_429_and_another_addre
 }
 
 #[tokio::test]
-async fn a_client_over_its_own_limit_gets_429_from_any_address_and_other_clients_do_not() {
+async fn a_client_over_its_own_limit_gets_429_from_any_address_and_wrong_secrets_or_other_clients_do_not_count() {
     const LIMIT: u32 = 30;
     let server = TestServer::start_with(|c| {
         c.rate_limits = RateLimitsConfig { token_per_client: LIMIT, ..RateLimitsConfig::OFF };
@@ -102,27 +102,35 @@ async fn a_client_over_its_own_limit_gets_429_from_any_address_and_other_clients
             ("client_id".to_owned(), app.client_id.clone()),
         ]
     };
-    let mut answered = 0;
-    for from in ["127.0.0.1", "127.0.0.3"].iter().cycle().take(3 * LIMIT as usize) {
-        let r = http_from(&server, from).post(server.url("/token")).form(&form(&busy)).send().await.expect("answer");
+    // A wrong secret spends none of the client's budget: the address's limit is what holds those back.
+    let mut wrong = form(&busy);
+    wrong.push(("client_secret".to_owned(), "lks_wrong".to_owned()));
+    for _ in 0..2 * LIMIT {
+        let r = server.http().post(server.url("/token")).form(&wrong).send().await.expect("answer");
+        assert_eq!(r.status(), 401);
+    }
+    // From two addresses, every third request authenticating by HTTP Basic: the client's own limit holds.
+    let (mut answered, mut basic_limited) = (0, 0);
+    for (i, from) in ["127.0.0.1", "127.0.0.3"].iter().cycle().take(3 * LIMIT as usize).enumerate() {
+        let http = http_from(&server, from);
+        let request = if i % 3 == 2 {
+            let grant = [("grant_type", "refresh_token"), ("refresh_token", "lkr_unknown")];
+            http.post(server.url("/token")).basic_auth(&busy.client_id, Some(&busy.client_secret)).form(&grant)
+        } else {
+            http.post(server.url("/token")).form(&form(&busy))
+        };
+        let r = request.send().await.expect("answer");
         if r.status() == 429 {
+            basic_limited += usize::from(i % 3 == 2);
             let (_, error) = too_many(r).await;
             assert!(error.contains("for this client"), "{error}");
         } else {
+            assert_eq!(r.status(), 400, "invalid_grant: the request was read");
             answered += 1;
         }
     }
     assert!((u64::from(LIMIT)..=u64::from(LIMIT) + refill(LIMIT, started)).contains(&answered), "{answered}");
-    // Client authentication by HTTP Basic names the client as well.
-    let r = server
-        .http()
-        .post(server.url("/token"))
-        .basic_auth(&busy.client_id, Some(&busy.client_secret))
-        .form(&[("grant_type", "refresh_token"), ("refresh_token", "lkr_unknown")])
-        .send()
-        .await
-        .expect("answer");
-    too_many(r).await;
+    assert!(basic_limited > 10, "HTTP Basic names the client as well: {basic_limited}");
     let r = server.http().post(server.url("/token")).form(&form(&quiet)).send().await.expect("answer");
     assert_eq!(r.status(), 400, "another client is answered: invalid_grant");
 }
