@@ -8,20 +8,6 @@ use std::net::SocketAddr;
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub SocketAddr);
 
-/// Admits one more request to the token or revocation endpoint from the connection's address, or refuses it
-/// (429, `crate::rate_limit`). A request without an address (none in process tests) is admitted.
-pub fn admit_address(
-    state: &crate::state::AppState,
-    addr: Option<axum::Extension<ClientAddr>>,
-) -> Result<(), crate::error::TokenError> {
-    match addr {
-        Some(axum::Extension(ClientAddr(peer))) => {
-            state.rate_limits.admit_address(peer.ip()).map_err(crate::error::TokenError::too_many)
-        }
-        None => Ok(()),
-    }
-}
-
 /// Decoded `name=value` pairs of a query string or form body, in order, repeats kept.
 pub type Pairs = Vec<(String, String)>;
 

@@ -2,7 +2,7 @@
 //!
 //! Each limit is the generic cell rate algorithm (GCRA, a token bucket kept as one timestamp: the "theoretical
 //! arrival time" of the next request) over a fixed table of atomic slots. A key (an address, a client id) is
-//! hashed, with a key chosen at random when the server starts, to one slot in each of two rows, and is judged
+//! hashed (foldhash, with a seed chosen at random when the server starts) to one slot in each of two rows, and is judged
 //! by the lower of its two slots (a count-min sketch): keys that share a slot only ever make each other look
 //! busier, so a collision can refuse too early but never admits too much (requests of one key arriving in the
 //! same instant aside: the check and the update are two steps), and an innocent key is held back only if both its
@@ -12,7 +12,8 @@
 //! instance counts alone; behind a load balancer of N instances a key gets up to N times its limit.
 
 use crate::config::RateLimitsConfig;
-use std::hash::{BuildHasher, Hash, RandomState};
+use foldhash::fast::RandomState;
+use std::hash::{BuildHasher, Hash};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -104,7 +105,7 @@ impl Limit {
             burst: NANOS_PER_MINUTE,
             slots: (0..2 * SLOTS).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
-            hasher: RandomState::new(),
+            hasher: RandomState::default(),
         })
     }
 

@@ -5,6 +5,8 @@
 //! its own adds to each request's cost.
 
 use super::{ApiError, ConsoleApiError, TokenError};
+use crate::extract::ClientAddr;
+use crate::rate_limit::RateLimits;
 use crate::routes::paths::{APP_CHECK_DEBUG_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
@@ -113,14 +115,25 @@ fn is_framework(response: &Response) -> bool {
         && response.headers().get(header::CONTENT_TYPE).is_none_or(|v| v.as_bytes().starts_with(b"text/plain"))
 }
 
-/// Lets a request through, unless its path and query or its header fields are over their limits (414, 431), or its
-/// body is announced over the limit: then the body is read to [`DRAIN_LIMIT`]
+/// Whether requests to `path` count against their address's rate limit (`crate::rate_limit`).
+fn is_rate_limited(path: &str) -> bool {
+    path == TOKEN_PATH || path == REVOKE_PATH
+}
+
+/// Lets a request through, unless its path and query or its header fields are over their limits (414, 431), its
+/// address is over its rate limit (429, on the token and revocation endpoints), or its body is announced over the
+/// limit: then the body is read to [`DRAIN_LIMIT`]
 /// (so that the client, still sending, reads the answer; beyond it the connection closes) and refused with 413
 /// before any handler runs. Every other request costs one look at the body's size hint, which the server set from
 /// `Content-Length` when it read the head (a body without one is bounded by the extractors' limit instead).
-pub async fn admit(request: Request, surface: Surface) -> Result<Request, Response> {
+pub async fn admit(request: Request, surface: Surface, limits: &RateLimits) -> Result<Request, Response> {
     if request.uri().path_and_query().is_some_and(|p| p.as_str().len() > URL_LIMIT) {
         return Err(surface.refuse(StatusCode::URI_TOO_LONG, description(StatusCode::URI_TOO_LONG)));
+    }
+    if surface == Surface::OAuth && is_rate_limited(request.uri().path()) {
+        if let Some(ClientAddr(peer)) = request.extensions().get::<ClientAddr>() {
+            limits.admit_address(peer.ip()).map_err(|refused| TokenError::too_many(refused).into_response())?;
+        }
     }
     let headers: usize = request.headers().iter().map(|(name, value)| name.as_str().len() + value.len()).sum();
     if headers > HEADERS_LIMIT {

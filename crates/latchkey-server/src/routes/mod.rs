@@ -17,6 +17,7 @@ mod ssf;
 mod token;
 
 use crate::error::refusal;
+use crate::rate_limit::RateLimits;
 use crate::state::AppState;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -24,12 +25,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub use paths::{APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 
 /// Every route of the service.
 pub fn router(state: AppState) -> Router {
+    let limits = state.rate_limits.clone();
     Router::new()
         .route(AUTHORIZE_PATH, get(authorize::authorize_get).post(authorize::authorize_post))
         .route("/signin", get(login::signin_get).post(login::signin_post))
@@ -54,7 +57,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(ready))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(refusal::BODY_LIMIT))
-        .layer(middleware::from_fn(log_request))
+        .layer(middleware::from_fn(move |request: Request, next: Next| log_request(limits.clone(), request, next)))
         .with_state(state)
 }
 
@@ -88,14 +91,14 @@ async fn not_found(uri: axum::http::Uri) -> Response {
     refusal::Surface::of(uri.path()).refuse(StatusCode::NOT_FOUND, "There is nothing at this address.")
 }
 
-/// Logs method, path (never the query, which can carry tokens), status and latency; refuses what the framework
-/// or the size limit refuses in the endpoint's own format ([`refusal`]).
-async fn log_request(request: Request, next: Next) -> Response {
+/// Logs method, path (never the query, which can carry tokens), status and latency; refuses what the framework,
+/// the size limits or the address's rate limit refuse, in the endpoint's own format ([`refusal`]).
+async fn log_request(limits: Arc<RateLimits>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let started = Instant::now();
     let surface = refusal::Surface::of(&path);
-    let mut response = match refusal::admit(request, surface).await {
+    let mut response = match refusal::admit(request, surface, &limits).await {
         Ok(request) => refusal::reword(surface, next.run(request).await),
         Err(refused) => refused,
     };

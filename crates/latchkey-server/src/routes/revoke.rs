@@ -3,31 +3,19 @@
 
 use super::ports::StorePorts;
 use crate::error::TokenError;
-use crate::extract::{self, ClientAddr};
+use crate::extract;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use latchkey_core::flow::revoke::{revoke, RevokeCall};
 use latchkey_core::token::Form;
 
 /// Handles a revocation request: 200 when the token is revoked or unknown (RFC 7009 §2.2), 400 when the
 /// request is malformed.
-pub async fn revoke_post(
-    State(state): State<AppState>,
-    addr: Option<Extension<ClientAddr>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let admitted = extract::admit_address(&state, addr);
-    match async {
-        admitted?;
-        handle(&state, &headers, &body).await
-    }
-    .await
-    {
+pub async fn revoke_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    match handle(&state, &headers, &body).await {
         Ok(()) => {
             let mut r = StatusCode::OK.into_response();
             r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

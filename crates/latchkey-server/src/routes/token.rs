@@ -5,13 +5,12 @@
 use super::ports::StorePorts;
 use crate::dpop;
 use crate::error::{no_store_json, TokenError};
-use crate::extract::{self, ClientAddr};
+use crate::extract;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
 use latchkey_core::client::LAST_USED_GRANULARITY;
 use latchkey_core::flow::{self, Issued, TokenCall};
 use latchkey_core::time::UnixTime;
@@ -19,20 +18,9 @@ use latchkey_core::token::Form;
 use latchkey_proto::TokenResponse;
 
 /// Handles a token request. Every answer to a request with a DPoP header carries a fresh `DPoP-Nonce`.
-pub async fn token_post(
-    State(state): State<AppState>,
-    addr: Option<Extension<ClientAddr>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let now = state.clock.now();
-    let admitted = extract::admit_address(&state, addr);
-    let mut response = match async {
-        admitted?;
-        handle(&state, &headers, &body, now).await
-    }
-    .await
-    {
+    let mut response = match handle(&state, &headers, &body, now).await {
         Ok(Issued { client, response }) => {
             // Unused clients are deleted after `client_unused_days`: record the use, at most one write an hour.
             // The client row was just read, so a fresh `last_used_at` costs no statement at all.
