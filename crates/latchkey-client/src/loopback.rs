@@ -1,4 +1,4 @@
-//! The loopback redirect (RFC 8252 §7.3): a one-shot web server on `127.0.0.1` with a random port.
+//! The loopback redirect (RFC 8252 §7.3): a one-shot web server on `127.0.0.1`, on a port the system picks or a fixed one.
 //!
 //! It accepts exactly one response that matches the request's `state`, answers it with a page telling the user
 //! to close the browser and return to the app, and stops listening. Requests for other paths, or with another
@@ -25,7 +25,14 @@ pub struct LoopbackListener {
 impl LoopbackListener {
     /// Binds `127.0.0.1` on a port the system picks.
     pub async fn bind() -> Result<Self, Error> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| Error::Transport(e.to_string()))?;
+        Self::bind_port(0).await
+    }
+
+    /// Binds `127.0.0.1` on `port` (0: a port the system picks), for a port forwarded from another machine.
+    pub async fn bind_port(port: u16) -> Result<Self, Error> {
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|e| Error::Transport(format!("binding 127.0.0.1:{port}: {e}")))?;
         let port = listener.local_addr().map_err(|e| Error::Transport(e.to_string()))?.port();
         Ok(Self { listener, port })
     }

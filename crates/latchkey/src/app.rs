@@ -11,8 +11,9 @@
 use crate::output::{self, Exit};
 use clap::{Args, Subcommand};
 use latchkey_client::{
-    browser, write_private, AppConfig, DpopKey, Error, FileKeyStore, FileTokenStore, HttpClient, HttpRequest, KeyStore,
-    LoopbackListener, OAuthClient, ReqwestHttp, Session, TokenSet, TokenStore,
+    browser, write_private, AppConfig, Authorization, AuthorizationResponse, DpopKey, Error, FileKeyStore,
+    FileTokenStore, HttpClient, HttpRequest, KeyStore, LoopbackListener, OAuthClient, ReqwestHttp, Session, TokenSet,
+    TokenStore,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -76,6 +77,13 @@ struct LoginArgs {
     /// How long to wait for the browser, in seconds.
     #[arg(long, default_value_t = 300)]
     timeout: u64,
+    /// Open no browser: print the address to open on any machine, then take the address the browser was finally
+    /// sent to, pasted on standard input (or the redirect itself, should it reach this machine).
+    #[arg(long)]
+    no_browser: bool,
+    /// The loopback port that receives the redirect (default: any free port), for one forwarded over SSH.
+    #[arg(long)]
+    port: Option<u16>,
 }
 
 /// What `login` remembers for the other commands.
@@ -259,17 +267,28 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
         eprintln!("Note: the server does not advertise ES256 DPoP; trying anyway.");
     }
     let key = if saved.dpop { Some(DpopKey::load_or_create(&FileKeyStore::new(dir.join("dpop.key")))?) } else { None };
-    let listener = LoopbackListener::bind().await?;
+    let listener = LoopbackListener::bind_port(args.port.unwrap_or(0)).await?;
     let scope_refs: Vec<&str> = requested.iter().map(String::as_str).collect();
     let pending = client.authorize(&listener.redirect_uri(), &scope_refs)?;
-    match browser::open(pending.url()) {
-        Ok(()) => eprintln!("Opened your browser to sign in. If nothing appears, open this address yourself:"),
-        Err(_) => eprintln!("Could not start a browser. Open this address to sign in:"),
+    let opened = !args.no_browser && browser::open(pending.url()).is_ok();
+    match (args.no_browser, opened) {
+        (true, _) => eprintln!("Open this address in a browser on any machine to sign in:"),
+        (false, true) => eprintln!("Opened your browser to sign in. If nothing appears, open this address yourself:"),
+        (false, false) => eprintln!("Could not start a browser. Open this address to sign in:"),
     }
     eprintln!("\n  {}\n", pending.url());
+    if args.no_browser {
+        eprintln!(
+            "After you allow access the browser goes to {} (which fails to load on another machine):\n\
+             copy that whole address from its address bar and paste it here.",
+            pending.redirect_uri()
+        );
+    }
     eprintln!("Waiting for the sign-in (up to {} seconds; Ctrl-C cancels)...", args.timeout);
+    let timeout = Duration::from_secs(args.timeout);
     let response = tokio::select! {
-        r = listener.receive(pending.state(), Duration::from_secs(args.timeout)) => r?,
+        r = listener.receive(pending.state(), timeout) => r?,
+        r = pasted(&pending), if args.no_browser => r?,
         _ = tokio::signal::ctrl_c() => return Err(Failure::Cancelled),
     };
     let tokens = client.exchange(pending, &response, key.as_ref()).await?;
@@ -278,6 +297,25 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
     let result = report(&tokens, &saved);
     session.save(tokens).await?;
     Ok(result)
+}
+
+/// The authorization response pasted on standard input: the redirect URI's address, whose `state` is checked as the
+/// loopback listener checks it. Lines that are not that address are answered on stderr and skipped; at the end of
+/// the input the redirect itself may still arrive, until the timeout.
+async fn pasted(pending: &Authorization) -> Result<AuthorizationResponse, Failure> {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let prefix = format!("{}?", pending.redirect_uri());
+    while let Some(line) = lines.next_line().await.map_err(|e| Failure::Other(e.into()))? {
+        let line = line.trim();
+        if line.starts_with(&prefix) {
+            return Ok(pending.finish(line)?);
+        }
+        if !line.is_empty() {
+            eprintln!("That is not an address starting with {prefix}; paste the whole address from the address bar.");
+        }
+    }
+    std::future::pending().await
 }
 
 /// Sends an authenticated GET and prints the body as it came, also with an error status.
