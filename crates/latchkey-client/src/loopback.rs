@@ -1,4 +1,5 @@
-//! The loopback redirect (RFC 8252 §7.3): a one-shot web server on `127.0.0.1`, on a port the system picks or a fixed one.
+//! The loopback redirect (RFC 8252 §7.3): a one-shot web server on `127.0.0.1`, on a port the system picks or on a
+//! fixed one.
 //!
 //! It accepts exactly one response that matches the request's `state`, answers it with a page telling the user
 //! to close the browser and return to the app, and stops listening. Requests for other paths, or with another

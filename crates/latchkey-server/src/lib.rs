@@ -121,17 +121,16 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let addr = listener.local_addr()?;
     let urls = Urls::new(&config, addr);
     let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
-    let rate_limits = config.rate_limits;
     let state = AppState {
         app_check_provider,
         store,
         scopes: Arc::new(ScopeRegistry::new(&config.scope_base)),
+        rate_limits: Arc::new(rate_limit::RateLimits::new(&config.rate_limits)),
         config: Arc::new(config),
         urls: Arc::new(urls.clone()),
         keys,
         clock,
         passwords: password::Gate::per_core(),
-        rate_limits: Arc::new(rate_limit::RateLimits::new(&rate_limits)),
         last_used: Arc::default(),
     };
     let app = routes::router(state.clone());

@@ -270,11 +270,12 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
     let listener = LoopbackListener::bind_port(args.port.unwrap_or(0)).await?;
     let scope_refs: Vec<&str> = requested.iter().map(String::as_str).collect();
     let pending = client.authorize(&listener.redirect_uri(), &scope_refs)?;
-    let opened = !args.no_browser && browser::open(pending.url()).is_ok();
-    match (args.no_browser, opened) {
-        (true, _) => eprintln!("Open this address in a browser on any machine to sign in:"),
-        (false, true) => eprintln!("Opened your browser to sign in. If nothing appears, open this address yourself:"),
-        (false, false) => eprintln!("Could not start a browser. Open this address to sign in:"),
+    if args.no_browser {
+        eprintln!("Open this address in a browser on any machine to sign in:");
+    } else if browser::open(pending.url()).is_ok() {
+        eprintln!("Opened your browser to sign in. If nothing appears, open this address yourself:");
+    } else {
+        eprintln!("Could not start a browser. Open this address to sign in:");
     }
     eprintln!("\n  {}\n", pending.url());
     if args.no_browser {

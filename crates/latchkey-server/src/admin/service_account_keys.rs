@@ -87,8 +87,8 @@ pub async fn key_upload(
 }
 
 /// The public key in a PEM `PUBLIC KEY` (SubjectPublicKeyInfo): RSA of 2048 to 4096 bits (the `rsa` crate reads
-/// no larger) with an odd exponent of 3
-/// to 2^33 - 1 (what the signature check accepts), or a P-256 point, uncompressed. (A point off the curve is not
+/// no larger) with an odd exponent of 3 to 2^33 - 1 (what the signature check accepts), or a P-256 point,
+/// uncompressed. (A point off the curve is not
 /// detected here: it never verifies, so its assertions are refused as "Invalid JWT Signature.")
 pub fn public_key_of_pem(pem_text: &str) -> Option<PublicKey> {
     const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
