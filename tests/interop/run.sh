@@ -20,7 +20,7 @@ venv="$target/interop-venv"
 
 # Versions verified to work together (2026-11).
 requirements=(authlib==1.9.9 joserfc==1.8.0 requests==2.34.2 selenium==4.51.0 openapi-spec-validator==0.9.0
-    schemathesis==4.32.5 pyjwt==2.15.1 cryptography==50.0.2 google-auth==2.63.0)
+    schemathesis==4.32.5 pyjwt==2.15.1 cryptography==50.0.2 google-auth==2.63.0 prometheus-client==0.22.1)
 
 export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
@@ -68,6 +68,8 @@ ssf_rc=0
 # google-auth (the best-known provider's library) and authlib's AssertionSession: the JWT bearer grant with a key file.
 sa_rc=0
 "$venv/bin/python" "$here/python_service_account.py" || sa_rc=$?
+ops_rc=0
+"$venv/bin/python" "$here/python_operations.py" || ops_rc=$?
 
 # oauth4webapi (DPoP) through playwright-core with the same Chromium; versions pinned in package-lock.json.
 # playwright-core ships no browser and has no install script, so `npm ci` downloads none.
@@ -86,5 +88,6 @@ node_rc=0
 node "$here/node_dpop.mjs" || node_rc=$?
 
 echo "interop: python_authlib.py exit $python_rc, console_openapi.py exit $openapi_rc," \
-    "python_ssf_receiver.py exit $ssf_rc, python_service_account.py exit $sa_rc, node_dpop.mjs exit $node_rc"
-[[ $python_rc == 0 && $openapi_rc == 0 && $ssf_rc == 0 && $sa_rc == 0 && $node_rc == 0 ]]
+    "python_ssf_receiver.py exit $ssf_rc, python_service_account.py exit $sa_rc," \
+    "python_operations.py exit $ops_rc, node_dpop.mjs exit $node_rc"
+[[ $python_rc == 0 && $openapi_rc == 0 && $ssf_rc == 0 && $sa_rc == 0 && $ops_rc == 0 && $node_rc == 0 ]]

@@ -78,8 +78,8 @@ pub struct Client {
     pub client_type: ClientType,
     /// Authorized redirect URIs, compared as exact strings.
     pub redirect_uris: Vec<String>,
-    /// SHA-256 of the client secret.
-    pub secret_hash: Vec<u8>,
+    /// The client's secrets (at most [`MAX_SECRETS`]), each stored as its hash.
+    pub secrets: Vec<ClientSecret>,
     /// Type-specific fields.
     pub details: ClientDetails,
     /// When the client was created.
@@ -290,6 +290,10 @@ pub fn scheme_of(uri: &str) -> Option<&str> {
     let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic());
     (first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))).then_some(scheme)
 }
+
+mod secrets;
+
+pub use secrets::{change_secrets, ClientSecret, SecretChange, SecretRefusal, MAX_SECRETS};
 
 #[cfg(test)]
 mod tests;

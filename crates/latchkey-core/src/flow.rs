@@ -197,7 +197,7 @@ pub async fn authenticate<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Clie
     if client.deleted_at.is_some() {
         return Err(OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was deleted.").into());
     }
-    auth.check_secret(&client.secret_hash)?;
+    auth.check_secret(&client)?;
     // Counted once the client is known and its secret, if sent, is right: a wrong secret spends none of the
     // client's budget (the address's limit holds those back).
     ports.admit_client(&client.client_id)?;

@@ -4,6 +4,10 @@
 //! URIs are compared as exact strings, never after URL normalisation. The one exception is RFC 8252 §7.3: for a
 //! loopback IP literal only the port may differ, and desktop apps need not register loopback URIs at all.
 
+mod guidance;
+
+pub use guidance::{accepted_forms, hint};
+
 use crate::client::{is_package_sid_uri, scheme_of, Client, ClientType, CUSTOM_SCHEME_UNSUPPORTED};
 use crate::{ErrorCode, OAuthError};
 

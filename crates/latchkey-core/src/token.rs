@@ -2,9 +2,10 @@
 //! checks (§4.1.3, RFC 7636 §4.6) and the refresh checks (§6).
 
 use crate::access_token::GrantId;
+use crate::client::Client;
 use crate::pkce::{self, ChallengeMethod};
 use crate::scope::{ScopeRegistry, ScopeSet};
-use crate::secret::{self, Secret};
+use crate::secret::Secret;
 use crate::time::UnixTime;
 use crate::{ErrorCode, OAuthError};
 use base64::engine::general_purpose::STANDARD;
@@ -113,11 +114,12 @@ pub struct ClientAuth {
 }
 
 impl ClientAuth {
-    /// Checks the secret, if one was sent, against the stored hash in constant time. A wrong secret is
-    /// `invalid_client`; no secret is fine (`DECISIONS.md`: issued to every client, never required).
-    pub fn check_secret(&self, stored_hash: &[u8]) -> Result<(), OAuthError> {
+    /// Checks the secret, if one was sent, against the client's enabled secrets in constant time. A wrong (or
+    /// disabled) secret is `invalid_client`; no secret is fine (`DECISIONS.md`: issued to every client, never
+    /// required).
+    pub fn check_secret(&self, client: &Client) -> Result<(), OAuthError> {
         match &self.secret {
-            Some(s) if !secret::matches_hash(s.expose(), stored_hash) => {
+            Some(s) if !client.accepts_secret(s.expose()) => {
                 Err(OAuthError::new(ErrorCode::InvalidClient, "The client secret is wrong."))
             }
             _ => Ok(()),

@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod actor;
 pub mod api_keys;
+pub mod client_secrets;
 pub mod content_owners;
 pub mod members;
 pub mod orgs;
@@ -17,6 +18,7 @@ pub mod signing_keys;
 pub mod streams;
 
 pub use actor::{Access, Actor, ClientRef, Right};
+pub use client_secrets::{client_secret_add, client_secret_delete, client_secret_disable, client_secret_enable};
 pub use members::{
     project_create, project_delete, project_list, project_set_api, project_set_time_based_access, project_show,
 };
@@ -154,7 +156,7 @@ pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now
     if !errors.is_empty() {
         return Err(AdminError::Fields(errors));
     }
-    let secret = Secret::generate("lks_", &OsRandom);
+    let (secret, stored) = client_secrets::generate(now);
     // A client created with App Check on starts enabled (it has no traffic yet to wait for).
     let app_check = if new.client_type == ClientType::Mobile && new.details.app_check {
         app_check::AppCheck { state: AppCheckState::Enabled, pending: None }
@@ -167,7 +169,7 @@ pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now
         name: new.name.trim().into(),
         client_type: new.client_type,
         redirect_uris: new.redirect_uris,
-        secret_hash: secret.hash(),
+        secrets: vec![stored],
         details: new.details,
         created_at: now,
         deleted_at: None,

@@ -2,9 +2,11 @@
 //! (in that order of precedence, flags last), validated at start-up. `docs/configuration.md` lists every field.
 
 mod events;
+mod metrics;
 mod rate_limits;
 
 pub use events::EventsConfig;
+pub use metrics::MetricsConfig;
 pub use rate_limits::RateLimitsConfig;
 
 use crate::secrets::{SecretSource, SecretsError};
@@ -101,10 +103,15 @@ pub struct Config {
     pub secrets_system: Option<SecretList>,
     /// A file of system secrets, one a line. Default `<data_dir>/system-secret`, made (0600) on first start.
     pub secrets_system_file: Option<PathBuf>,
+    /// Days after which each kind of signing key is replaced by a new one (the old one verifies for a week more);
+    /// 0: only on command (`latchkey admin keys rotate`). Default 90.
+    pub key_rotation_days: i64,
     /// The security event transmitter (`[events]`).
     pub events: EventsConfig,
     /// The token and revocation endpoints' rate limits (`[rate_limits]`).
     pub rate_limits: RateLimitsConfig,
+    /// Who may read `/metrics` (`[metrics]`).
+    pub metrics: MetricsConfig,
 }
 
 /// System secrets given in the configuration: never printed (`Debug` shows only how many).
@@ -198,8 +205,10 @@ impl Default for Config {
             app_check_issuer: None,
             secrets_system: None,
             secrets_system_file: None,
+            key_rotation_days: 90,
             events: EventsConfig::default(),
             rate_limits: RateLimitsConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -210,7 +219,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 38] = [
+pub const FIELDS: [&str; 39] = [
     "data_dir",
     "listen",
     "database_url",
@@ -249,10 +258,15 @@ pub const FIELDS: [&str; 38] = [
     "app_check_issuer",
     "secrets_system",
     "secrets_system_file",
+    "key_rotation_days",
 ];
 
 /// The nested tables, with the prefix of the environment variables that set their fields.
-const TABLES: [(&str, &str); 2] = [(EventsConfig::ENV_PREFIX, "events"), (RateLimitsConfig::ENV_PREFIX, "rate_limits")];
+const TABLES: [(&str, &str); 3] = [
+    (EventsConfig::ENV_PREFIX, "events"),
+    (MetricsConfig::ENV_PREFIX, "metrics"),
+    (RateLimitsConfig::ENV_PREFIX, "rate_limits"),
+];
 
 impl Config {
     /// Builds the configuration: the TOML `file` (if any), then `LATCHKEY_*` variables from `env`, then
@@ -334,6 +348,7 @@ impl Config {
     /// Checks the values that can be wrong.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.events.validate().map_err(ConfigError)?;
+        self.metrics.validate().map_err(ConfigError)?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err(ConfigError("tls_cert and tls_key go together".into()));
         }
@@ -360,6 +375,15 @@ impl Config {
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
+        }
+        if self.access_token_lifetime > crate::keys::RETIRED_VERIFIES_FOR {
+            return Err(ConfigError(format!(
+                "access_token_lifetime is at most {} seconds (7 days): a rotated key verifies tokens that long",
+                crate::keys::RETIRED_VERIFIES_FOR
+            )));
+        }
+        if self.key_rotation_days < 0 {
+            return Err(ConfigError("key_rotation_days must be 0 (off) or positive".into()));
         }
         if !(1..=20).contains(&self.max_accounts_per_browser) {
             return Err(ConfigError("max_accounts_per_browser must be between 1 and 20 (the cookie's size)".into()));

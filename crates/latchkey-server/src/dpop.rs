@@ -17,5 +17,6 @@ pub fn fresh_nonce(state: &AppState, now: UnixTime) -> Option<HeaderValue> {
     let keys = state.keys.get();
     let expires_at = now.plus(state.config.dpop_nonce_lifetime);
     let nonce = dpop::issue_nonce(keys.mac_signer(), expires_at, &OsRandom);
+    crate::metrics::DPOP_NONCES.inc();
     HeaderValue::from_str(&nonce).ok()
 }

@@ -25,6 +25,25 @@ use latchkey_store::StoreError;
 /// Seconds a client should wait before retrying when the store is unavailable.
 pub const RETRY_AFTER_SECS: &str = "5";
 
+/// What a refusal said, carried on its response to the router's middleware, which logs the refusal once at info
+/// level with the request id and counts its code (`crate::metrics`). Only refusals carry one: a successful
+/// response allocates nothing for it.
+#[derive(Debug, Clone)]
+pub struct RefusalNote {
+    /// The error code: OAuth's, the data API's reason, or the console's.
+    pub code: &'static str,
+    /// What the response said.
+    pub description: String,
+    /// The client the request named, when known.
+    pub client_id: Option<String>,
+}
+
+/// `response`, noted as a refusal.
+pub fn noted(mut response: Response, code: &'static str, description: &str, client_id: Option<String>) -> Response {
+    response.extensions_mut().insert(RefusalNote { code, description: description.to_owned(), client_id });
+    response
+}
+
 /// Logs a store failure and turns it into the protocol error that reports it.
 pub fn store_error(e: StoreError) -> OAuthError {
     match e {
@@ -50,11 +69,13 @@ pub struct TokenError {
     pub status: Option<StatusCode>,
     /// Seconds before the client may retry, when a rate limit refused the request (429).
     pub retry_after: Option<u64>,
+    /// The client the request named, for the log line ([`RefusalNote`]).
+    pub client_id: Option<String>,
 }
 
 impl From<OAuthError> for TokenError {
     fn from(error: OAuthError) -> Self {
-        Self { error, basic_auth: false, status: None, retry_after: None }
+        Self { error, basic_auth: false, status: None, retry_after: None, client_id: None }
     }
 }
 
@@ -66,6 +87,10 @@ impl TokenError {
             crate::rate_limit::Subject::Address => "from this address",
             crate::rate_limit::Subject::Client => "for this client",
         };
+        crate::metrics::RATE_LIMITED.inc(match refused.by {
+            crate::rate_limit::Subject::Address => "address",
+            crate::rate_limit::Subject::Client => "client",
+        });
         let secs = refused.retry_after_secs;
         let description = format!("Too many requests {whose}; retry after {secs} seconds.");
         let mut e = Self::from(OAuthError::new(ErrorCode::TemporarilyUnavailable, description));
@@ -89,11 +114,11 @@ impl IntoResponse for TokenError {
             ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         });
-        let body = ErrorResponse {
-            error: self.error.code.as_str().to_owned(),
-            error_description: Some(self.error.description.into_owned()),
-        };
-        let mut response = (status, no_store_json(&body)).into_response();
+        let code = self.error.code.as_str();
+        let body =
+            ErrorResponse { error: code.to_owned(), error_description: Some(self.error.description.into_owned()) };
+        let description = body.error_description.as_deref().unwrap_or_default();
+        let mut response = noted((status, no_store_json(&body)).into_response(), code, description, self.client_id);
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
@@ -130,12 +155,14 @@ pub struct AuthorizeFailure {
     pub redirect: Option<(String, Option<String>)>,
     /// The issuer, added to redirects (RFC 9207).
     pub issuer: String,
+    /// The request's details for the error page, when the client or its redirect URI was refused.
+    pub details: Option<Box<views::RequestDetails>>,
 }
 
 impl AuthorizeFailure {
     /// A failure shown on a page.
     pub fn page(error: OAuthError, issuer: &str) -> Self {
-        Self { error, redirect: None, issuer: issuer.to_owned() }
+        Self { error, redirect: None, issuer: issuer.to_owned(), details: None }
     }
 }
 
@@ -149,7 +176,9 @@ impl IntoResponse for AuthorizeFailure {
                     params.push(("state", s));
                 }
                 params.push(("iss", &self.issuer));
-                redirect_to_app(&redirect::with_params(&uri, &params))
+                let client_id = self.details.map(|d| d.client_id);
+                let response = redirect_to_app(&redirect::with_params(&uri, &params));
+                noted(response, self.error.code.as_str(), &self.error.description, client_id)
             }
             _ => {
                 let status = match self.error.code {
@@ -161,11 +190,12 @@ impl IntoResponse for AuthorizeFailure {
                     }
                     _ => StatusCode::BAD_REQUEST,
                 };
-                let mut response = views::error_page(status, &self.error);
+                let mut response = views::error_page(status, &self.error, self.details.as_deref());
                 if status == StatusCode::SERVICE_UNAVAILABLE {
                     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
                 }
-                response
+                let client_id = self.details.map(|d| d.client_id);
+                noted(response, self.error.code.as_str(), &self.error.description, client_id)
             }
         }
     }
@@ -182,10 +212,15 @@ pub fn redirect_to_app(location: &str) -> Response {
             h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
             r
         }
-        Err(_) => views::error_page(
-            StatusCode::BAD_REQUEST,
-            &OAuthError::page(ErrorCode::RedirectUriMismatch, "The redirect URI cannot be used."),
-        ),
+        Err(_) => {
+            let error = OAuthError::page(ErrorCode::RedirectUriMismatch, "The redirect URI cannot be used.");
+            noted(
+                views::error_page(StatusCode::BAD_REQUEST, &error, None),
+                error.code.as_str(),
+                &error.description,
+                None,
+            )
+        }
     }
 }
 
@@ -269,7 +304,7 @@ impl IntoResponse for ApiError {
                 "errors": [{ "message": self.message, "domain": "global", "reason": self.reason }],
             }
         });
-        let mut response = (self.status, no_store_json(&body)).into_response();
+        let mut response = noted((self.status, no_store_json(&body)).into_response(), self.reason, &self.message, None);
         if let Some(v) = self.www_authenticate.and_then(|v| HeaderValue::from_str(&v).ok()) {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
         }
@@ -424,7 +459,8 @@ impl IntoResponse for ConsoleApiError {
             field: self.fields.first().map(|f| f.field),
             fields: self.fields.iter().map(|f| FieldMessage { field: f.field, message: &f.message }).collect(),
         };
-        let mut response = (self.status, no_store_json(&body)).into_response();
+        let response = (self.status, no_store_json(&body)).into_response();
+        let mut response = noted(response, self.error, &self.description, None);
         let h = response.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if self.status == StatusCode::UNAUTHORIZED {

@@ -15,9 +15,11 @@ use latchkey_core::time::UnixTime;
 use latchkey_store::{KeyKind, Store, StoreError, StoreResult};
 use std::sync::{Arc, RwLock};
 
-/// How long a retired id_token or event key stays published, so tokens it signed still verify (and events in
-/// flight, which are signed when they are sent, were signed by a key still published).
-const RETIRED_PUBLISHED_FOR: i64 = 7 * 86_400;
+/// How long a retired key still verifies: an id_token or event key stays published, so that tokens it signed still
+/// verify (and events in flight, signed when they are sent, were signed by a key still published); an HMAC key
+/// still verifies the access tokens, CSRF tokens and DPoP nonces it made, so that a rotation signs nobody out and
+/// breaks no form left open. Access tokens live at most this long (`access_token_lifetime`).
+pub const RETIRED_VERIFIES_FOR: i64 = 7 * 86_400;
 
 /// One loaded set of keys.
 #[derive(Debug)]
@@ -141,6 +143,33 @@ pub async fn rotate(store: &dyn Store, secrets: &SystemSecrets, kind: KeyKind, n
         .await
         .map_err(|e| StoreError::Other(format!("key generation: {e}")))??;
     store.add_key(kind, &secrets.seal(kind, &material)?, now).await
+}
+
+/// The scheduled rotation: for each kind whose newest live key is at least `every` seconds old, adds a new key and
+/// retires the older live ones (they verify, and stay published, for [`RETIRED_VERIFIES_FOR`]). Returns the keys
+/// made. Instances that rotate at the same moment each add a key; each then retires every live key older than its
+/// own, so that the newest one alone signs whichever instance finishes last.
+pub async fn rotate_due(
+    store: &dyn Store,
+    secrets: &SystemSecrets,
+    every: i64,
+    now: UnixTime,
+) -> StoreResult<Vec<(KeyKind, u32)>> {
+    let mut made = Vec::new();
+    for kind in KeyKind::STORED {
+        let live: Vec<_> = store.keys(kind).await?.into_iter().filter(|k| k.retired_at.is_none()).collect();
+        // No live key: an event key is made with the first stream, the others at start.
+        let Some(newest) = live.iter().max_by_key(|k| k.id) else { continue };
+        if now.0 - newest.created_at.0 < every {
+            continue;
+        }
+        let id = rotate(store, secrets, kind, now).await?;
+        for older in store.keys(kind).await?.iter().filter(|k| k.retired_at.is_none() && k.id < id) {
+            store.retire_key(older.id, now).await?;
+        }
+        made.push((kind, id));
+    }
+    Ok(made)
 }
 
 /// What the store keeps encrypted under the system secrets: a key, or a stream's push authorization.
@@ -306,8 +335,7 @@ async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> 
         // Live keys first (newest first), then retired ones still within their grace period.
         stored.sort_by_key(|k| (k.retired_at.is_some(), std::cmp::Reverse(k.id)));
         for k in stored {
-            let published = k.retired_at.is_none_or(|r| now.0 - r.0 < RETIRED_PUBLISHED_FOR);
-            if kind != KeyKind::Mac && !published {
+            if k.retired_at.is_some_and(|r| now.0 - r.0 >= RETIRED_VERIFIES_FOR) {
                 continue;
             }
             let material = secrets.open(kind, &k.secret).map_err(|e| unreadable(kind, &Sealed::Key(k.id), e))?.material;

@@ -17,6 +17,7 @@ pub mod extract;
 pub mod keys;
 pub mod last_used;
 pub mod listener;
+pub mod metrics;
 pub mod openapi;
 mod outbound;
 pub mod password;
@@ -29,6 +30,7 @@ pub mod parsers {
     pub use crate::session::cookie_tokens;
 }
 pub mod rate_limit;
+pub mod request_context;
 pub mod routes;
 pub mod secrets;
 pub mod session;
@@ -133,6 +135,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         passwords: password::Gate::per_core(),
         last_used: Arc::default(),
     };
+    metrics::register_all();
     let app = routes::router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();
     let maintenance = tokio::spawn(maintain(state.clone()));
@@ -210,8 +213,35 @@ async fn maintain(state: AppState) {
                     Ok(c) => tracing::debug!(c.deleted_unused, c.purged, "client lifecycle"),
                     Err(e) => tracing::warn!(error = %e, "deleting unused clients and purging deleted ones"),
                 }
+                rotate_keys_when_due(&state).await;
             }
         }
+    }
+}
+
+/// The scheduled key rotation (`key_rotation_days`), checked with the client lifecycle every 10 minutes; this
+/// instance signs with the new keys at once, the others at their next reload.
+async fn rotate_keys_when_due(state: &AppState) {
+    let days = state.config.key_rotation_days;
+    if days == 0 {
+        return;
+    }
+    let now = state.clock.now();
+    let rotated = match state.keys.secrets() {
+        Ok(secrets) => keys::rotate_due(&*state.store, &secrets, days * 86_400, now).await,
+        Err(e) => Err(e.into()),
+    };
+    match rotated {
+        Ok(made) if made.is_empty() => {}
+        Ok(made) => {
+            for (kind, id) in &made {
+                tracing::info!(kind = kind.as_str(), id, "signing key rotated on schedule");
+            }
+            if let Err(e) = state.keys.reload(&*state.store, now).await {
+                tracing::warn!(error = %e, "reloading keys after a rotation");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "the scheduled key rotation"),
     }
 }
 

@@ -90,7 +90,10 @@ impl Transmitter {
 
     async fn dead_letter(&self, now: UnixTime) {
         match self.store.dead_letter(now, UnixTime(now.0 - self.config.max_age_secs)).await {
-            Ok(n) if n > 0 => tracing::warn!(events = n, "security events dead-lettered: not delivered in time"),
+            Ok(n) if n > 0 => {
+                crate::metrics::DELIVERIES.inc_by("dead_lettered", n);
+                tracing::warn!(events = n, "security events dead-lettered: not delivered in time")
+            }
             Err(e) => tracing::warn!(error = %e, "dead-lettering security events"),
             _ => {}
         }
@@ -137,6 +140,11 @@ impl Transmitter {
     }
 
     async fn record(&self, d: &Delivery, result: &DeliveryResult) {
+        crate::metrics::DELIVERIES.inc(match result {
+            DeliveryResult::Delivered => "delivered",
+            DeliveryResult::Refused(_) => "refused",
+            DeliveryResult::Retry { .. } => "retry",
+        });
         match result {
             DeliveryResult::Delivered => tracing::debug!(jti = %d.jti(), "security event delivered"),
             DeliveryResult::Refused(e) => tracing::warn!(jti = %d.jti(), error = %e, "security event refused"),

@@ -107,7 +107,7 @@ mod tests {
             name: name.into(),
             client_type: ClientType::Desktop,
             redirect_uris: vec![],
-            secret_hash: vec![],
+            secrets: vec![],
             details: ClientDetails::default(),
             created_at: UnixTime(0),
             deleted_at: None,

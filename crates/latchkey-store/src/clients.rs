@@ -11,7 +11,7 @@ use crate::sql::{args, Args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::app_check::Category;
-use latchkey_core::client::{Client, LAST_USED_GRANULARITY};
+use latchkey_core::client::{Client, ClientSecret, LAST_USED_GRANULARITY};
 use latchkey_core::time::UnixTime;
 
 /// Projects and clients.
@@ -42,6 +42,14 @@ pub trait Clients: Send + Sync {
     /// Saves an edited client's name, redirect URIs and type-specific fields (its type, secret and times
     /// stay); false when there is no such client.
     async fn update_client(&self, client: &Client) -> StoreResult<bool>;
+    /// Replaces a client's secrets with `after`, only if they are still `before`; false when they changed
+    /// meanwhile (or there is no such client).
+    async fn set_client_secrets(
+        &self,
+        client_id: &str,
+        before: &[ClientSecret],
+        after: &[ClientSecret],
+    ) -> StoreResult<bool>;
     /// Restores a client deleted at or after `deleted_since`; false when there is no such deleted client.
     async fn restore_client(&self, client_id: &str, deleted_since: UnixTime) -> StoreResult<bool>;
     /// Records that the client got tokens at `now`: writes `last_used_at` only when it is unset or at least
@@ -93,8 +101,8 @@ static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
 static CREATE_CLIENT: Sql = Sql::new(
     "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
      store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
-     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at, secrets) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
 );
 static CLIENT: Sql = Sql::new("SELECT * FROM clients WHERE client_id = $1");
 static CLIENTS: Sql =
@@ -105,6 +113,7 @@ static UPDATE_CLIENT: Sql = Sql::new(
      app_check = $7, uwp_store_id = $8, package_sid = $9, extension_item_id = $10, app_check_state = $11, \
      app_check_pending = $12, app_check_pending_at = $13 WHERE client_id = $1",
 );
+static SET_SECRETS: Sql = Sql::new("UPDATE clients SET secrets = $3 WHERE client_id = $1 AND secrets = $2");
 static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHERE client_id = $1 AND deleted_at >= $2");
 static TOUCH_CLIENT: Sql = Sql::new(
     "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
@@ -180,11 +189,14 @@ impl<E: Engine> Clients for Db<E> {
 
     async fn create_client(&self, c: &Client) -> StoreResult<()> {
         let mut args = args![&c.client_id, &c.project_id, &c.name, c.client_type.as_str()];
-        args.extend(args![to_json(&c.redirect_uris)?, &c.secret_hash]);
+        // `secret_hash` is no longer read (the `secrets` list replaced it): the first secret's, for the column.
+        let first = c.secrets.first().map_or(&[][..], |s| &s.hash[..]);
+        args.extend(args![to_json(&c.redirect_uris)?, first]);
         args.extend(details(c));
         args.extend(args![c.created_at, c.deleted_at, c.last_used_at]);
         args.extend(app_check(c));
-        args.extend(args![c.ownership_verified_at]);
+        let secrets = rows::secrets_json(&c.secrets)?;
+        args.extend(args![c.ownership_verified_at, &secrets]);
         self.clients.after(Some(&c.client_id), self.exec(&CREATE_CLIENT, args).await)?;
         Ok(())
     }
@@ -196,6 +208,16 @@ impl<E: Engine> Clients for Db<E> {
 
     async fn clients(&self, project_id: Option<&str>) -> StoreResult<Vec<Client>> {
         self.engine.all(&CLIENTS, args![project_id], rows::client_from_row).await
+    }
+
+    async fn set_client_secrets(
+        &self,
+        client_id: &str,
+        before: &[ClientSecret],
+        after: &[ClientSecret],
+    ) -> StoreResult<bool> {
+        let (before, after) = (rows::secrets_json(before)?, rows::secrets_json(after)?);
+        self.clients.after(Some(client_id), self.exec_one(&SET_SECRETS, args![client_id, &before, &after]).await)
     }
 
     async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {

@@ -5,6 +5,7 @@
 mod accounts;
 mod audit;
 mod checks;
+mod clients;
 mod orgs;
 mod service_accounts;
 mod streams;
@@ -52,7 +53,13 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         name: "App".into(),
         client_type: ClientType::Desktop,
         redirect_uris: vec!["http://localhost:1/cb".into()],
-        secret_hash: vec![7; 32],
+        secrets: vec![latchkey_core::client::ClientSecret {
+            id: "cs_initial".into(),
+            hash: vec![7; 32],
+            hint: Some("abcd".into()),
+            created_at: T0,
+            disabled_at: None,
+        }],
         details: ClientDetails::default(),
         created_at: T0,
         deleted_at: None,

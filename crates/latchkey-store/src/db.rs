@@ -12,6 +12,8 @@
 //! a SQLite [`Tx`] are ready at once); PostgreSQL runs it in a transaction of its own, and again when it lost a
 //! serialization or deadlock race, which is why a unit takes its data by reference.
 
+pub(crate) mod measured;
+
 use crate::client_cache::ClientCache;
 use crate::rows::StoreRow;
 use crate::sql::{Args, Sql};
@@ -86,6 +88,8 @@ pub(crate) async fn rows<T: Send>(
 
 /// How one engine runs statements and units of work.
 pub(crate) trait Engine: Send + Sync + 'static {
+    /// The backend's name, the `backend` label of the store's metrics.
+    const BACKEND: &'static str;
     /// The first row of a read, mapped.
     fn one<T: Send + 'static>(
         &self,
@@ -136,7 +140,8 @@ pub(crate) trait Engine: Send + Sync + 'static {
 /// The store: an engine, and what is shared above it.
 #[derive(Debug)]
 pub struct Db<E> {
-    pub(crate) engine: E,
+    /// The engine, its operations timed ([`measured`]).
+    pub(crate) engine: measured::Measured<E>,
     pub(crate) clients: Arc<ClientCache>,
 }
 
@@ -145,7 +150,7 @@ pub struct Db<E> {
 impl<E: Engine> Db<E> {
     /// A store over `engine`.
     pub(crate) fn new(engine: E) -> Self {
-        Self { engine, clients: Arc::default() }
+        Self { engine: measured::Measured::new(engine), clients: Arc::default() }
     }
 
     /// Runs one statement durably; returns the rows it changed.

@@ -6,7 +6,7 @@ use crate::records::*;
 use crate::{StoreError, StoreResult};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
-use latchkey_core::client::{Client, ClientDetails, ClientType};
+use latchkey_core::client::{Client, ClientDetails, ClientSecret, ClientType};
 use latchkey_core::org::{AppAccess, Audience};
 use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
@@ -190,7 +190,6 @@ pub(crate) fn client_from_row(r: &dyn StoreRow) -> StoreResult<Client> {
         name,
         client_type: ClientType::parse(&kind).ok_or_else(|| StoreError::Other(format!("client type {kind}")))?,
         redirect_uris: serde_json::from_str(&uris).map_err(|e| StoreError::Other(e.to_string()))?,
-        secret_hash: r.bytes("secret_hash")?,
         details: ClientDetails {
             bundle_id: r.opt_text("bundle_id")?,
             store_id: r.opt_text("store_id")?,
@@ -205,7 +204,50 @@ pub(crate) fn client_from_row(r: &dyn StoreRow) -> StoreResult<Client> {
         last_used_at: opt_time(r, "last_used_at")?,
         app_check: app_check_from_row(r)?,
         ownership_verified_at: opt_time(r, "ownership_verified_at")?,
+        secrets: secrets_from_json(&r.text("secrets")?)?,
     })
+}
+
+/// A client secret as the `secrets` column holds it (the migration that made the column writes this form too).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredSecret {
+    id: String,
+    hash: String,
+    hint: Option<String>,
+    created_at: i64,
+    disabled_at: Option<i64>,
+}
+
+/// The `secrets` column of a client: JSON, in one form only, so that a change can require the list it read.
+pub(crate) fn secrets_json(secrets: &[ClientSecret]) -> StoreResult<String> {
+    let stored: Vec<StoredSecret> = secrets
+        .iter()
+        .map(|s| StoredSecret {
+            id: s.id.clone(),
+            hash: hex::encode(&s.hash),
+            hint: s.hint.clone(),
+            created_at: s.created_at.0,
+            disabled_at: s.disabled_at.map(|t| t.0),
+        })
+        .collect();
+    serde_json::to_string(&stored).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+fn secrets_from_json(text: &str) -> StoreResult<Vec<ClientSecret>> {
+    let stored: Vec<StoredSecret> =
+        serde_json::from_str(text).map_err(|e| StoreError::Other(format!("secrets: {e}")))?;
+    stored
+        .into_iter()
+        .map(|s| {
+            Ok(ClientSecret {
+                hash: hex::decode(&s.hash).map_err(|e| StoreError::Other(format!("secret hash: {e}")))?,
+                id: s.id,
+                hint: s.hint,
+                created_at: UnixTime(s.created_at),
+                disabled_at: s.disabled_at.map(UnixTime),
+            })
+        })
+        .collect()
 }
 
 fn app_check_state(s: &str) -> StoreResult<AppCheckState> {

@@ -12,7 +12,7 @@ fn mobile(team: Option<&str>, bundle: &str) -> Client {
         name: "Phone".into(),
         client_type: ClientType::Mobile,
         redirect_uris: vec![],
-        secret_hash: vec![],
+        secrets: vec![],
         details: ClientDetails {
             bundle_id: Some(bundle.into()),
             team_id: team.map(Into::into),

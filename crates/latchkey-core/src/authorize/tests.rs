@@ -14,7 +14,7 @@ pub(crate) fn desktop() -> Client {
         name: "App".into(),
         client_type: ClientType::Desktop,
         redirect_uris: vec![],
-        secret_hash: vec![],
+        secrets: vec![],
         details: ClientDetails::default(),
         created_at: UnixTime(0),
         deleted_at: None,

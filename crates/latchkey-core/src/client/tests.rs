@@ -9,7 +9,7 @@ fn mobile(app_check: bool) -> Client {
         name: "App".into(),
         client_type: ClientType::Mobile,
         redirect_uris: vec![],
-        secret_hash: vec![],
+        secrets: vec![],
         details: ClientDetails {
             bundle_id: Some("com.example.app".into()),
             team_id: Some("TEAM123".into()),
@@ -110,4 +110,36 @@ fn redirect_uris_follow_the_redirect_methods_of_the_type() {
     assert!(errors.iter().any(|e| e.field == "redirect_uri" && e.message.contains("package SID")), "{errors:?}");
     assert!(fields(ClientType::BrowserExtension, "https://abcdef.chromiumapp.org/").is_empty());
     assert_eq!(fields(ClientType::BrowserExtension, "com.example:/cb"), vec!["redirect_uri"]);
+}
+
+mod secrets {
+    use crate::client::{change_secrets, ClientSecret, SecretChange, SecretRefusal};
+    use crate::time::UnixTime;
+
+    fn secret(id: &str) -> ClientSecret {
+        ClientSecret { id: id.into(), hash: vec![1], hint: None, created_at: UnixTime(1), disabled_at: None }
+    }
+
+    #[test]
+    fn a_rotation_adds_disables_and_deletes_and_every_step_that_would_fail_is_refused() {
+        let one = vec![secret("a")];
+        let two = change_secrets(&one, &SecretChange::Add(secret("b"))).unwrap();
+        assert_eq!(two.len(), 2);
+        assert_eq!(change_secrets(&two, &SecretChange::Add(secret("c"))), Err(SecretRefusal::Full));
+        assert_eq!(change_secrets(&two, &SecretChange::Delete("a".into())), Err(SecretRefusal::StillEnabled));
+        assert_eq!(change_secrets(&two, &SecretChange::Disable("x".into(), UnixTime(5))), Err(SecretRefusal::Unknown));
+        let disabled = change_secrets(&two, &SecretChange::Disable("a".into(), UnixTime(5))).unwrap();
+        assert_eq!(disabled[0].disabled_at, Some(UnixTime(5)));
+        let again = change_secrets(&disabled, &SecretChange::Disable("a".into(), UnixTime(9))).unwrap();
+        assert_eq!(again[0].disabled_at, Some(UnixTime(5)), "disabling twice keeps the first time");
+        assert_eq!(
+            change_secrets(&disabled, &SecretChange::Disable("b".into(), UnixTime(6))),
+            Err(SecretRefusal::LastEnabled),
+            "the only enabled secret stays"
+        );
+        let enabled = change_secrets(&disabled, &SecretChange::Enable("a".into())).unwrap();
+        assert!(enabled[0].enabled());
+        let deleted = change_secrets(&disabled, &SecretChange::Delete("a".into())).unwrap();
+        assert_eq!(deleted, vec![secret("b")]);
+    }
 }

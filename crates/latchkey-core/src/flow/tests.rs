@@ -40,7 +40,14 @@ struct Memory {
 
 impl Memory {
     fn new() -> Self {
-        let client = Client { secret_hash: secret::hash("s3cret"), ..desktop() };
+        let secret = crate::client::ClientSecret {
+            id: "cs_1".into(),
+            hash: crate::secret::hash("s3cret"),
+            hint: None,
+            created_at: UnixTime(0),
+            disabled_at: None,
+        };
+        let client = Client { secrets: vec![secret], ..desktop() };
         Self {
             registry: ScopeRegistry::new("https://latchkey.dev"),
             keys: vec![MacKey::new(1, b"mac")],

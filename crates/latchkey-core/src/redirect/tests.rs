@@ -9,7 +9,7 @@ fn client(t: ClientType, uris: &[&str]) -> Client {
         name: "n".into(),
         client_type: t,
         redirect_uris: uris.iter().map(|s| s.to_string()).collect(),
-        secret_hash: vec![],
+        secrets: vec![],
         details: ClientDetails::default(),
         created_at: UnixTime(0),
         deleted_at: None,

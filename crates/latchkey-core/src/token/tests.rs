@@ -60,16 +60,33 @@ fn client_auth_methods() {
 }
 
 #[test]
-fn a_wrong_secret_is_invalid_client_and_none_is_fine() {
-    let stored = crate::secret::hash("right");
+fn a_wrong_or_disabled_secret_is_invalid_client_and_none_is_fine() {
+    let secret = |id: &str, value: &str, disabled: bool| crate::client::ClientSecret {
+        id: id.into(),
+        hash: crate::secret::hash(value),
+        hint: None,
+        created_at: UnixTime(1),
+        disabled_at: disabled.then_some(UnixTime(2)),
+    };
+    let client = crate::client::Client {
+        secrets: vec![secret("cs_old", "old", false), secret("cs_new", "new", false)],
+        ..crate::authorize::tests::desktop()
+    };
     let auth = |s: Option<&str>| ClientAuth {
         client_id: "a".into(),
         secret: s.map(|s| Secret::new(s.into())),
         method: AuthMethod::ClientSecretPost,
     };
-    assert!(auth(None).check_secret(&stored).is_ok());
-    assert!(auth(Some("right")).check_secret(&stored).is_ok());
-    assert_eq!(auth(Some("wrong")).check_secret(&stored).unwrap_err().code, ErrorCode::InvalidClient);
+    assert!(auth(None).check_secret(&client).is_ok());
+    assert!(auth(Some("old")).check_secret(&client).is_ok(), "both secrets work during a rotation");
+    assert!(auth(Some("new")).check_secret(&client).is_ok());
+    assert_eq!(auth(Some("wrong")).check_secret(&client).unwrap_err().code, ErrorCode::InvalidClient);
+    let rotated = crate::client::Client {
+        secrets: vec![secret("cs_old", "old", true), secret("cs_new", "new", false)],
+        ..client
+    };
+    assert_eq!(auth(Some("old")).check_secret(&rotated).unwrap_err().code, ErrorCode::InvalidClient, "disabled");
+    assert!(auth(Some("new")).check_secret(&rotated).is_ok());
 }
 
 #[test]

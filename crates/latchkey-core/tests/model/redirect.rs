@@ -22,7 +22,7 @@ pub fn client(t: ClientType) -> Client {
         name: "n".into(),
         client_type: t,
         redirect_uris: REGISTERED.iter().map(|s| s.to_string()).collect(),
-        secret_hash: vec![],
+        secrets: vec![],
         details: ClientDetails::default(),
         created_at: UnixTime(0),
         deleted_at: None,

@@ -127,6 +127,8 @@ pub struct ClientView {
     pub app_check_pending: Option<PendingChange>,
     /// When the browser extension's owner was verified.
     pub ownership_verified_at: Option<i64>,
+    /// The client's secrets: never the secrets themselves, only their ids, last four characters and states.
+    pub secrets: Vec<ClientSecretView>,
     /// The client secret: only in the answer to the creation, shown this once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
@@ -150,7 +152,35 @@ impl From<&Client> for ClientView {
                 .pending
                 .map(|(s, at)| PendingChange { state: s.as_str(), effective_at: at.0 }),
             ownership_verified_at: c.ownership_verified_at.map(|t| t.0),
+            secrets: c.secrets.iter().map(ClientSecretView::from).collect(),
             client_secret: None,
+        }
+    }
+}
+
+/// One of a client's secrets, as the console and its API show it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ClientSecretView {
+    /// Its id, to disable, enable or delete it.
+    pub secret_id: String,
+    /// Its last four characters (absent for a secret made before secrets rotated).
+    pub last4: Option<String>,
+    /// When it was made.
+    pub created_at: i64,
+    /// Whether it authenticates requests.
+    pub enabled: bool,
+    /// When it was disabled.
+    pub disabled_at: Option<i64>,
+}
+
+impl From<&latchkey_core::client::ClientSecret> for ClientSecretView {
+    fn from(s: &latchkey_core::client::ClientSecret) -> Self {
+        Self {
+            secret_id: s.id.clone(),
+            last4: s.hint.clone(),
+            created_at: s.created_at.0,
+            enabled: s.enabled(),
+            disabled_at: s.disabled_at.map(|t| t.0),
         }
     }
 }

@@ -93,6 +93,28 @@ fn the_rate_limits_table_comes_from_toml_and_from_prefixed_variables() {
 }
 
 #[test]
+fn metrics_tokens_come_from_the_environment_or_a_file_and_are_checked() {
+    assert!(!Config::default().metrics.enabled(), "/metrics is off until a token is set");
+    let env = [("LATCHKEY_METRICS_TOKEN".to_string(), format!("{},{}", "a".repeat(16), "b".repeat(20)))];
+    let c = Config::load(None, env, toml::Table::new()).unwrap();
+    assert_eq!(c.metrics.tokens().unwrap(), vec!["a".repeat(16), "b".repeat(20)]);
+    assert!(!format!("{c:?}").contains(&"a".repeat(16)), "the tokens are never printed");
+    let short = [("LATCHKEY_METRICS_TOKEN".to_string(), "short".to_string())];
+    assert!(Config::load(None, short, toml::Table::new()).is_err(), "a short token is refused");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{}\n\nshort\n", "c".repeat(32))).unwrap();
+    let env = [("LATCHKEY_METRICS_TOKEN_FILE".to_string(), file.display().to_string())];
+    let c = Config::load(None, env, toml::Table::new()).unwrap();
+    assert_eq!(c.metrics.tokens().unwrap(), vec!["c".repeat(32)], "one token a line; short lines are skipped");
+    let both = [
+        ("LATCHKEY_METRICS_TOKEN_FILE".to_string(), "f".to_string()),
+        ("LATCHKEY_METRICS_TOKEN".to_string(), "d".repeat(16)),
+    ];
+    assert!(Config::load(None, both, toml::Table::new()).is_err(), "token and token_file are exclusive");
+}
+
+#[test]
 fn the_database_pool_is_configurable_and_checked() {
     let env = [
         ("LATCHKEY_DATABASE_URL".to_string(), "postgres://u@db:5432/latchkey".to_string()),

@@ -7,7 +7,7 @@
 use super::{ApiError, ConsoleApiError, TokenError};
 use crate::extract::ClientAddr;
 use crate::rate_limit::RateLimits;
-use crate::routes::paths::{APP_CHECK_DEBUG_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+use crate::routes::paths::{APP_CHECK_DEBUG_PATH, JWKS_PATH, METRICS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -47,6 +47,7 @@ impl Surface {
         } else if path.starts_with("/video/") || path == USERINFO_PATH {
             Self::DataApi
         } else if path.starts_with("/console/api/")
+            || path == METRICS_PATH
             || path.starts_with("/ssf/")
             || path == "/.well-known/ssf-configuration"
             || path == "/.well-known/risc-configuration"
@@ -69,7 +70,12 @@ impl Surface {
             }
             Self::DataApi => ApiError::with_status(status, data_api_reason(status), description.into()).into_response(),
             Self::ConsoleApi => ConsoleApiError::unreadable(status, description).into_response(),
-            Self::Page => crate::views::notice(status, heading(status), description),
+            Self::Page => super::noted(
+                crate::views::notice(status, heading(status), description),
+                data_api_reason(status),
+                description,
+                None,
+            ),
         }
     }
 }

@@ -131,3 +131,48 @@ async fn reencryption_moves_the_push_authorizations_too() {
     assert_eq!(opened.material.expose(), b"Bearer receiver-secret");
     assert!(old.open(KeyKind::PushAuthorization, &stored).is_err(), "no longer under the old one");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_rotation_replaces_each_key_when_due_and_the_old_mac_verifies_for_the_grace_period() {
+    use super::{rotate_due, RETIRED_VERIFIES_FOR};
+    use latchkey_store::KeyKind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite(&dir).await;
+    let start = UnixTime(1_700_000_000);
+    let ring = KeyRing::load(&store, listed(&[SECRET]), start).await.expect("load");
+    let before = ring.get();
+    let csrf = before.mac_signer().tag(b"a form rendered before the rotation");
+    let secrets = ring.secrets().expect("secrets");
+    let day = 86_400;
+    assert!(rotate_due(&store, &secrets, 90 * day, UnixTime(start.0 + 89 * day)).await.expect("early").is_empty());
+    // Two instances at the same moment: each adds a key; the newest alone signs, whatever the order.
+    let due = UnixTime(start.0 + 90 * day);
+    let (a, b) = tokio::join!(rotate_due(&store, &secrets, 90 * day, due), rotate_due(&store, &secrets, 90 * day, due));
+    let made: Vec<_> = a.expect("rotate").into_iter().chain(b.expect("rotate")).collect();
+    assert!(made.iter().any(|(k, _)| *k == KeyKind::Mac) && made.iter().any(|(k, _)| *k == KeyKind::IdToken));
+    assert!(!made.iter().any(|(k, _)| *k == KeyKind::Event), "no event key before the first stream");
+    ring.reload(&store, due).await.expect("reload");
+    let after = ring.get();
+    assert_ne!(after.mac_signer().id, before.mac_signer().id, "a new MAC key signs");
+    assert_ne!(after.id_token_signer().kid(), before.id_token_signer().kid(), "a new id_token key signs");
+    for kind in [KeyKind::Mac, KeyKind::IdToken] {
+        let live = latchkey_store::Keys::keys(&store, kind)
+            .await
+            .expect("keys")
+            .iter()
+            .filter(|k| k.retired_at.is_none())
+            .count();
+        assert_eq!(live, 1, "{kind:?}: one live key");
+    }
+    let verifies =
+        |set: &super::KeySet| set.mac.iter().any(|k| k.verify_tag(b"a form rendered before the rotation", &csrf));
+    assert!(verifies(&after), "the old MAC key still verifies: nobody is signed out, no open form breaks");
+    assert!(
+        after.id_token.iter().any(|k| k.kid() == before.id_token_signer().kid()),
+        "the old id_token key is published"
+    );
+    ring.reload(&store, UnixTime(due.0 + RETIRED_VERIFIES_FOR)).await.expect("reload");
+    let later = ring.get();
+    assert!(!verifies(&later), "after the grace period the old MAC key verifies nothing");
+    assert!(!later.id_token.iter().any(|k| k.kid() == before.id_token_signer().kid()), "nor is it published");
+}

@@ -270,6 +270,7 @@ async fn validate(
         user_agent,
     };
     let failure = |e: authorize::AuthorizeError| AuthorizeFailure {
+        details: Some(request_details(params, client.as_ref(), e.error.code)),
         error: e.error,
         redirect: e.redirect,
         issuer: issuer.clone(),
@@ -283,11 +284,28 @@ async fn validate(
             audience: project.as_ref().map_or(Audience::External, |p| p.audience),
             org_id: project.and_then(|p| p.org_id),
         }),
-        None => Err(AuthorizeFailure::page(
-            OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found."),
-            issuer,
-        )),
+        None => Err(AuthorizeFailure {
+            details: Some(request_details(params, None, ErrorCode::InvalidClient)),
+            ..AuthorizeFailure::page(
+                OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found."),
+                issuer,
+            )
+        }),
     }
+}
+
+/// The error page's request details: what the app sent, what its client accepts, and a hint when the client or
+/// the redirect URI was refused.
+fn request_details(params: &AuthorizeParams, client: Option<&Client>, code: ErrorCode) -> Box<views::RequestDetails> {
+    let about_redirect = matches!(code, ErrorCode::RedirectUriMismatch | ErrorCode::InvalidClient);
+    Box::new(views::RequestDetails {
+        client_id: params.client_id.clone().unwrap_or_default(),
+        client_name: client.map(|c| c.name.clone()),
+        client_type: client.map(|c| c.client_type.as_str()),
+        redirect_uri: params.redirect_uri.clone(),
+        accepted: client.map(redirect::accepted_forms).unwrap_or_default(),
+        hint: about_redirect.then(|| redirect::hint(client, params.redirect_uri.as_deref())).flatten(),
+    })
 }
 
 /// The page for a session cookie that cannot be read (removed with it) or a store failure.
@@ -318,6 +336,7 @@ pub fn unknown_account() -> Response {
 /// Sends an error back to the app.
 fn back(state: &AppState, request: &ValidRequest, code: ErrorCode, text: &'static str) -> Response {
     AuthorizeFailure {
+        details: None,
         error: OAuthError::new(code, text),
         redirect: Some((request.redirect_uri.clone(), request.state.clone())),
         issuer: state.urls.issuer.clone(),

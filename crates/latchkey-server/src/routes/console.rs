@@ -22,6 +22,7 @@ macro_rules! or_page {
 pub mod api;
 mod app_check;
 mod auth;
+mod client_secrets;
 mod clients;
 mod forms;
 mod keys;
@@ -61,6 +62,8 @@ pub fn router() -> Router<AppState> {
         .route(&format!("{client}/edit"), get(clients::edit_get).post(clients::edit_post))
         .route(&format!("{client}/delete"), get(clients::delete_get).post(clients::delete_post))
         .route(&format!("{client}/restore"), post(clients::restore_post))
+        .route(&format!("{client}/secrets"), post(client_secrets::secrets_post))
+        .route(&format!("{client}/secrets/{{secret}}/{{action}}"), post(client_secrets::secret_action_post))
         .route(&format!("{client}/app-check"), post(app_check::app_check_post))
         .route(&format!("{client}/app-check/{{action}}"), get(app_check::confirm_get))
         .route(&format!("{client}/app-check/debug-secret"), post(app_check::debug_secret_post))
@@ -123,6 +126,9 @@ fn notice(done: Option<&str>) -> Option<String> {
         "client-saved" => "Client saved.",
         "client-deleted" => "Client deleted. You can restore it from the list of deleted clients.",
         "client-restored" => "Client restored. Its tokens work again.",
+        "secret-disable" => "Secret disabled: requests sending it are refused. Delete it once nothing uses it.",
+        "secret-enable" => "Secret enabled again.",
+        "secret-delete" => "Secret deleted.",
         "app-check-enable" => "App Check is being enabled.",
         "app-check-enforce" => "App Check is being enforced.",
         "app-check-unenforce" => "App Check is being unenforced.",

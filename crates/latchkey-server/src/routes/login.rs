@@ -2,6 +2,7 @@
 
 use super::AUTHORIZE_PATH;
 use crate::extract::{self, ClientAddr};
+use crate::metrics;
 use crate::session::{self, StartError};
 use crate::state::AppState;
 use crate::views::{self, LoginPage};
@@ -54,9 +55,11 @@ pub async fn signin_post(
     let email = field("email").trim();
     let again = |status, msg: &str| login_page(&headers, status, None, Some(msg), continue_to, email);
     if !session::login_csrf_ok(&headers, field("csrf")) {
+        metrics::SIGNIN_FAILURES.inc("form_expired");
         return again(StatusCode::FORBIDDEN, "The sign-in form expired. Try again.");
     }
     if email.is_empty() || field("password").is_empty() {
+        metrics::SIGNIN_FAILURES.inc("incomplete");
         return again(StatusCode::BAD_REQUEST, "Enter your email and password.");
     }
     let ip = addr.map(|Extension(a)| a.0.ip().to_string()).unwrap_or_default();
@@ -74,6 +77,7 @@ pub async fn signin_post(
     match throttled.await {
         Ok(false) => {}
         Ok(true) => {
+            metrics::SIGNIN_FAILURES.inc("throttled");
             let minutes = window.div_euclid(60).max(1);
             return again(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -90,6 +94,7 @@ pub async fn signin_post(
     let user = match user {
         Some(u) if ok => u,
         _ => {
+            metrics::SIGNIN_FAILURES.inc(if user.is_some() { "wrong_password" } else { "unknown_account" });
             for key in [&account_key, &address_key] {
                 if let Err(e) = state.store.record_login_failure(key, now, window).await {
                     return unavailable(e);
@@ -99,6 +104,7 @@ pub async fn signin_post(
         }
     };
     if user.disabled_at.is_some() {
+        metrics::SIGNIN_FAILURES.inc("disabled");
         return again(StatusCode::FORBIDDEN, "This account is disabled.");
     }
     if let Err(e) = state.store.clear_login_failures(&account_key).await {
@@ -112,6 +118,7 @@ pub async fn signin_post(
     let cookie = match session::start(&state, &browser, &user.id).await {
         Ok(c) => c,
         Err(StartError::TooMany(n)) => {
+            metrics::SIGNIN_FAILURES.inc("too_many_accounts");
             let msg = format!(
                 "This browser is signed in to {n} accounts, the most it may hold. Sign out of one of them on your \
                  account page, then sign in again."
@@ -211,7 +218,7 @@ fn safe_continue(target: Option<&str>) -> &str {
 
 fn unavailable(e: latchkey_store::StoreError) -> Response {
     let e = crate::error::store_error(e);
-    views::error_page(StatusCode::SERVICE_UNAVAILABLE, &e)
+    views::error_page(StatusCode::SERVICE_UNAVAILABLE, &e, None)
 }
 
 #[cfg(test)]

@@ -10,16 +10,18 @@ mod id_token;
 mod identity;
 mod login;
 mod metadata;
+mod metrics;
 pub(crate) mod paths;
 mod ports;
 mod revoke;
 mod ssf;
 mod token;
 
-use crate::error::refusal;
+use crate::error::{refusal, RefusalNote};
 use crate::rate_limit::RateLimits;
+use crate::request_context::{self, RequestId};
 use crate::state::AppState;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -49,25 +51,36 @@ pub fn router(state: AppState) -> Router {
         .route("/.well-known/oauth-authorization-server", get(metadata::metadata_get))
         .route("/.well-known/openid-configuration", get(metadata::metadata_get))
         .route(JWKS_PATH, get(metadata::jwks_get))
-        .route("/static/latchkey.css", get(stylesheet))
+        .route(
+            "/static/latchkey.css",
+            get(|| asset("text/css; charset=utf-8", include_str!("../../static/latchkey.css"))),
+        )
+        .route(
+            "/static/console.js",
+            get(|| asset("text/javascript; charset=utf-8", include_str!("../../static/console.js"))),
+        )
+        .route("/static/favicon.svg", get(|| asset("image/svg+xml", include_str!("../../static/favicon.svg"))))
+        .route("/favicon.ico", get(|| asset("image/svg+xml", include_str!("../../static/favicon.svg"))))
         .route("/", get(login::home_get))
         .merge(console::router())
         .merge(ssf::router())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
+        .route(paths::METRICS_PATH, get(metrics::metrics_get))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(refusal::BODY_LIMIT))
         .layer(middleware::from_fn(move |request: Request, next: Next| log_request(limits.clone(), request, next)))
         .with_state(state)
 }
 
-async fn stylesheet() -> Response {
+/// A static file of ours, cached for an hour.
+async fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8")),
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
             (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600")),
         ],
-        include_str!("../../static/latchkey.css"),
+        body,
     )
         .into_response()
 }
@@ -91,23 +104,51 @@ async fn not_found(uri: axum::http::Uri) -> Response {
     refusal::Surface::of(uri.path()).refuse(StatusCode::NOT_FOUND, "There is nothing at this address.")
 }
 
-/// Logs method, path (never the query, which can carry tokens), status and latency; refuses what the framework,
-/// the size limits or the address's rate limit refuse, in the endpoint's own format ([`refusal`]).
+/// Logs method, path (never the query, which can carry tokens), status and latency, and a refusal's error code,
+/// description and client with the request's id (which its error page shows); counts the request in the metrics;
+/// refuses what the framework, the size limits or the address's rate limit refuse, in the endpoint's own format
+/// ([`refusal`]).
 async fn log_request(limits: Arc<RateLimits>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let id = RequestId::next();
     let started = Instant::now();
     let surface = refusal::Surface::of(&path);
-    let mut response = match refusal::admit(request, surface, &limits).await {
-        Ok(request) => refusal::reword(surface, next.run(request).await),
-        Err(refused) => refused,
+    let handled = async {
+        match refusal::admit(request, surface, &limits).await {
+            Ok(request) => refusal::reword(surface, next.run(request).await),
+            Err(refused) => refused,
+        }
     };
+    let (mut response, grant) = request_context::run(id, handled).await;
     // Every response is served over HTTPS: browsers keep to it for a year; and no answer is sniffed into another
     // type. (Static values: no allocation; the header map holds them within its first capacity.)
     let h = response.headers_mut();
     h.insert(header::STRICT_TRANSPORT_SECURITY, HeaderValue::from_static("max-age=31536000"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    tracing::info!(%method, %path, status = response.status().as_u16(), micros, "request");
+    let elapsed = started.elapsed();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let status = response.status().as_u16();
+    crate::metrics::request(route, status, elapsed.as_secs_f64());
+    if let Some(grant) = grant {
+        crate::metrics::token_request(grant, elapsed.as_secs_f64());
+    }
+    let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+    match response.extensions_mut().remove::<RefusalNote>() {
+        None => tracing::info!(%method, %path, status, micros, request_id = %id, "request"),
+        Some(note) => {
+            crate::metrics::error(route, note.code);
+            let client_id = note.client_id.as_deref().unwrap_or("");
+            tracing::info!(%method, %path, status, micros, request_id = %id, error = note.code,
+                description = %note.description, client_id, "refused");
+            if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
+                response.headers_mut().insert(REQUEST_ID, value);
+            }
+        }
+    }
     response
 }
+
+/// The header naming a refused request's id (the id its log line and its error page show).
+const REQUEST_ID: &str = "x-request-id";

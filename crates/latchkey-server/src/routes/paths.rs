@@ -12,3 +12,5 @@ pub const USERINFO_PATH: &str = "/v1/userinfo";
 pub const APP_CHECK_DEBUG_PATH: &str = "/v1/appcheck/debug";
 /// The JWKS path.
 pub const JWKS_PATH: &str = "/oauth2/v3/certs";
+/// The metrics' path (`crate::routes::metrics`).
+pub const METRICS_PATH: &str = "/metrics";

@@ -123,7 +123,9 @@ impl Ports for StorePorts<'_> {
     }
 
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, TokenError> {
-        Ok(self.state.store.record_once(values, now).await?)
+        let replayed = self.state.store.record_once(values, now).await?;
+        crate::metrics::REPLAY_RECORDS.inc(if replayed.is_some() { "replayed" } else { "recorded" });
+        Ok(replayed)
     }
 
     async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, TokenError> {
@@ -187,6 +189,7 @@ async fn app_check(state: &AppState, client: &Client, headers: &HeaderMap, now: 
     };
     let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
     let category = core::classify(token, user_agent);
+    crate::metrics::APP_CHECK.inc(category.as_str());
     let hour = UnixTime(now.0 - now.0.rem_euclid(3600));
     if let Err(e) = state.store.count_app_check(&client.client_id, hour, category).await {
         tracing::warn!(error = %e, client_id = %client.client_id, "counting an App Check request");

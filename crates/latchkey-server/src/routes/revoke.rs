@@ -21,10 +21,7 @@ pub async fn revoke_post(State(state): State<AppState>, headers: HeaderMap, body
             r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             r
         }
-        Err(mut e) => {
-            e.basic_auth = headers.contains_key(header::AUTHORIZATION);
-            e.into_response()
-        }
+        Err(e) => super::token::refused(e, &headers, &body),
     }
 }
 

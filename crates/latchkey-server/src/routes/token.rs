@@ -7,6 +7,7 @@ use crate::dpop;
 use crate::error::{no_store_json, TokenError};
 use crate::extract;
 use crate::state::AppState;
+use crate::{metrics, request_context};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -32,10 +33,7 @@ pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body:
             }
             token_response(&response)
         }
-        Err(mut e) => {
-            e.basic_auth = headers.contains_key(header::AUTHORIZATION);
-            e.into_response()
-        }
+        Err(e) => refused(e, &headers, &body),
     };
     if headers.contains_key(dpop::DPOP) {
         if let Some(nonce) = dpop::fresh_nonce(&state, now) {
@@ -51,10 +49,28 @@ async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8], now: UnixTim
     }
     let pairs = extract::form_body(body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
+    request_context::note_grant(metrics::grant_index(form.get("grant_type")));
     let authorization = extract::single_header(headers, &header::AUTHORIZATION);
     let dpop: Vec<&[u8]> = headers.get_all(dpop::DPOP).iter().map(HeaderValue::as_bytes).collect();
     let call = TokenCall { form: &form, authorization: authorization.as_ref().copied(), dpop: &dpop, now };
     flow::token(&StorePorts::new(state, headers), call).await
+}
+
+/// The answer to a refused token or revocation request, naming the client it named (for the log line).
+pub(super) fn refused(mut e: TokenError, headers: &HeaderMap, body: &[u8]) -> Response {
+    e.basic_auth = headers.contains_key(header::AUTHORIZATION);
+    e.client_id = client_named(headers, body);
+    e.into_response()
+}
+
+/// The client a token or revocation request names (the form's `client_id` or HTTP Basic), read again only once
+/// the request is refused, and kept only when it is short and printable (it goes to the log).
+fn client_named(headers: &HeaderMap, body: &[u8]) -> Option<String> {
+    let pairs = extract::form_body(body).ok()?;
+    let form = Form::new(extract::borrowed(&pairs)).ok()?;
+    let authorization = extract::single_header(headers, &header::AUTHORIZATION).ok()?;
+    let id = latchkey_core::token::client_auth(&form, authorization).ok()?.client_id;
+    (id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic())).then_some(id)
 }
 
 fn token_response(body: &TokenResponse) -> Response {

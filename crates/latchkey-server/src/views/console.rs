@@ -285,6 +285,25 @@ pub struct ClientView {
     pub redirect_uris: Vec<String>,
     /// The type's fields.
     pub details: Vec<Detail>,
+    /// The client's secrets.
+    pub secrets: Vec<SecretRow>,
+    /// Whether another secret can be added (fewer than two).
+    pub can_add_secret: bool,
+}
+
+/// One of a client's secrets on its page.
+#[derive(Debug, Clone)]
+pub struct SecretRow {
+    /// Its id.
+    pub id: String,
+    /// Its last four characters, as shown (`••••abcd`).
+    pub shown: String,
+    /// When it was made.
+    pub created: String,
+    /// When it was disabled, if it is.
+    pub disabled: Option<String>,
+    /// Whether it may be disabled now (another secret is enabled): no button bound to fail.
+    pub can_disable: bool,
 }
 
 /// One bar segment of the metrics chart.
@@ -408,6 +427,17 @@ pub struct SecretPage {
     pub continue_href: String,
     /// The link's label.
     pub continue_label: String,
+    /// A file to download with the secret in it (a client's `client_secret.json`).
+    pub download: Option<Download>,
+}
+
+/// A file offered for download from a page, its content in a `data:` URL (nothing is kept on the server).
+#[derive(Debug, Clone)]
+pub struct Download {
+    /// The file's name.
+    pub filename: String,
+    /// The `data:` URL.
+    pub href: String,
 }
 
 /// An API key in the list.

@@ -13,9 +13,10 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use latchkey_core::OAuthError;
 
-/// The content security policy of every page: nothing but our own stylesheet, and no framing.
+/// The content security policy of every page: nothing but our own stylesheet and script files (no inline script),
+/// and no framing. (No `form-action`: Chromium applies it to the redirect to the app after the consent form.)
 pub const CSP: &str =
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
 /// The sign-in page.
 #[derive(Template)]
@@ -100,6 +101,24 @@ pub struct SelectAccountPage<'a> {
     pub switch_href: &'a str,
 }
 
+/// The "Request details" of an error page about a client or its redirect URI: what the app sent and, for its
+/// developer, what the client accepts. Never another client's data, never a secret.
+#[derive(Debug, Clone, Default)]
+pub struct RequestDetails {
+    /// The `client_id` sent.
+    pub client_id: String,
+    /// The client's name, when the client exists.
+    pub client_name: Option<String>,
+    /// The client's type, when the client exists.
+    pub client_type: Option<&'static str>,
+    /// The `redirect_uri` sent.
+    pub redirect_uri: Option<String>,
+    /// The forms of redirect URI the client accepts.
+    pub accepted: Vec<String>,
+    /// A hint for the likely cause.
+    pub hint: Option<&'static str>,
+}
+
 /// A user-facing error.
 #[derive(Template)]
 #[template(path = "error.html")]
@@ -108,6 +127,9 @@ struct ErrorPage<'a> {
     status: u16,
     code: &'a str,
     description: &'a str,
+    details: Option<&'a RequestDetails>,
+    /// The request's id, also in the log line of the refusal.
+    request_id: String,
 }
 
 /// A plain message.
@@ -150,7 +172,7 @@ pub fn page(status: StatusCode, template: &impl Template) -> Response {
 }
 
 /// The user-facing error page for an error of the authorization endpoint.
-pub fn error_page(status: StatusCode, error: &OAuthError) -> Response {
+pub fn error_page(status: StatusCode, error: &OAuthError, details: Option<&RequestDetails>) -> Response {
     let heading = match error.code {
         latchkey_core::ErrorCode::ServerError | latchkey_core::ErrorCode::TemporarilyUnavailable => {
             "Something went wrong"
@@ -161,7 +183,14 @@ pub fn error_page(status: StatusCode, error: &OAuthError) -> Response {
     };
     page(
         status,
-        &ErrorPage { heading, status: status.as_u16(), code: error.code.as_str(), description: &error.description },
+        &ErrorPage {
+            heading,
+            status: status.as_u16(),
+            code: error.code.as_str(),
+            description: &error.description,
+            details,
+            request_id: crate::request_context::id().map(|id| id.to_string()).unwrap_or_default(),
+        },
     )
 }
 

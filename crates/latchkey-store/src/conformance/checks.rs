@@ -1,6 +1,7 @@
 //! The list of checks, each registered once, for a harness to run on every backend.
 
 use super::accounts::*;
+use super::clients::*;
 use super::orgs::*;
 use super::service_accounts::*;
 use super::streams::*;
@@ -34,6 +35,7 @@ macro_rules! checks {
 
 checks! {
     projects_and_clients: by_ref,
+    client_secrets_change_only_while_unchanged: by_ref,
     users_channels_and_sessions: by_ref,
     login_failures_count_in_a_window: by_ref,
     a_code_redeems_once: by_ref,

@@ -152,6 +152,17 @@ async fn check_made(store: &dyn Store, made: &Made) {
     let client = store.client(made.client).await.expect("read").expect("the client");
     assert_eq!((client.name.as_str(), client.project_id.as_str()), ("Fixture app", made.project));
     assert!(client.deleted_at.is_none());
+    // Its secret became the first of its list (migration 0113), in the form the store compares before a change.
+    assert_eq!(
+        client.secrets.iter().map(|s| (s.id.as_str(), s.hash.len(), s.enabled())).collect::<Vec<_>>(),
+        [("cs_initial", 32, true)]
+    );
+    let mut rotated = client.secrets.clone();
+    rotated[0].hint = Some("test".into());
+    assert!(
+        store.set_client_secrets(made.client, &client.secrets, &rotated).await.expect("write"),
+        "the list read is the list stored"
+    );
     let alice = store.user_by_email("alice@example.com").await.expect("read").expect("alice");
     assert_eq!((alice.id.as_str(), alice.name.as_deref()), (made.alice, Some("Alice")));
     assert!(alice.password_hash.starts_with("$argon2id$"));

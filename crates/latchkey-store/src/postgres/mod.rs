@@ -86,7 +86,7 @@ impl Db<PgEngine> {
         let failed = |e: sqlx::migrate::MigrateError| StoreError::Other(format!("migration failed: {e}"));
         let mut migrator = sqlx::migrate!("migrations/postgres");
         migrator.set_locking(false);
-        let mut conn = self.engine.connection().await?;
+        let mut conn = self.engine.inner.connection().await?;
         conn.lock().await.map_err(failed)?;
         let migrated = async {
             conn.ensure_migrations_table().await.map_err(failed)?;
@@ -230,6 +230,8 @@ impl PgEngine {
 }
 
 impl Engine for PgEngine {
+    const BACKEND: &'static str = "postgres";
+
     async fn one<T: Send + 'static>(
         &self,
         sql: &'static Sql,

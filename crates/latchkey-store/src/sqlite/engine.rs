@@ -349,7 +349,9 @@ fn write_loop(
             }
         }
         last_batch = batch.len();
-        queued.fetch_sub(batch.len(), Ordering::Relaxed);
+        let left = queued.fetch_sub(batch.len(), Ordering::Relaxed) - batch.len();
+        crate::db::measured::WRITER_QUEUE.set(i64::try_from(left).unwrap_or(i64::MAX));
+        crate::db::measured::GROUP_COMMIT.observe(batch.len() as f64);
         let durable = batch.iter().any(|j| j.durability() == Durability::Durable);
         let started = Instant::now();
         let committed = run_batch(conn, &mut batch);

@@ -13,7 +13,7 @@ use engine::map_err;
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{params_from_iter, Connection};
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -48,6 +48,27 @@ impl Db<SqliteEngine> {
             .map_err(|e| StoreError::Other(format!("opening SQLite: {e}")))??;
         Ok(Db::new(SqliteEngine { inner }))
     }
+}
+
+/// Writes a consistent copy of the database at `db` to the new file `to` (SQLite's `VACUUM INTO`), while servers
+/// keep reading and writing it: the copy is one read transaction's view, every commit before it and none after.
+/// The copy is private (0600), as the database is. Returns its size in bytes.
+pub fn backup(db: &Path, to: &Path) -> StoreResult<u64> {
+    if to.exists() {
+        return Err(StoreError::Conflict(format!("{} exists: back up to a new file", to.display())));
+    }
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(map_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(map_err)?;
+    let target = to.to_str().ok_or_else(|| StoreError::Other(format!("{} is not UTF-8", to.display())))?;
+    conn.execute("VACUUM INTO ?1", [target]).map_err(map_err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| StoreError::Other(format!("{}: {e}", to.display())))?;
+    }
+    std::fs::metadata(to).map(|m| m.len()).map_err(|e| StoreError::Other(format!("{}: {e}", to.display())))
 }
 
 /// A value as SQLite stores it: a grant id as its encoded text (the column's type since the first schema),
@@ -146,6 +167,8 @@ fn ready_now<T>(future: impl Future<Output = StoreResult<T>>) -> StoreResult<T> 
 }
 
 impl Engine for SqliteEngine {
+    const BACKEND: &'static str = "sqlite";
+
     fn one<T: Send + 'static>(
         &self,
         sql: &'static Sql,

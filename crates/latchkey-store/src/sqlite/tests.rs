@@ -75,7 +75,7 @@ async fn concurrent_writes_share_commits_and_a_failing_one_leaves_the_others_int
             result.unwrap_or_else(|e| panic!("user {i}: {e}"));
         }
     }
-    assert_eq!(store.engine.inner.queued(), 0, "the writer counts every job it takes");
+    assert_eq!(store.engine.inner.inner.queued(), 0, "the writer counts every job it takes");
     drop(store);
     let again = SqliteStore::open(&url).await.expect("reopen");
     let users = again.users().await.expect("users");
@@ -99,6 +99,7 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
     let counted = |store: &SqliteStore| {
         store
             .engine
+            .inner
             .inner
             .read(|c| {
                 c.query_row(
@@ -144,6 +145,7 @@ async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_
     let (rowid, counted, triggers) = store
         .engine
         .inner
+        .inner
         .read(|c| {
             c.query_row(
                 "SELECT rowid, (SELECT unrevoked FROM grant_counts WHERE user_id = 'u'), \
@@ -164,6 +166,7 @@ async fn grants_issued_before_refresh_tokens_named_their_grant_stay_findable_by_
     store.revoke_grant(&old.grant.id, latchkey_core::time::UnixTime(1)).await.expect("revoke");
     let left: i64 = store
         .engine
+        .inner
         .inner
         .read(|c| c.query_row("SELECT unrevoked FROM grant_counts WHERE user_id = 'u'", [], |r| r.get(0)))
         .expect("count");
@@ -283,8 +286,9 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() {
     let (_dir, store) = after_version(102, &rows).await;
     let value = crate::conformance::single_use_value(UnixTime(10));
     assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
-    let count =
-        |sql: &'static str| store.engine.inner.read(|c| c.query_row(sql, [], |r| r.get::<_, i64>(0))).expect("count");
+    let count = |sql: &'static str| {
+        store.engine.inner.inner.read(|c| c.query_row(sql, [], |r| r.get::<_, i64>(0))).expect("count")
+    };
     assert_eq!(count("SELECT count(*) FROM sqlite_master WHERE name = 'replay_expiry'"), 0, "the index is gone");
     assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
     assert_eq!(count("SELECT count(*) FROM replay WHERE expires_at = 100"), 1);
@@ -298,6 +302,7 @@ async fn every_purge_reads_a_range_of_an_index_not_a_whole_table() {
     for sql in crate::maintenance::PURGE_BY_TIME.iter().chain(&crate::maintenance::PURGE_SINGLE_USE) {
         let plan = store
             .engine
+            .inner
             .inner
             .read(|c| {
                 let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {}", sql.sqlite()))?;

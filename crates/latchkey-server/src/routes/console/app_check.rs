@@ -10,14 +10,15 @@ use crate::admin::{self, Access, AdminError, ClientRef, StoreDirectory};
 use crate::error::admin_status;
 use crate::state::AppState;
 use crate::views::console::{
-    date, AppCheckView, Bar, ClientPage, ClientView, ConfirmPage, Detail, MetricRow, OwnershipView, SecretPage, Shown,
+    date, AppCheckView, Bar, ClientPage, ClientView, ConfirmPage, Detail, MetricRow, OwnershipView, SecretPage,
+    SecretRow, Shown,
 };
 use crate::views::page;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
-use latchkey_core::client::{Client, ClientType};
+use latchkey_core::client::{Client, ClientType, MAX_SECRETS};
 use latchkey_core::time::UnixTime;
 
 /// Width of the metrics bars, in pixels.
@@ -166,6 +167,7 @@ pub(super) async fn client_page(
         }
         _ => None,
     };
+    let (secrets, can_add_secret) = secret_rows(c);
     let client = ClientView {
         id: c.client_id.clone(),
         name: c.name.clone(),
@@ -175,12 +177,14 @@ pub(super) async fn client_page(
         deleted: c.deleted_at.map(date),
         redirect_uris: c.redirect_uris.clone(),
         details: details(c),
+        secrets,
+        can_add_secret,
     };
     page(status, &ClientPage { layout: dev.layout, project: row(access), notice, error, client, app_check, ownership })
 }
 
 /// The client's page again with the error of an action on it (App Check refused, ownership not verified).
-async fn refused(state: &AppState, dev: Developer, access: &Access, c: &Client, e: AdminError) -> Response {
+pub(super) async fn refused(state: &AppState, dev: Developer, access: &Access, c: &Client, e: AdminError) -> Response {
     let (status, _) = admin_status(&e);
     if status == StatusCode::NOT_FOUND || status.is_server_error() {
         return dev.failure(&e);
@@ -307,6 +311,7 @@ pub async fn debug_secret_post(
                 ),
                 continue_href: format!("/console/projects/{project}/clients/{client}#app-check"),
                 continue_label: "Back to the client".into(),
+                download: None,
             };
             page(StatusCode::OK, &view)
         }
@@ -336,4 +341,21 @@ pub async fn verify_ownership_post(
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=ownership-verified#ownership")),
         Err(e) => refused(&state, form.dev, &access, &c, e).await,
     }
+}
+
+/// The client's secrets as its page lists them.
+fn secret_rows(c: &Client) -> (Vec<SecretRow>, bool) {
+    let enabled = c.secrets.iter().filter(|s| s.enabled()).count();
+    let rows = c
+        .secrets
+        .iter()
+        .map(|s| SecretRow {
+            id: s.id.clone(),
+            shown: s.hint.as_deref().map_or_else(|| "(made before rotation; not shown)".into(), |h| format!("••••{h}")),
+            created: date(s.created_at),
+            disabled: s.disabled_at.map(date),
+            can_disable: s.enabled() && enabled > 1,
+        })
+        .collect();
+    (rows, c.secrets.len() < MAX_SECRETS)
 }

@@ -53,7 +53,7 @@ impl FromRequestParts<AppState> for Developer {
             Ok(_) => Err(sign_in_redirect(parts)),
             Err(e) => {
                 let e = crate::error::store_error(e);
-                Err(crate::views::error_page(StatusCode::SERVICE_UNAVAILABLE, &e))
+                Err(crate::views::error_page(StatusCode::SERVICE_UNAVAILABLE, &e, None))
             }
         }
     }

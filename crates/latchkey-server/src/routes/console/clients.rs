@@ -96,19 +96,25 @@ pub async fn clients_post(State(state): State<AppState>, Path(project): Path<Str
     match admin::client_create(store, &form.dev.actor(), forms::new_client(&form, &project, t), state.clock.now()).await
     {
         Ok(v) => {
+            let secret = v.client_secret.clone().unwrap_or_default();
+            let download = match state.store.client(&v.client_id).await {
+                Ok(Some(c)) => Some(super::client_secrets::client_secret_file(&state, &c, &secret)),
+                _ => None,
+            };
             let id = v.client_id;
             let view = SecretPage {
                 layout: form.dev.layout,
                 heading: format!("{} created", v.name),
                 shown: vec![
                     Shown { label: "Client ID", value: id.clone(), id: "client-id" },
-                    Shown { label: "Client secret", value: v.client_secret.unwrap_or_default(), id: "client-secret" },
+                    Shown { label: "Client secret", value: secret, id: "client-secret" },
                 ],
                 note: "The client secret is shown only this once: latchkey keeps only a hash of it. Installed apps \
                        need not send it; if yours does, store it now."
                     .into(),
                 continue_href: format!("/console/projects/{project}/clients/{id}"),
                 continue_label: "Go to the client".into(),
+                download,
             };
             page(StatusCode::OK, &view)
         }

@@ -54,6 +54,7 @@ pub async fn keys_post(State(state): State<AppState>, form: Posted) -> Response 
                     .into(),
                 continue_href: "/console/api-keys".into(),
                 continue_label: "Back to API keys".into(),
+                download: None,
             };
             page(StatusCode::OK, &view)
         }

@@ -189,6 +189,7 @@ pub async fn key_post(
                     .into(),
                 continue_href: format!("/console/projects/{p}/service-accounts/{}", a.email),
                 continue_label: "Back to the service account".into(),
+                download: None,
             };
             page(StatusCode::OK, &view)
         }

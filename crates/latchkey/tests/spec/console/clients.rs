@@ -135,7 +135,8 @@ async fn each_type_is_created_and_its_secret_is_shown_once_and_stored_only_as_a_
     for form in forms {
         let (id, secret_shown) = dev.client(&project, form).await;
         let c = server.store().client(&id).await.expect("get").expect("created");
-        assert_eq!(c.secret_hash, secret::hash(&secret_shown), "only the hash is stored");
+        let hashes: Vec<_> = c.secrets.iter().map(|s| s.hash.clone()).collect();
+        assert_eq!(hashes, vec![secret::hash(&secret_shown)], "only the hash is stored");
         let page = dev.get(&format!("/console/projects/{project}/clients/{id}")).await;
         assert_eq!(page.status, 200);
         assert!(page.body.contains(&id));

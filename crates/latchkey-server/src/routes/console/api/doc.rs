@@ -96,6 +96,18 @@ pub(super) struct ClientPath {
     pub client: String,
 }
 
+/// The path of a client secret's operations.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(super) struct SecretPath {
+    /// The project id.
+    pub project: String,
+    /// The client_id.
+    pub client: String,
+    /// The secret's id (`cs_...`), as the client lists it.
+    pub secret: String,
+}
+
 /// The path of a member's operations.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]

@@ -7,6 +7,7 @@
 //! from the same declarations, served at [`OPENAPI_PATH`].
 
 mod app_check;
+mod client_secrets;
 mod clients;
 mod content_owners;
 mod doc;
@@ -56,6 +57,10 @@ fn parts() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(clients::clients_get, clients::clients_post))
         .routes(routes!(clients::client_get, clients::client_patch, clients::client_delete))
         .routes(routes!(clients::client_restore_post))
+        .routes(routes!(client_secrets::secrets_post))
+        .routes(routes!(client_secrets::secret_disable_post))
+        .routes(routes!(client_secrets::secret_enable_post))
+        .routes(routes!(client_secrets::secret_delete))
         .routes(routes!(clients::verify_ownership_post))
         .routes(routes!(app_check::app_check_get, app_check::app_check_post))
         .routes(routes!(app_check::metrics_get))
@@ -268,7 +273,7 @@ mod tests {
         let count = ids.len();
         ids.sort();
         ids.dedup();
-        assert_eq!((ids.len(), count), (60, 60), "60 operations, each with its own id");
+        assert_eq!((ids.len(), count), (64, 64), "64 operations, each with its own id");
     }
 
     #[test]

@@ -1,0 +1,90 @@
+//! A client's secrets on its console page (issue 25): add a second secret (shown once, with a copy button and its
+//! `client_secret.json`), disable, enable and delete. The rules are `crate::admin::client_secrets`.
+
+use super::app_check::refused;
+use super::auth::Posted;
+use super::{access_client, see_other};
+use crate::admin::{self, ClientRef};
+use crate::state::AppState;
+use crate::views::console::{Download, SecretPage, Shown};
+use crate::views::page;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use base64::Engine;
+use latchkey_core::client::{Client, ClientType};
+
+/// `POST .../secrets`: adds a secret and shows it, this once.
+pub async fn secrets_post(
+    State(state): State<AppState>,
+    Path((project, client)): Path<(String, String)>,
+    form: Posted,
+) -> Response {
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
+    let at = ClientRef::within(&project, &c.client_id);
+    match admin::client_secret_add(&*state.store, &form.dev.actor(), at, state.clock.now()).await {
+        Ok(added) => {
+            let download = Some(client_secret_file(&state, &c, &added.client_secret));
+            let view = SecretPage {
+                layout: form.dev.layout,
+                heading: format!("New secret for {}", c.name),
+                shown: vec![
+                    Shown { label: "Client ID", value: c.client_id.clone(), id: "client-id" },
+                    Shown { label: "Client secret", value: added.client_secret, id: "client-secret" },
+                ],
+                note: "It is shown only this once: latchkey keeps only a hash of it. Both secrets work now; once your \
+                       app uses the new one, disable the old one, then delete it."
+                    .into(),
+                continue_href: format!("/console/projects/{project}/clients/{client}#secrets"),
+                continue_label: "Back to the client".into(),
+                download,
+            };
+            page(StatusCode::OK, &view)
+        }
+        Err(e) => refused(&state, form.dev, &access, &c, e).await,
+    }
+}
+
+/// `POST .../secrets/{secret}/{action}`: disables, enables or deletes a secret.
+pub async fn secret_action_post(
+    State(state): State<AppState>,
+    Path((project, client, secret, action)): Path<(String, String, String, String)>,
+    form: Posted,
+) -> Response {
+    let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
+    let (store, actor, at) = (&*state.store, form.dev.actor(), ClientRef::within(&project, &c.client_id));
+    let done = match action.as_str() {
+        "disable" => admin::client_secret_disable(store, &actor, at, &secret, state.clock.now()).await,
+        "enable" => admin::client_secret_enable(store, &actor, at, &secret).await,
+        "delete" => admin::client_secret_delete(store, &actor, at, &secret).await,
+        _ => return see_other(&format!("/console/projects/{project}/clients/{client}")),
+    };
+    match done {
+        Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=secret-{action}#secrets")),
+        Err(e) => refused(&state, form.dev, &access, &c, e).await,
+    }
+}
+
+/// The client's `client_secret.json`, in the form the best-known provider's console downloads and the client
+/// libraries read (`{"installed": {...}}`), as a `data:` URL: nothing is kept on the server.
+pub(super) fn client_secret_file(state: &AppState, c: &Client, secret: &str) -> Download {
+    let mut redirect_uris = c.redirect_uris.clone();
+    if c.client_type == ClientType::Desktop && redirect_uris.is_empty() {
+        redirect_uris.push("http://127.0.0.1".into());
+    }
+    let file = serde_json::json!({
+        "installed": {
+            "client_id": c.client_id,
+            "project_id": c.project_id,
+            "auth_uri": format!("{}{}", state.urls.auth, crate::routes::AUTHORIZE_PATH),
+            "token_uri": state.urls.token_endpoint,
+            "client_secret": secret,
+            "redirect_uris": redirect_uris,
+        }
+    });
+    let encoded = base64::engine::general_purpose::STANDARD.encode(file.to_string());
+    Download {
+        filename: format!("client_secret_{}.json", c.client_id),
+        href: format!("data:application/json;base64,{encoded}"),
+    }
+}

@@ -1,0 +1,62 @@
+//! `latchkey admin client secret`: a client's secrets, rotated (issue 25): `add` a second secret (printed once),
+//! move the app to it, `disable` the old one, then `delete` it.
+
+use super::out;
+use clap::Subcommand;
+use latchkey_core::time::UnixTime;
+use latchkey_server::admin::{self as ops, Actor, AdminResult, ClientRef};
+use latchkey_store::Store;
+
+#[derive(Subcommand)]
+pub(super) enum SecretCmd {
+    /// Adds a secret (at most two): prints it once, with its id. Both secrets work until one is disabled.
+    Add {
+        /// The client id.
+        #[arg(long)]
+        client: String,
+    },
+    /// Disables a secret: it authenticates nothing from now on (not the client's only enabled one).
+    Disable {
+        /// The client id.
+        #[arg(long)]
+        client: String,
+        /// The secret's id (cs_...), as `latchkey admin client show` lists it.
+        #[arg(long)]
+        secret: String,
+    },
+    /// Enables a disabled secret again.
+    Enable {
+        /// The client id.
+        #[arg(long)]
+        client: String,
+        /// The secret's id.
+        #[arg(long)]
+        secret: String,
+    },
+    /// Deletes a disabled secret for good.
+    Delete {
+        /// The client id.
+        #[arg(long)]
+        client: String,
+        /// The secret's id.
+        #[arg(long)]
+        secret: String,
+    },
+}
+
+/// Runs a `client secret` command as the operator.
+pub(super) async fn secret(store: &dyn Store, cmd: SecretCmd, now: UnixTime) -> AdminResult<serde_json::Value> {
+    let op = &Actor::Operator;
+    match cmd {
+        SecretCmd::Add { client } => out(ops::client_secret_add(store, op, ClientRef::id(&client), now).await),
+        SecretCmd::Disable { client, secret } => {
+            out(ops::client_secret_disable(store, op, ClientRef::id(&client), &secret, now).await)
+        }
+        SecretCmd::Enable { client, secret } => {
+            out(ops::client_secret_enable(store, op, ClientRef::id(&client), &secret).await)
+        }
+        SecretCmd::Delete { client, secret } => {
+            out(ops::client_secret_delete(store, op, ClientRef::id(&client), &secret).await)
+        }
+    }
+}
