@@ -18,7 +18,7 @@ pub mod signing_keys;
 pub mod streams;
 
 pub use actor::{Access, Actor, ClientRef, Right};
-pub use client_secrets::{client_secret_add, client_secret_delete, client_secret_disable, client_secret_enable};
+pub use client_secrets::{client_secret_add, client_secret_change};
 pub use members::{
     project_create, project_delete, project_list, project_set_api, project_set_time_based_access, project_show,
 };

@@ -376,14 +376,14 @@ impl Config {
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
         }
-        if self.access_token_lifetime > crate::keys::RETIRED_VERIFIES_FOR {
+        if self.access_token_lifetime > MAX_ACCESS_TOKEN_LIFETIME {
             return Err(ConfigError(format!(
-                "access_token_lifetime is at most {} seconds (7 days): a rotated key verifies tokens that long",
-                crate::keys::RETIRED_VERIFIES_FOR
+                "access_token_lifetime is at most {MAX_ACCESS_TOKEN_LIFETIME} seconds (6 days): a rotated key verifies \
+                 tokens for 7 days, and other instances may sign with it for a minute after the rotation"
             )));
         }
-        if self.key_rotation_days < 0 {
-            return Err(ConfigError("key_rotation_days must be 0 (off) or positive".into()));
+        if !(0..=3650).contains(&self.key_rotation_days) {
+            return Err(ConfigError("key_rotation_days is between 0 (off) and 3650".into()));
         }
         if !(1..=20).contains(&self.max_accounts_per_browser) {
             return Err(ConfigError("max_accounts_per_browser must be between 1 and 20 (the cookie's size)".into()));
@@ -436,6 +436,9 @@ impl Config {
         Ok(())
     }
 }
+
+/// The longest `access_token_lifetime`: a day less than a retired key verifies ([`crate::keys::RETIRED_VERIFIES_FOR`]).
+pub const MAX_ACCESS_TOKEN_LIFETIME: i64 = crate::keys::RETIRED_VERIFIES_FOR - 86_400;
 
 /// An environment variable's value as TOML: a number or boolean when it reads as one, else a string.
 fn env_value(raw: &str) -> toml::Value {

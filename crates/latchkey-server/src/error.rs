@@ -38,9 +38,16 @@ pub struct RefusalNote {
     pub client_id: Option<String>,
 }
 
-/// `response`, noted as a refusal.
+/// `response`, noted as a refusal. What goes to the log is made safe for it: a description can repeat what the
+/// client sent, so control characters are escaped (no forged line), and a client id is kept only when it is short
+/// and printable.
 pub fn noted(mut response: Response, code: &'static str, description: &str, client_id: Option<String>) -> Response {
-    response.extensions_mut().insert(RefusalNote { code, description: description.to_owned(), client_id });
+    let description = description
+        .chars()
+        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .collect();
+    let client_id = client_id.filter(|id| id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic()));
+    response.extensions_mut().insert(RefusalNote { code, description, client_id });
     response
 }
 
@@ -470,5 +477,23 @@ impl IntoResponse for ConsoleApiError {
             h.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{noted, RefusalNote};
+    use axum::response::IntoResponse;
+
+    #[test]
+    fn a_refusal_note_escapes_what_would_forge_a_log_line_and_keeps_only_a_printable_client_id() {
+        let sent = "Parameter sent more than once: a\n2026-11-27T00:00:00Z INFO forged=1";
+        let response = noted(().into_response(), "invalid_request", sent, Some("bad\nid".into()));
+        let note = response.extensions().get::<RefusalNote>().expect("noted");
+        assert!(!note.description.contains('\n') && note.description.contains("a\\n2026"), "{}", note.description);
+        assert_eq!(note.client_id, None, "an unprintable client id is not logged");
+        let response = noted(().into_response(), "invalid_grant", "plain", Some("lkapp-1".into()));
+        let note = response.extensions().get::<RefusalNote>().expect("noted");
+        assert_eq!((note.description.as_str(), note.client_id.as_deref()), ("plain", Some("lkapp-1")));
     }
 }

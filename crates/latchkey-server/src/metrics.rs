@@ -82,7 +82,12 @@ struct RouteSeries {
     duration: Histogram,
     /// By [`STATUSES`] index, and `other` last.
     requests: [OnceLock<IntCounter>; STATUSES.len() + 1],
+    /// The error codes met on this route, each with its counter, in the order met (past these, the family's map).
+    errors: [OnceLock<(&'static str, IntCounter)>; ERRORS_PER_ROUTE],
 }
+
+/// Error codes counted per route without the family's map (a route meets a handful).
+const ERRORS_PER_ROUTE: usize = 16;
 
 /// Slots of the route table (the router has about 80 routes).
 const ROUTE_SLOTS: usize = 256;
@@ -98,6 +103,7 @@ fn route_series(route: &str) -> Option<&'static RouteSeries> {
             route: route.into(),
             duration: HTTP_DURATION.with_label_values(&[route]),
             requests: Default::default(),
+            errors: Default::default(),
         });
         (*series.route == *route).then_some(series)
     })
@@ -105,7 +111,12 @@ fn route_series(route: &str) -> Option<&'static RouteSeries> {
 
 /// Counts a request to `route` (a pattern, or `unmatched`) answered with `status` after `seconds`.
 pub fn request(route: &str, status: u16, seconds: f64) {
-    let Some(series) = route_series(route) else { return };
+    let Some(series) = route_series(route) else {
+        // Past the table's capacity (a router grown beyond it): counted through the families' maps.
+        HTTP_DURATION.with_label_values(&[route]).observe(seconds);
+        HTTP_REQUESTS.with_label_values(&[route, &status.to_string()]).inc();
+        return;
+    };
     series.duration.observe(seconds);
     let index = STATUSES.iter().position(|s| *s == status).unwrap_or(STATUSES.len());
     series.requests[index]
@@ -153,9 +164,18 @@ static ERRORS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     )
 });
 
-/// Counts an error code returned on `route`. (Errors are off the hot paths: the family's map is read.)
-pub fn error(route: &str, code: &str) {
-    ERRORS.with_label_values(&[route, code]).inc();
+/// Counts an error code returned on `route`: resolved once per route and code, like the requests.
+pub fn error(route: &str, code: &'static str) {
+    let counter = route_series(route).and_then(|series| {
+        series.errors.iter().find_map(|slot| {
+            let (c, counter) = slot.get_or_init(|| (code, ERRORS.with_label_values(&[route, code])));
+            (*c == code).then_some(counter)
+        })
+    });
+    match counter {
+        Some(counter) => counter.inc(),
+        None => ERRORS.with_label_values(&[route, code]).inc(),
+    }
 }
 
 /// Failed sign-ins by reason.
@@ -203,7 +223,7 @@ pub static APP_CHECK: LazyLock<Counters> = LazyLock::new(|| {
         "latchkey_app_check_verdicts_total",
         "App Check classifications of token requests from clients with App Check on, by verdict.",
         "verdict",
-        &[],
+        &latchkey_core::app_check::Category::ALL.map(latchkey_core::app_check::Category::as_str),
     )
 });
 
@@ -228,7 +248,8 @@ pub static DELIVERIES: LazyLock<Counters> = LazyLock::new(|| {
     )
 });
 
-/// Makes every metric exist from the start (a counter at zero, not absent), and the process's own collector.
+/// Makes every metric exist from the start (a counter at zero, not absent). (The process's own metrics are the
+/// registry's, with the crate's `process` feature.)
 pub fn register_all() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
@@ -243,10 +264,6 @@ pub fn register_all() {
         LazyLock::force(&APP_CHECK);
         LazyLock::force(&OUTBOX_DEPTH);
         LazyLock::force(&DELIVERIES);
-        #[cfg(target_os = "linux")]
-        if let Err(e) = prometheus::register(Box::new(prometheus::process_collector::ProcessCollector::for_self())) {
-            tracing::debug!(error = %e, "the process collector");
-        }
     });
 }
 

@@ -113,7 +113,10 @@ static UPDATE_CLIENT: Sql = Sql::new(
      app_check = $7, uwp_store_id = $8, package_sid = $9, extension_item_id = $10, app_check_state = $11, \
      app_check_pending = $12, app_check_pending_at = $13 WHERE client_id = $1",
 );
-static SET_SECRETS: Sql = Sql::new("UPDATE clients SET secrets = $3 WHERE client_id = $1 AND secrets = $2");
+/// The legacy `secret_hash` column follows: the first enabled secret's hash, or none, so that no deleted secret's
+/// hash stays in the row (or its backups).
+static SET_SECRETS: Sql =
+    Sql::new("UPDATE clients SET secrets = $3, secret_hash = $4 WHERE client_id = $1 AND secrets = $2");
 static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHERE client_id = $1 AND deleted_at >= $2");
 static TOUCH_CLIENT: Sql = Sql::new(
     "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
@@ -216,8 +219,10 @@ impl<E: Engine> Clients for Db<E> {
         before: &[ClientSecret],
         after: &[ClientSecret],
     ) -> StoreResult<bool> {
+        let legacy = after.iter().find(|s| s.enabled()).map_or(&[][..], |s| &s.hash[..]);
         let (before, after) = (rows::secrets_json(before)?, rows::secrets_json(after)?);
-        self.clients.after(Some(client_id), self.exec_one(&SET_SECRETS, args![client_id, &before, &after]).await)
+        let args = args![client_id, &before, &after, legacy];
+        self.clients.after(Some(client_id), self.exec_one(&SET_SECRETS, args).await)
     }
 
     async fn delete_client(&self, client_id: &str, at: UnixTime) -> StoreResult<bool> {

@@ -251,6 +251,13 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(output::fail(Exit::Refused, "no_store", message));
     }
+    // A backup copies the database as it is: before the store is opened, which would migrate it.
+    if let Noun::Backup { file } = &args.noun {
+        return Ok(match backup(sqlite.as_deref(), file) {
+            Ok(value) => output::print(value, args.pretty),
+            Err(e) => output::admin_failure(&e),
+        });
+    }
     // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
     latchkey_server::prepare_data_dir(&config)?;
     let store = match latchkey_store::open_with(&url, config.pool_settings()).await {

@@ -52,43 +52,19 @@ pub async fn client_secret_add(
 ) -> AdminResult<NewClientSecret> {
     let (secret, stored) = generate(now);
     let secret_id = stored.id.clone();
-    let client_id = change(store, actor, at, SecretChange::Add(stored)).await?.client_id;
+    let client_id = client_secret_change(store, actor, at, SecretChange::Add(stored)).await?.client_id;
     Ok(NewClientSecret { client_id, secret_id, client_secret: secret.into_inner(), created_at: now.0 })
 }
 
-/// Disables a secret (it authenticates nothing from now on); refused for the client's only enabled secret.
-pub async fn client_secret_disable(
+/// Disables, enables or deletes one of the client's secrets (`SecretChange`), only if the secrets are still the ones
+/// read: a disabled secret authenticates nothing from then on; the only enabled secret cannot be disabled, nor an
+/// enabled one deleted.
+pub async fn client_secret_change(
     store: &dyn Store,
     actor: &Actor,
     at: ClientRef<'_>,
-    secret_id: &str,
-    now: UnixTime,
+    change: SecretChange,
 ) -> AdminResult<ClientView> {
-    change(store, actor, at, SecretChange::Disable(secret_id.into(), now)).await
-}
-
-/// Enables a disabled secret again.
-pub async fn client_secret_enable(
-    store: &dyn Store,
-    actor: &Actor,
-    at: ClientRef<'_>,
-    secret_id: &str,
-) -> AdminResult<ClientView> {
-    change(store, actor, at, SecretChange::Enable(secret_id.into())).await
-}
-
-/// Deletes a disabled secret for good.
-pub async fn client_secret_delete(
-    store: &dyn Store,
-    actor: &Actor,
-    at: ClientRef<'_>,
-    secret_id: &str,
-) -> AdminResult<ClientView> {
-    change(store, actor, at, SecretChange::Delete(secret_id.into())).await
-}
-
-/// Applies `change` to the client's secrets, only if they are still the ones read.
-async fn change(store: &dyn Store, actor: &Actor, at: ClientRef<'_>, change: SecretChange) -> AdminResult<ClientView> {
     let client_id = at.id;
     let mut client = actor.client(store, at, Right::Edit).await?;
     if client.deleted_at.is_some() {

@@ -298,11 +298,13 @@ async fn validate(
 /// the redirect URI was refused.
 fn request_details(params: &AuthorizeParams, client: Option<&Client>, code: ErrorCode) -> Box<views::RequestDetails> {
     let about_redirect = matches!(code, ErrorCode::RedirectUriMismatch | ErrorCode::InvalidClient);
+    // What the request sent is shown as sent, up to a length a developer can read.
+    let shown = |v: &Option<String>| v.as_deref().map(|v| v.chars().take(300).collect::<String>());
     Box::new(views::RequestDetails {
-        client_id: params.client_id.clone().unwrap_or_default(),
+        client_id: shown(&params.client_id).unwrap_or_default(),
         client_name: client.map(|c| c.name.clone()),
         client_type: client.map(|c| c.client_type.as_str()),
-        redirect_uri: params.redirect_uri.clone(),
+        redirect_uri: shown(&params.redirect_uri),
         accepted: client.map(redirect::accepted_forms).unwrap_or_default(),
         hint: about_redirect.then(|| redirect::hint(client, params.redirect_uri.as_deref())).flatten(),
     })

@@ -27,11 +27,16 @@ pub async fn metrics_get(State(state): State<AppState>, headers: HeaderMap) -> R
             return Surface::ConsoleApi.refuse(StatusCode::SERVICE_UNAVAILABLE, "The metrics tokens cannot be read.");
         }
     };
+    if tokens.is_empty() {
+        tracing::warn!("[metrics] token_file holds no token of at least 16 characters: every scrape is refused");
+    }
+    // The scheme's name is case-insensitive (RFC 9110 §11.1).
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| digest(&SHA256, t.trim().as_bytes()));
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| digest(&SHA256, t.trim().as_bytes()));
     // Compared as hashes, in constant time, against every token (no early exit on a match).
     let allowed = presented.is_some_and(|p| {
         tokens.iter().fold(false, |ok, t| ok | bool::from(digest(&SHA256, t.as_bytes()).as_ref().ct_eq(p.as_ref())))

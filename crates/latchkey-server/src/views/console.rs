@@ -101,6 +101,9 @@ pub struct MemberRow {
     pub role: &'static str,
     /// Whether this is the signed-in developer.
     pub is_me: bool,
+    /// Whether this is the project's only owner: no "Remove" or "Make editor" is offered (a project keeps an
+    /// owner, so either would be refused).
+    pub last_owner: bool,
 }
 
 /// `GET /console/projects/{project}`.
@@ -431,13 +434,14 @@ pub struct SecretPage {
     pub download: Option<Download>,
 }
 
-/// A file offered for download from a page, its content in a `data:` URL (nothing is kept on the server).
+/// A file offered for download from a page. The console's script makes it a `blob:` URL when it is clicked: its
+/// content is never in a URL the browser keeps in its history, and nothing is kept on the server.
 #[derive(Debug, Clone)]
 pub struct Download {
     /// The file's name.
     pub filename: String,
-    /// The `data:` URL.
-    pub href: String,
+    /// Its content (JSON).
+    pub json: String,
 }
 
 /// An API key in the list.

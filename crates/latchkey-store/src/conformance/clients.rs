@@ -3,6 +3,17 @@
 use super::*;
 use latchkey_core::client::ClientSecret;
 
+/// The secret of the suite's client ([`fixture`]).
+pub(super) fn initial_secret() -> ClientSecret {
+    ClientSecret {
+        id: "cs_initial".into(),
+        hash: vec![7; 32],
+        hint: Some("abcd".into()),
+        created_at: T0,
+        disabled_at: None,
+    }
+}
+
 /// A client's secrets are kept in order, and a change made from a list that changed meanwhile is refused.
 pub(super) async fn client_secrets_change_only_while_unchanged(store: &dyn Store) {
     let (client_id, _) = fixture(store).await;

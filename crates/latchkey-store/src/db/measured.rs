@@ -102,10 +102,15 @@ impl<E: Engine> Measured<E> {
         }
     }
 
-    /// Runs `operation`, timed on `timer`.
-    async fn timed<T>(&self, timer: &Histogram, operation: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+    /// Runs `operation`, timed on `timer`: the clock starts before the engine is called, since an engine may do
+    /// the work in the call itself and return a future already complete (SQLite's reads).
+    async fn timed<T, F: Future<Output = StoreResult<T>>>(
+        &self,
+        timer: &Histogram,
+        operation: impl FnOnce() -> F,
+    ) -> StoreResult<T> {
         let started = Instant::now();
-        let result = operation.await;
+        let result = operation().await;
         self.observe(timer, started, &result);
         result
     }
@@ -120,19 +125,19 @@ impl<E: Engine> Engine for Measured<E> {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> StoreResult<Option<T>> {
-        self.timed(&self.read, self.inner.one(sql, args, map)).await
+        self.timed(&self.read, || self.inner.one(sql, args, map)).await
     }
 
     async fn all<T: Send + 'static>(&self, sql: &'static Sql, args: Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
-        self.timed(&self.read, self.inner.all(sql, args, map)).await
+        self.timed(&self.read, || self.inner.all(sql, args, map)).await
     }
 
     async fn exec(&self, durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<u64> {
-        self.timed(&self.write, self.inner.exec(durability, sql, args)).await
+        self.timed(&self.write, || self.inner.exec(durability, sql, args)).await
     }
 
     async fn scalar(&self, durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<Option<i64>> {
-        self.timed(&self.write, self.inner.scalar(durability, sql, args)).await
+        self.timed(&self.write, || self.inner.scalar(durability, sql, args)).await
     }
 
     async fn unit<S: Send + Sync + 'static, R: Send + 'static>(
@@ -141,7 +146,7 @@ impl<E: Engine> Engine for Measured<E> {
         unit: UnitFn<S, R>,
         data: S,
     ) -> StoreResult<R> {
-        self.timed(&self.unit, self.inner.unit(durability, unit, data)).await
+        self.timed(&self.unit, || self.inner.unit(durability, unit, data)).await
     }
 
     fn ping(&self) -> impl Future<Output = StoreResult<()>> + Send {

@@ -52,23 +52,36 @@ impl Db<SqliteEngine> {
 
 /// Writes a consistent copy of the database at `db` to the new file `to` (SQLite's `VACUUM INTO`), while servers
 /// keep reading and writing it: the copy is one read transaction's view, every commit before it and none after.
-/// The copy is private (0600), as the database is. Returns its size in bytes.
+/// The file is made first, empty, private (0600) and never through a link, so that no one else can open it while
+/// it fills; an existing file is refused. Nothing is migrated: the copy is the database as it is. Returns its size
+/// in bytes.
 pub fn backup(db: &Path, to: &Path) -> StoreResult<u64> {
-    if to.exists() {
-        return Err(StoreError::Conflict(format!("{} exists: back up to a new file", to.display())));
-    }
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(map_err)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(map_err)?;
-    let target = to.to_str().ok_or_else(|| StoreError::Other(format!("{} is not UTF-8", to.display())))?;
-    conn.execute("VACUUM INTO ?1", [target]).map_err(map_err)?;
+    let fail = |e: std::io::Error| StoreError::Other(format!("{}: {e}", to.display()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| StoreError::Other(format!("{}: {e}", to.display())))?;
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
     }
-    std::fs::metadata(to).map(|m| m.len()).map_err(|e| StoreError::Other(format!("{}: {e}", to.display())))
+    match options.open(to) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(StoreError::Conflict(format!("{} exists: back up to a new file", to.display())))
+        }
+        Err(e) => return Err(fail(e)),
+    }
+    let copy = || -> rusqlite::Result<()> {
+        let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute("VACUUM INTO ?1", [to.to_string_lossy()])?;
+        Ok(())
+    };
+    if let Err(e) = copy() {
+        let _ = std::fs::remove_file(to);
+        return Err(map_err(e));
+    }
+    std::fs::metadata(to).map(|m| m.len()).map_err(fail)
 }
 
 /// A value as SQLite stores it: a grant id as its encoded text (the column's type since the first schema),

@@ -3,6 +3,7 @@
 
 use super::out;
 use clap::Subcommand;
+use latchkey_core::client::SecretChange;
 use latchkey_core::time::UnixTime;
 use latchkey_server::admin::{self as ops, Actor, AdminResult, ClientRef};
 use latchkey_store::Store;
@@ -47,16 +48,11 @@ pub(super) enum SecretCmd {
 /// Runs a `client secret` command as the operator.
 pub(super) async fn secret(store: &dyn Store, cmd: SecretCmd, now: UnixTime) -> AdminResult<serde_json::Value> {
     let op = &Actor::Operator;
-    match cmd {
-        SecretCmd::Add { client } => out(ops::client_secret_add(store, op, ClientRef::id(&client), now).await),
-        SecretCmd::Disable { client, secret } => {
-            out(ops::client_secret_disable(store, op, ClientRef::id(&client), &secret, now).await)
-        }
-        SecretCmd::Enable { client, secret } => {
-            out(ops::client_secret_enable(store, op, ClientRef::id(&client), &secret).await)
-        }
-        SecretCmd::Delete { client, secret } => {
-            out(ops::client_secret_delete(store, op, ClientRef::id(&client), &secret).await)
-        }
-    }
+    let (client, change) = match cmd {
+        SecretCmd::Add { client } => return out(ops::client_secret_add(store, op, ClientRef::id(&client), now).await),
+        SecretCmd::Disable { client, secret } => (client, SecretChange::Disable(secret, now)),
+        SecretCmd::Enable { client, secret } => (client, SecretChange::Enable(secret)),
+        SecretCmd::Delete { client, secret } => (client, SecretChange::Delete(secret)),
+    };
+    out(ops::client_secret_change(store, op, ClientRef::id(&client), change).await)
 }

@@ -6,7 +6,7 @@ use crate::cli::{admin, json};
 use crate::console_api::{assert_error, Api};
 use crate::console_browser::{click, expect_text, text, type_into, wait_for_path};
 use crate::support::*;
-use base64::Engine;
+use latchkey_core::client::SecretChange;
 use latchkey_core::time::Clock;
 use latchkey_server::admin::{self as ops, Actor, ClientRef};
 use latchkey_server::clock::SystemClock;
@@ -47,14 +47,15 @@ async fn old_and_new_secrets_both_work_until_the_old_one_is_disabled_and_tokens_
     assert_eq!(refresh_with(&server, &app, &refresh, &added.client_secret).await, 200, "and the new one");
     assert_eq!(refresh_basic(&server, &app, &refresh, &added.client_secret).await, 200, "by HTTP Basic too");
 
-    let view = ops::client_secret_disable(store, op, at(), &old_id, now).await.expect("disable");
+    let view =
+        ops::client_secret_change(store, op, at(), SecretChange::Disable(old_id.clone(), now)).await.expect("disable");
     assert_eq!(view.secrets.iter().map(|s| s.enabled).collect::<Vec<_>>(), [false, true]);
     assert_eq!(refresh_with(&server, &app, &refresh, &app.client_secret).await, 401, "the disabled secret fails");
     assert_eq!(refresh_basic(&server, &app, &refresh, &app.client_secret).await, 401);
     assert_eq!(refresh_with(&server, &app, &refresh, &added.client_secret).await, 200, "the new one goes on");
     assert_eq!(channels(&server, &tokens.access_token).await.status(), 200, "a token issued before still works");
 
-    ops::client_secret_delete(store, op, at(), &old_id).await.expect("delete");
+    ops::client_secret_change(store, op, at(), SecretChange::Delete(old_id.clone())).await.expect("delete");
     let left = ops::client_show(store, op, at()).await.expect("show").secrets;
     assert_eq!(left.iter().map(|s| s.secret_id.as_str()).collect::<Vec<_>>(), [added.secret_id.as_str()]);
     assert_eq!(left[0].last4.as_deref(), Some(&added.client_secret[added.client_secret.len() - 4..]));
@@ -151,10 +152,13 @@ async fn in_chromium_a_developer_adds_a_secret_downloads_its_json_and_retires_th
         click(&browser, "#add-secret").await;
         let secret = text(&browser, "#client-secret").await;
         assert!(secret.starts_with("lks_"), "{secret}");
-        let href = crate::browser::find(&browser, "#download").await.attr("href").await.expect("attr").expect("href");
-        let b64 = href.strip_prefix("data:application/json;base64,").expect("a data URL");
-        let file: Value =
-            serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(b64).expect("b64")).expect("JSON");
+        let download = crate::browser::find(&browser, "#download").await;
+        assert!(download.is_displayed().await.expect("shown"), "the script offers the download");
+        let json = download.attr("data-json").await.expect("attr").expect("the file's content");
+        let file: Value = serde_json::from_str(&json).expect("JSON");
+        download.click().await.expect("download");
+        let href = download.attr("href").await.expect("attr").expect("href");
+        assert!(href.starts_with("blob:"), "a blob: URL, not the secret in a URL: {href}");
         assert_eq!(file["installed"]["client_secret"], secret.as_str());
         assert_eq!(file["installed"]["client_id"], client.as_str());
         assert_eq!(file["installed"]["token_uri"], server.url("/token"));

@@ -11,8 +11,7 @@ use crate::views::page;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use base64::Engine;
-use latchkey_core::client::{Client, ClientType};
+use latchkey_core::client::{Client, ClientType, SecretChange};
 
 /// `POST .../secrets`: adds a secret and shows it, this once.
 pub async fn secrets_post(
@@ -53,20 +52,20 @@ pub async fn secret_action_post(
 ) -> Response {
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let (store, actor, at) = (&*state.store, form.dev.actor(), ClientRef::within(&project, &c.client_id));
-    let done = match action.as_str() {
-        "disable" => admin::client_secret_disable(store, &actor, at, &secret, state.clock.now()).await,
-        "enable" => admin::client_secret_enable(store, &actor, at, &secret).await,
-        "delete" => admin::client_secret_delete(store, &actor, at, &secret).await,
+    let change = match action.as_str() {
+        "disable" => SecretChange::Disable(secret, state.clock.now()),
+        "enable" => SecretChange::Enable(secret),
+        "delete" => SecretChange::Delete(secret),
         _ => return see_other(&format!("/console/projects/{project}/clients/{client}")),
     };
-    match done {
+    match admin::client_secret_change(store, &actor, at, change).await {
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=secret-{action}#secrets")),
         Err(e) => refused(&state, form.dev, &access, &c, e).await,
     }
 }
 
 /// The client's `client_secret.json`, in the form the best-known provider's console downloads and the client
-/// libraries read (`{"installed": {...}}`), as a `data:` URL: nothing is kept on the server.
+/// libraries read (`{"installed": {...}}`).
 pub(super) fn client_secret_file(state: &AppState, c: &Client, secret: &str) -> Download {
     let mut redirect_uris = c.redirect_uris.clone();
     if c.client_type == ClientType::Desktop && redirect_uris.is_empty() {
@@ -82,9 +81,5 @@ pub(super) fn client_secret_file(state: &AppState, c: &Client, secret: &str) -> 
             "redirect_uris": redirect_uris,
         }
     });
-    let encoded = base64::engine::general_purpose::STANDARD.encode(file.to_string());
-    Download {
-        filename: format!("client_secret_{}.json", c.client_id),
-        href: format!("data:application/json;base64,{encoded}"),
-    }
+    Download { filename: format!("client_secret_{}.json", c.client_id), json: file.to_string() }
 }

@@ -116,9 +116,11 @@ pub(super) async fn project_page(
             })
         })
         .collect();
+    let owners = members.iter().filter(|m| m.role == ProjectRole::Owner).count();
     let members = members
         .into_iter()
         .map(|m| MemberRow {
+            last_owner: m.role == ProjectRole::Owner && owners == 1,
             is_me: m.user_id == dev.user.id,
             user_id: m.user_id,
             email: m.email,

@@ -8,6 +8,7 @@ use crate::admin::results::ClientView;
 use crate::admin::{self, ClientRef};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_core::client::SecretChange;
 
 /// Add a secret to a client: it works at once, beside the other. The secret is in this answer only.
 #[utoipa::path(post, path = "/console/api/v1/projects/{project}/clients/{client}/secrets", tag = "clients",
@@ -35,8 +36,7 @@ pub(super) async fn secret_disable_post(
     caller: Caller,
     Path(SecretPath { project, client, secret }): Path<SecretPath>,
 ) -> ApiResult {
-    let at = ClientRef::within(&project, &client);
-    ok(admin::client_secret_disable(&*state.store, &caller.actor(), at, &secret, state.clock.now()).await?)
+    ok(change(&state, &caller, &project, &client, SecretChange::Disable(secret, state.clock.now())).await?)
 }
 
 /// Enable a disabled secret again.
@@ -50,8 +50,7 @@ pub(super) async fn secret_enable_post(
     caller: Caller,
     Path(SecretPath { project, client, secret }): Path<SecretPath>,
 ) -> ApiResult {
-    ok(admin::client_secret_enable(&*state.store, &caller.actor(), ClientRef::within(&project, &client), &secret)
-        .await?)
+    ok(change(&state, &caller, &project, &client, SecretChange::Enable(secret)).await?)
 }
 
 /// Delete a disabled secret for good.
@@ -65,6 +64,16 @@ pub(super) async fn secret_delete(
     caller: Caller,
     Path(SecretPath { project, client, secret }): Path<SecretPath>,
 ) -> ApiResult {
-    ok(admin::client_secret_delete(&*state.store, &caller.actor(), ClientRef::within(&project, &client), &secret)
-        .await?)
+    ok(change(&state, &caller, &project, &client, SecretChange::Delete(secret)).await?)
+}
+
+/// Applies a change to one of the client's secrets as the caller.
+async fn change(
+    state: &AppState,
+    caller: &Caller,
+    project: &str,
+    client: &str,
+    change: SecretChange,
+) -> admin::AdminResult<ClientView> {
+    admin::client_secret_change(&*state.store, &caller.actor(), ClientRef::within(project, client), change).await
 }
