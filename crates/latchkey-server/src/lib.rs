@@ -30,7 +30,7 @@ pub mod parsers {
     pub use crate::session::cookie_tokens;
 }
 pub mod rate_limit;
-pub mod request_context;
+pub mod request_id;
 pub mod routes;
 pub mod secrets;
 pub mod session;

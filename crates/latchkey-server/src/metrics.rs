@@ -77,7 +77,7 @@ const STATUSES: [u16; 24] = [
 ];
 
 /// One route's series.
-struct RouteSeries {
+pub struct RouteSeries {
     route: Box<str>,
     duration: Histogram,
     /// By [`STATUSES`] index, and `other` last.
@@ -109,22 +109,60 @@ fn route_series(route: &str) -> Option<&'static RouteSeries> {
     })
 }
 
-/// Counts a request to `route` (a pattern, or `unmatched`) answered with `status` after `seconds`.
-pub fn request(route: &str, status: u16, seconds: f64) {
-    let Some(series) = route_series(route) else {
-        // Past the table's capacity (a router grown beyond it): counted through the families' maps.
-        HTTP_DURATION.with_label_values(&[route]).observe(seconds);
-        HTTP_REQUESTS.with_label_values(&[route, &status.to_string()]).inc();
-        return;
-    };
-    series.duration.observe(seconds);
-    let index = STATUSES.iter().position(|s| *s == status).unwrap_or(STATUSES.len());
-    series.requests[index]
-        .get_or_init(|| {
-            let label = STATUSES.get(index).map_or_else(|| "other".to_owned(), u16::to_string);
-            HTTP_REQUESTS.with_label_values(&[route, &label])
-        })
-        .inc();
+/// A route's series, found once per request before the request goes on ([`route`]).
+pub enum Route {
+    /// The route's series, resolved.
+    Known(&'static RouteSeries),
+    /// A route past the table's capacity (a router grown beyond it): counted through the families' maps.
+    Spilled(String),
+}
+
+/// The series of `route` (a pattern, or `unmatched`).
+pub fn route(route: &str) -> Route {
+    match route_series(route) {
+        Some(series) => Route::Known(series),
+        None => Route::Spilled(route.to_owned()),
+    }
+}
+
+impl Route {
+    /// Counts a request answered with `status` after `seconds`.
+    pub fn request(&self, status: u16, seconds: f64) {
+        let series = match self {
+            Route::Known(series) => series,
+            Route::Spilled(route) => {
+                HTTP_DURATION.with_label_values(&[route]).observe(seconds);
+                HTTP_REQUESTS.with_label_values(&[route, &status.to_string()]).inc();
+                return;
+            }
+        };
+        series.duration.observe(seconds);
+        let index = STATUSES.iter().position(|s| *s == status).unwrap_or(STATUSES.len());
+        series.requests[index]
+            .get_or_init(|| {
+                let label = STATUSES.get(index).map_or_else(|| "other".to_owned(), u16::to_string);
+                HTTP_REQUESTS.with_label_values(&[&*series.route, label.as_str()])
+            })
+            .inc();
+    }
+
+    /// Counts an error code returned: resolved once per route and code, like the requests.
+    pub fn error(&self, code: &'static str) {
+        let (route, slots) = match self {
+            Route::Known(series) => (&*series.route, Some(&series.errors)),
+            Route::Spilled(route) => (route.as_str(), None),
+        };
+        let counter = slots.and_then(|slots| {
+            slots.iter().find_map(|slot| {
+                let (c, counter) = slot.get_or_init(|| (code, ERRORS.with_label_values(&[route, code])));
+                (*c == code).then_some(counter)
+            })
+        });
+        match counter {
+            Some(counter) => counter.inc(),
+            None => ERRORS.with_label_values(&[route, code]).inc(),
+        }
+    }
 }
 
 /// The grant types timed under their own name (the short names are the labels); any other is `other`.
@@ -163,20 +201,6 @@ static ERRORS: LazyLock<IntCounterVec> = LazyLock::new(|| {
         &["route", "error"],
     )
 });
-
-/// Counts an error code returned on `route`: resolved once per route and code, like the requests.
-pub fn error(route: &str, code: &'static str) {
-    let counter = route_series(route).and_then(|series| {
-        series.errors.iter().find_map(|slot| {
-            let (c, counter) = slot.get_or_init(|| (code, ERRORS.with_label_values(&[route, code])));
-            (*c == code).then_some(counter)
-        })
-    });
-    match counter {
-        Some(counter) => counter.inc(),
-        None => ERRORS.with_label_values(&[route, code]).inc(),
-    }
-}
 
 /// Failed sign-ins by reason.
 pub static SIGNIN_FAILURES: LazyLock<Counters> = LazyLock::new(|| {

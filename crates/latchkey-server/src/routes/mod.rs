@@ -19,7 +19,7 @@ mod token;
 
 use crate::error::{refusal, RefusalNote};
 use crate::rate_limit::RateLimits;
-use crate::request_context::{self, RequestId};
+use crate::request_id::RequestId;
 use crate::state::AppState;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -111,40 +111,35 @@ async fn not_found(uri: axum::http::Uri) -> Response {
 async fn log_request(limits: Arc<RateLimits>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let id = RequestId::next();
+    // The route's series, found once (before the request moves on): no copy of the pattern is kept.
+    let series = crate::metrics::route(request.extensions().get::<MatchedPath>().map_or("unmatched", |m| m.as_str()));
     let started = Instant::now();
     let surface = refusal::Surface::of(&path);
-    let handled = async {
-        match refusal::admit(request, surface, &limits).await {
-            Ok(request) => refusal::reword(surface, next.run(request).await),
-            Err(refused) => refused,
-        }
+    let mut response = match refusal::admit(request, surface, &limits).await {
+        Ok(request) => refusal::reword(surface, next.run(request).await),
+        Err(refused) => refused,
     };
-    let (mut response, grant) = request_context::run(id, handled).await;
     // Every response is served over HTTPS: browsers keep to it for a year; and no answer is sniffed into another
     // type. (Static values: no allocation; the header map holds them within its first capacity.)
     let h = response.headers_mut();
     h.insert(header::STRICT_TRANSPORT_SECURITY, HeaderValue::from_static("max-age=31536000"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     let elapsed = started.elapsed();
-    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     let status = response.status().as_u16();
-    crate::metrics::request(route, status, elapsed.as_secs_f64());
-    if let Some(grant) = grant {
-        crate::metrics::token_request(grant, elapsed.as_secs_f64());
-    }
+    series.request(status, elapsed.as_secs_f64());
     let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     match response.extensions_mut().remove::<RefusalNote>() {
-        // A request answered as asked: its id is not formatted (about 1% of a refresh's instructions); a refusal's
-        // line below carries it, as its page and `X-Request-Id` do.
+        // A request answered as asked: no id is made or written; a refusal's line carries one, as its page and
+        // `X-Request-Id` do.
         None => tracing::info!(%method, %path, status, micros, "request"),
         Some(note) => {
-            crate::metrics::error(route, note.code);
+            let id = RequestId::next().to_string();
+            series.error(note.code);
             let client_id = note.client_id.as_deref().unwrap_or("");
             tracing::info!(%method, %path, status, micros, request_id = %id, error = note.code,
                 description = %note.description, client_id, "refused");
-            if let Ok(value) = HeaderValue::from_str(&id.to_string()) {
+            response = crate::views::with_request_id(response, &id);
+            if let Ok(value) = HeaderValue::from_str(&id) {
                 response.headers_mut().insert(REQUEST_ID, value);
             }
         }

@@ -6,8 +6,8 @@ use super::ports::StorePorts;
 use crate::dpop;
 use crate::error::{no_store_json, TokenError};
 use crate::extract;
+use crate::metrics;
 use crate::state::AppState;
-use crate::{metrics, request_context};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -17,11 +17,14 @@ use latchkey_core::flow::{self, Issued, TokenCall};
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::Form;
 use latchkey_proto::TokenResponse;
+use std::time::Instant;
 
 /// Handles a token request. Every answer to a request with a DPoP header carries a fresh `DPoP-Nonce`.
 pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let started = Instant::now();
     let now = state.clock.now();
-    let mut response = match handle(&state, &headers, &body, now).await {
+    let mut grant = metrics::grant_index(None);
+    let mut response = match handle(&state, &headers, &body, now, &mut grant).await {
         Ok(Issued { client, response }) => {
             // Unused clients are deleted after `client_unused_days`: record the use, at most one write an hour.
             // The client row was just read, so a fresh `last_used_at` costs no statement at all.
@@ -40,16 +43,24 @@ pub async fn token_post(State(state): State<AppState>, headers: HeaderMap, body:
             response.headers_mut().insert(dpop::DPOP_NONCE, nonce);
         }
     }
+    metrics::token_request(grant, started.elapsed().as_secs_f64());
     response
 }
 
-async fn handle(state: &AppState, headers: &HeaderMap, body: &[u8], now: UnixTime) -> Result<Issued, TokenError> {
+/// Runs a token request; notes its grant type in `grant` once the form is read (for its latency's metric).
+async fn handle(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: UnixTime,
+    grant: &mut u8,
+) -> Result<Issued, TokenError> {
     if !extract::is_form(headers) {
         return Err(crate::error::refusal::not_a_form());
     }
     let pairs = extract::form_body(body)?;
     let form = Form::new(extract::borrowed(&pairs))?;
-    request_context::note_grant(metrics::grant_index(form.get("grant_type")));
+    *grant = metrics::grant_index(form.get("grant_type"));
     let authorization = extract::single_header(headers, &header::AUTHORIZATION);
     let dpop: Vec<&[u8]> = headers.get_all(dpop::DPOP).iter().map(HeaderValue::as_bytes).collect();
     let call = TokenCall { form: &form, authorization: authorization.as_ref().copied(), dpop: &dpop, now };

@@ -129,7 +129,7 @@ struct ErrorPage<'a> {
     description: &'a str,
     details: Option<&'a RequestDetails>,
     /// The request's id, also in the log line of the refusal.
-    request_id: String,
+    request_id: &'a str,
 }
 
 /// A plain message.
@@ -171,7 +171,9 @@ pub fn page(status: StatusCode, template: &impl Template) -> Response {
     }
 }
 
-/// The user-facing error page for an error of the authorization endpoint.
+/// The user-facing error page for an error of the authorization endpoint. It is rendered here without the
+/// request's id, and carries what it shows ([`ErrorPageParts`]) so that the router's middleware, which makes the id,
+/// renders it again with it ([`with_request_id`]): a request answered as asked pays nothing for the id.
 pub fn error_page(status: StatusCode, error: &OAuthError, details: Option<&RequestDetails>) -> Response {
     let heading = match error.code {
         latchkey_core::ErrorCode::ServerError | latchkey_core::ErrorCode::TemporarilyUnavailable => {
@@ -181,17 +183,50 @@ pub fn error_page(status: StatusCode, error: &OAuthError, details: Option<&Reque
         latchkey_core::ErrorCode::OrgInternal => "Access blocked: this app is for its organisation's accounts",
         _ => "Access blocked: this app's request is invalid",
     };
-    page(
-        status,
-        &ErrorPage {
-            heading,
-            status: status.as_u16(),
-            code: error.code.as_str(),
-            description: &error.description,
-            details,
-            request_id: crate::request_context::id().map(|id| id.to_string()).unwrap_or_default(),
-        },
-    )
+    let parts = ErrorPageParts {
+        heading,
+        status: status.as_u16(),
+        code: error.code.as_str(),
+        description: error.description.clone().into_owned(),
+        details: details.cloned(),
+    };
+    let mut response = page(status, &parts.page(""));
+    response.extensions_mut().insert(parts);
+    response
+}
+
+/// What an error page shows, kept on its response until the request's id is known.
+#[derive(Debug, Clone)]
+pub struct ErrorPageParts {
+    heading: &'static str,
+    status: u16,
+    code: &'static str,
+    description: String,
+    details: Option<RequestDetails>,
+}
+
+impl ErrorPageParts {
+    fn page<'a>(&'a self, request_id: &'a str) -> ErrorPage<'a> {
+        ErrorPage {
+            heading: self.heading,
+            status: self.status,
+            code: self.code,
+            description: &self.description,
+            details: self.details.as_ref(),
+            request_id,
+        }
+    }
+}
+
+/// An error page's body again, now with the request's id; any other response as it is.
+pub fn with_request_id(mut response: Response, request_id: &str) -> Response {
+    let Some(parts) = response.extensions_mut().remove::<ErrorPageParts>() else { return response };
+    match parts.page(request_id).render() {
+        Ok(html) => *response.body_mut() = axum::body::Body::from(html),
+        Err(e) => tracing::error!(error = %e, "rendering a page"),
+    }
+    response.headers_mut().remove(header::CONTENT_LENGTH);
+    response
 }
 
 /// A page with a heading and a message.
