@@ -1,6 +1,7 @@
 //! The sign-in page (`GET`/`POST /signin`), sign-out, and the home page.
 
 use super::AUTHORIZE_PATH;
+use crate::error::noted;
 use crate::extract::{self, ClientAddr};
 use crate::metrics;
 use crate::session::{self, StartError};
@@ -53,14 +54,17 @@ pub async fn signin_post(
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("");
     let continue_to = safe_continue(Some(field("continue")));
     let email = field("email").trim();
-    let again = |status, msg: &str| login_page(&headers, status, None, Some(msg), continue_to, email);
+    // A refused sign-in: the form again with the message, counted by reason and logged once as a refusal (the
+    // reason as its code; no client: the sign-in page serves every app).
+    let again = |reason: &'static str, status, msg: &str| {
+        metrics::SIGNIN_FAILURES.inc(reason);
+        noted(login_page(&headers, status, None, Some(msg), continue_to, email), reason, msg, None)
+    };
     if !session::login_csrf_ok(&headers, field("csrf")) {
-        metrics::SIGNIN_FAILURES.inc("form_expired");
-        return again(StatusCode::FORBIDDEN, "The sign-in form expired. Try again.");
+        return again("form_expired", StatusCode::FORBIDDEN, "The sign-in form expired. Try again.");
     }
     if email.is_empty() || field("password").is_empty() {
-        metrics::SIGNIN_FAILURES.inc("incomplete");
-        return again(StatusCode::BAD_REQUEST, "Enter your email and password.");
+        return again("incomplete", StatusCode::BAD_REQUEST, "Enter your email and password.");
     }
     let ip = addr.map(|Extension(a)| a.0.ip().to_string()).unwrap_or_default();
     let account_key = format!("login:{}|{ip}", email.to_lowercase());
@@ -77,9 +81,9 @@ pub async fn signin_post(
     match throttled.await {
         Ok(false) => {}
         Ok(true) => {
-            metrics::SIGNIN_FAILURES.inc("throttled");
             let minutes = window.div_euclid(60).max(1);
             return again(
+                "throttled",
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!("Too many failed attempts. Try again in {minutes} minutes."),
             );
@@ -94,18 +98,17 @@ pub async fn signin_post(
     let user = match user {
         Some(u) if ok => u,
         _ => {
-            metrics::SIGNIN_FAILURES.inc(if user.is_some() { "wrong_password" } else { "unknown_account" });
+            let reason = if user.is_some() { "wrong_password" } else { "unknown_account" };
             for key in [&account_key, &address_key] {
                 if let Err(e) = state.store.record_login_failure(key, now, window).await {
                     return unavailable(e);
                 }
             }
-            return again(StatusCode::UNAUTHORIZED, "Wrong email or password.");
+            return again(reason, StatusCode::UNAUTHORIZED, "Wrong email or password.");
         }
     };
     if user.disabled_at.is_some() {
-        metrics::SIGNIN_FAILURES.inc("disabled");
-        return again(StatusCode::FORBIDDEN, "This account is disabled.");
+        return again("disabled", StatusCode::FORBIDDEN, "This account is disabled.");
     }
     if let Err(e) = state.store.clear_login_failures(&account_key).await {
         return unavailable(e);
@@ -118,12 +121,11 @@ pub async fn signin_post(
     let cookie = match session::start(&state, &browser, &user.id).await {
         Ok(c) => c,
         Err(StartError::TooMany(n)) => {
-            metrics::SIGNIN_FAILURES.inc("too_many_accounts");
             let msg = format!(
                 "This browser is signed in to {n} accounts, the most it may hold. Sign out of one of them on your \
                  account page, then sign in again."
             );
-            return again(StatusCode::CONFLICT, &msg);
+            return again("too_many_accounts", StatusCode::CONFLICT, &msg);
         }
         Err(StartError::Store(e)) => return unavailable(e),
     };

@@ -195,6 +195,13 @@ async fn a_refused_token_request_carries_its_request_id_and_a_successful_one_doe
     assert_eq!(r.headers()["x-request-id"].len(), 16);
     let healthy = server.http().get(server.url("/healthz")).send().await.expect("answer");
     assert!(!healthy.headers().contains_key("x-request-id"), "no header on success");
+    // A refused sign-in is a refusal too (logged once, with its reason as the code).
+    server.user("alice@example.com").await;
+    let browser = server.browser();
+    let login = browser.get(&server.url("/signin?continue=%2Fconsole")).await;
+    let wrong = browser.sign_in(&login, "alice@example.com", "not her password").await;
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.headers["x-request-id"].len(), 16, "a refused sign-in has its request id");
 }
 
 #[tokio::test]
