@@ -182,15 +182,14 @@ static TOKEN_DURATION: LazyLock<[Histogram; GRANT_TYPES.len() + 1]> = LazyLock::
 });
 
 /// The index of a `grant_type` value among the ones timed (see [`token_request`]).
-pub fn grant_index(grant_type: Option<&str>) -> u8 {
-    let i = GRANT_TYPES.iter().position(|g| Some(g.0) == grant_type).unwrap_or(GRANT_TYPES.len());
-    u8::try_from(i).unwrap_or(u8::MAX)
+pub fn grant_index(grant_type: Option<&str>) -> usize {
+    GRANT_TYPES.iter().position(|g| Some(g.0) == grant_type).unwrap_or(GRANT_TYPES.len())
 }
 
-/// Times a token request of the grant type at `index` ([`grant_index`]).
-pub fn token_request(index: u8, seconds: f64) {
+/// Times a token request of the grant type at `index` ([`grant_index`]; `other` past the list).
+pub fn token_request(index: usize, seconds: f64) {
     let timers = &*TOKEN_DURATION;
-    timers[usize::from(index).min(timers.len() - 1)].observe(seconds);
+    timers[index.min(timers.len() - 1)].observe(seconds);
 }
 
 /// OAuth error codes (and the data API's and console's error reasons) returned, by route pattern.
@@ -209,7 +208,15 @@ pub static SIGNIN_FAILURES: LazyLock<Counters> = LazyLock::new(|| {
         "Sign-ins refused, by reason (wrong_password, unknown_account, throttled, disabled, form_expired, incomplete, \
          too_many_accounts).",
         "reason",
-        &["wrong_password", "unknown_account", "throttled", "disabled", "form_expired", "incomplete"],
+        &[
+            "wrong_password",
+            "unknown_account",
+            "throttled",
+            "disabled",
+            "form_expired",
+            "incomplete",
+            "too_many_accounts",
+        ],
     )
 });
 

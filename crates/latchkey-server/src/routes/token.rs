@@ -53,7 +53,7 @@ async fn handle(
     headers: &HeaderMap,
     body: &[u8],
     now: UnixTime,
-    grant: &mut u8,
+    grant: &mut usize,
 ) -> Result<Issued, TokenError> {
     if !extract::is_form(headers) {
         return Err(crate::error::refusal::not_a_form());

@@ -118,24 +118,8 @@ pub(super) struct ClientUpdate {
     /// Removes every redirect URI.
     #[arg(long, conflicts_with = "redirect_uris")]
     clear_redirect_uris: bool,
-    /// Mobile: the bundle ID (frozen once App Check is used).
-    #[arg(long)]
-    bundle_id: Option<String>,
-    /// Mobile: the app-store ID (digits).
-    #[arg(long)]
-    store_id: Option<String>,
-    /// Mobile: the team ID.
-    #[arg(long)]
-    team_id: Option<String>,
-    /// Universal desktop: the 12-character store ID.
-    #[arg(long)]
-    uwp_store_id: Option<String>,
-    /// Universal desktop: the package SID.
-    #[arg(long)]
-    package_sid: Option<String>,
-    /// Browser extension: the item ID.
-    #[arg(long)]
-    extension_item_id: Option<String>,
+    #[command(flatten)]
+    fields: TypeFlags,
 }
 
 #[derive(Args)]
@@ -152,7 +136,17 @@ pub(super) struct ClientCreate {
     /// An authorized redirect URI (repeatable). Desktop apps need none for loopback redirects.
     #[arg(long = "redirect-uri")]
     redirect_uris: Vec<String>,
-    /// Mobile: the bundle ID.
+    /// Mobile: switch App Check on.
+    #[arg(long)]
+    app_check: bool,
+    #[command(flatten)]
+    fields: TypeFlags,
+}
+
+/// The type-specific fields, as `client create` and `client update` take them (a type refuses the others').
+#[derive(Args)]
+pub(super) struct TypeFlags {
+    /// Mobile: the bundle ID (frozen once App Check is used).
     #[arg(long)]
     bundle_id: Option<String>,
     /// Mobile: the app-store ID (digits).
@@ -161,9 +155,6 @@ pub(super) struct ClientCreate {
     /// Mobile: the team ID.
     #[arg(long)]
     team_id: Option<String>,
-    /// Mobile: switch App Check on.
-    #[arg(long)]
-    app_check: bool,
     /// Universal desktop: the 12-character store ID.
     #[arg(long)]
     uwp_store_id: Option<String>,
@@ -195,13 +186,13 @@ pub(super) async fn client(
                 name: c.name,
                 redirect_uris: c.redirect_uris,
                 details: ClientDetails {
-                    bundle_id: c.bundle_id,
-                    store_id: c.store_id,
-                    team_id: c.team_id,
+                    bundle_id: c.fields.bundle_id,
+                    store_id: c.fields.store_id,
+                    team_id: c.fields.team_id,
                     app_check: c.app_check,
-                    uwp_store_id: c.uwp_store_id,
-                    package_sid: c.package_sid,
-                    extension_item_id: c.extension_item_id,
+                    uwp_store_id: c.fields.uwp_store_id,
+                    package_sid: c.fields.package_sid,
+                    extension_item_id: c.fields.extension_item_id,
                 },
             };
             out(ops::client_create(store, op, new, now).await)
@@ -220,12 +211,12 @@ pub(super) async fn client(
             let edit = ClientEdit {
                 name: u.name,
                 redirect_uris,
-                bundle_id: u.bundle_id,
-                store_id: u.store_id,
-                team_id: u.team_id,
-                uwp_store_id: u.uwp_store_id,
-                package_sid: u.package_sid,
-                extension_item_id: u.extension_item_id,
+                bundle_id: u.fields.bundle_id,
+                store_id: u.fields.store_id,
+                team_id: u.fields.team_id,
+                uwp_store_id: u.fields.uwp_store_id,
+                package_sid: u.fields.package_sid,
+                extension_item_id: u.fields.extension_item_id,
             };
             out(ops::client_update(store, op, ClientRef::id(&u.client_id.get()), edit).await)
         }

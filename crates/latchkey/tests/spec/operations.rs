@@ -118,6 +118,16 @@ async fn the_counters_and_histograms_move_with_the_requests_sent() {
     let writes = ["write", "unit"]
         .map(|op| moved("latchkey_store_operation_duration_seconds_count", &[("backend", backend), ("op", op)]));
     assert!(writes.iter().sum::<f64>() >= 1.0, "the revocation wrote: {writes:?}");
+    if backend == "sqlite" {
+        // The revocation went through the writer: a batch of at least one, and the queue's gauge is there.
+        assert!(moved("latchkey_sqlite_group_commit_size_count", &[]) >= 1.0);
+        assert!(after.contains_key(&("latchkey_sqlite_writer_queue_depth".to_owned(), BTreeMap::new())));
+    }
+    // Series no request here moved exist from the start, at their known label values.
+    assert!(after.contains_key(&("latchkey_events_outbox_depth".to_owned(), BTreeMap::new())), "counted at scrape");
+    let verified = [("verdict".to_owned(), "verified".to_owned())].into_iter().collect();
+    assert!(after.contains_key(&("latchkey_app_check_verdicts_total".to_owned(), verified)));
+    assert!(after.contains_key(&("latchkey_dpop_nonces_issued_total".to_owned(), BTreeMap::new())));
     // A histogram's buckets are cumulative and end with +Inf, equal to its count.
     let inf = value(
         &after,
