@@ -8,6 +8,10 @@
 # login), and does the same with node-oidc-provider (bench/oidc-provider, `npm ci` on first use) in production mode
 # (`NODE_ENV=production`, as its documentation asks of a deployment). Prints the per-run JSON lines to
 # target/bench/<timestamp>/ and a Markdown table of the medians with the latchkey/oidc-provider ratios.
+# Each run also measures, on the server's core: the ES256 verification rate of the library latchkey uses
+# (`latchkey-bench es256`: the signature alone and a proof's every stateless check), the ceiling of DPoP; and
+# every workload against `latchkey-bench trivial-server` (latchkey's HTTPS listener, fixed answers), the ceiling
+# of the load generator with TLS and HTTP.
 # PostgreSQL (--backend postgres) uses LATCHKEY_BENCH_DATABASE_URL (default the local server's `test` database's
 # host) with a fresh database per run; it is not pinned, so it shares both cores. The server logs at its default
 # level (info, one line per request) to a file, as in production; set LATCHKEY_LOG to change it.
@@ -69,6 +73,9 @@ for run in $(seq 1 "$runs"); do
     echo "== run $run: seeding $seed grants"
     "$bench" seed-grants --count "$seed" --data-dir "$data" "${db_args[@]}" >/dev/null
   fi
+  echo "== run $run: ES256 verification on core 0"
+  taskset -c 0 "$bench" es256 --duration 5 --json | sed "s/^{/{\"server\":\"es256\",\"run\":$run,/" |
+    tee -a "$out/results.jsonl"
   echo "== run $run: latchkey ($backend)"
   env "${limits[@]}" taskset -c 0 "$bin" serve --listen 127.0.0.1:9443 --data-dir "$data" \
     "${db_args[@]}" >"$data/serve.log" 2>&1 &
@@ -79,6 +86,19 @@ for run in $(seq 1 "$runs"); do
       --server-pid "$server_pid" --workload "$workload" --duration "$duration" --json |
       sed "s/^{/{\"server\":\"latchkey\",\"run\":$run,/" | tee -a "$out/results.jsonl"
   done
+  # Memory given back: the resident set 3 s after the sign-in burst (hundreds of argon2 hashes) ended.
+  sleep 3
+  echo "{\"server\":\"latchkey\",\"run\":$run,\"workload\":\"idle-after-login\",\"server_rss_idle_mb\":$(awk \
+    '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$server_pid/status")}" | tee -a "$out/results.jsonl"
+  stop_server
+  echo "== run $run: trivial server"
+  taskset -c 0 "$bench" trivial-server --listen 127.0.0.1:9445 --cert "$data/tls/cert.pem" --key "$data/tls/key.pem" \
+    >"$data/trivial.log" 2>&1 &
+  server_pid=$!
+  wait_for 9445
+  taskset -c 1 "$bench" --target trivial --issuer https://127.0.0.1:9445 --ca-file "$data/tls/cert.pem" \
+    --server-pid "$server_pid" --workload all --duration "$duration" --json |
+    sed "s/^{/{\"server\":\"trivial\",\"run\":$run,/" | tee -a "$out/results.jsonl"
   stop_server
   if [ "$oidc" = 1 ]; then
     echo "== run $run: node-oidc-provider"
@@ -104,19 +124,31 @@ def median(server, workload, key):
     vals = [r[key] for r in rows if r["server"] == server and r["workload"] == workload and r.get(key) is not None]
     return statistics.median(vals) if vals else None
 fmt = lambda v, d=0: "-" if v is None else f"{v:,.{d}f}"
+ratio = lambda a, b: f"{a / b:.1f}×" if a and b else "-"
 print(f"Medians of {max(r['run'] for r in rows)} runs, latchkey on {backend}" + (f" with {seed:,} seeded grants" if seed else ""))
 print()
-print("| workload | latchkey req/s | p50 ms | p99 ms | CPU µs/req | RSS peak MB | oidc-provider req/s | p99 ms | RSS peak MB | req/s ratio |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| workload | latchkey req/s | p50 ms | p99 ms | max ms | CPU µs/req | RSS peak MB | trivial req/s | trivial CPU µs/req "
+      "| oidc-provider req/s | p99 ms | RSS peak MB | req/s ratio |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for w in ["refresh", "refresh-dpop", "exchange", "api", "revoke", "login"]:
     l = lambda k: median("latchkey", w, k)
+    t = lambda k: median("trivial", w, k)
     o = lambda k: median("oidc-provider", w, k)
-    ratio = f"{l('req_per_s') / o('req_per_s'):.1f}×" if l("req_per_s") and o("req_per_s") else "-"
-    print(f"| {w} | {fmt(l('req_per_s'))} | {fmt(l('p50_ms'), 2)} | {fmt(l('p99_ms'), 2)} | {fmt(l('server_cpu_us_per_req'), 1)} "
-          f"| {fmt(l('server_rss_peak_mb'), 1)} | {fmt(o('req_per_s'))} | {fmt(o('p99_ms'), 2)} | {fmt(o('server_rss_peak_mb'), 1)} | {ratio} |")
+    print(f"| {w} | {fmt(l('req_per_s'))} | {fmt(l('p50_ms'), 2)} | {fmt(l('p99_ms'), 2)} | {fmt(l('max_ms'), 1)} "
+          f"| {fmt(l('server_cpu_us_per_req'), 1)} | {fmt(l('server_rss_peak_mb'), 1)} | {fmt(t('req_per_s'))} "
+          f"| {fmt(t('server_cpu_us_per_req'), 1)} | {fmt(o('req_per_s'))} | {fmt(o('p99_ms'), 2)} "
+          f"| {fmt(o('server_rss_peak_mb'), 1)} | {ratio(l('req_per_s'), o('req_per_s'))} |")
+es256, proof = median("es256", "es256-verify", "req_per_s"), median("es256", "dpop-proof-verify", "req_per_s")
+dpop = median("latchkey", "refresh-dpop", "req_per_s")
+if es256:
+    share = f"; refresh-dpop at {100 * dpop / es256:.0f}% of it" if dpop else ""
+    print(f"\nES256 verifications on the server's core (ring): {es256:,.0f}/s; a proof's stateless checks: "
+          f"{fmt(proof)}/s{share}")
 idle = [r["server_rss_idle_mb"] for r in rows
         if r["server"] == "latchkey" and r["workload"] == "refresh" and r.get("server_rss_idle_mb") is not None]
+after = median("latchkey", "idle-after-login", "server_rss_idle_mb")
 if idle:
-    print(f"\nlatchkey idle RSS (before the first workload): median {statistics.median(idle):.1f} MB")
+    print(f"\nlatchkey idle RSS: before the first workload, median {statistics.median(idle):.1f} MB; "
+          f"3 s after the sign-in burst, {fmt(after, 1)} MB")
 PY
 echo "results: $out"

@@ -40,7 +40,9 @@ pub async fn connect(target: &Arc<Target>, n: usize) -> anyhow::Result<Vec<Conn>
             .build()?;
         let conn = Conn { http, target: target.clone() };
         set.spawn(async move {
-            conn.code(&Pkce::new()).await?; // signs in once; the session cookie stays
+            if conn.target.kind != TargetKind::Trivial {
+                conn.code(&Pkce::new()).await?; // signs in once; the session cookie stays
+            }
             Ok::<_, anyhow::Error>(conn)
         });
     }
@@ -127,6 +129,7 @@ impl Conn {
                 (true, TargetKind::OidcProvider) => fill(&[("login", &t.email), ("password", &t.password)]),
                 (false, TargetKind::Latchkey) => fill(&[("scope", t.endpoints.scope), ("decision", "allow")]),
                 (false, TargetKind::OidcProvider) => vec![],
+                (_, TargetKind::Trivial) => bail!("the trivial server has no pages"),
             });
             signed_in |= page.asks_password();
             url = url.join(action)?;
@@ -188,6 +191,13 @@ impl Conn {
         }
         let text = |k: &str| body[k].as_str().map(str::to_owned).with_context(|| format!("no {k}: {body}"));
         Ok(Grant { access: text("access_token")?, refresh: text("refresh_token")?, dpop })
+    }
+
+    /// A grant for `--target trivial`, which takes any token: made up, with a new DPoP key for `dpop`.
+    pub fn made_up_grant(dpop: bool) -> anyhow::Result<Grant> {
+        let token = |prefix: &str| format!("{prefix}{}", latchkey_core::secret::random_b64(60, &OsRandom));
+        let dpop = if dpop { Some(Dpop { key: new_dpop_key()?, nonce: None }) } else { None };
+        Ok(Grant { access: token("ya29."), refresh: token("1//"), dpop })
     }
 
     /// One refresh; whether it succeeded.

@@ -8,10 +8,12 @@
 //! through the same steps, for the side-by-side figures.
 
 mod conn;
+mod es256;
 mod html;
 mod report;
 mod seed;
 mod setup;
+mod trivial;
 mod workload;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -35,6 +37,12 @@ enum Command {
     /// Load tests: stores COUNT grants (and a user for every PER_USER of them) under a client of their own,
     /// through the store in batches; their refresh tokens are held by no one.
     SeedGrants(seed::SeedArgs),
+    /// ES256 verifications per second on this thread, with the functions latchkey's DPoP check calls: the
+    /// signature alone, and every stateless check of a proof.
+    Es256(es256::Es256Args),
+    /// latchkey's HTTPS listener with handlers that answer at once (`--target trivial`): the load generator's
+    /// and the TLS and HTTP layers' ceiling.
+    TrivialServer(trivial::TrivialArgs),
 }
 
 /// The kind of server driven.
@@ -46,6 +54,8 @@ pub enum TargetKind {
     /// sign-in and consent forms, scope `openid offline_access`, the API call is its userinfo endpoint;
     /// --client-id defaults to `bench`, --ca-file is needed.
     OidcProvider,
+    /// `latchkey-bench trivial-server`: fixed answers, no sign-in; --ca-file is needed.
+    Trivial,
 }
 
 /// What is measured.
@@ -168,6 +178,8 @@ fn main() -> ExitCode {
         rt.block_on(async {
             match cli.command {
                 Some(Command::SeedGrants(args)) => seed::run(args).await,
+                Some(Command::Es256(args)) => es256::run(&args),
+                Some(Command::TrivialServer(args)) => trivial::serve(&args).await,
                 None => bench(cli.bench).await,
             }
         })

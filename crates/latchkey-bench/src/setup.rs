@@ -108,6 +108,17 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
             kind: TargetKind::OidcProvider,
         });
     }
+    if args.target == TargetKind::Trivial {
+        return Ok(Target {
+            endpoints: Endpoints::latchkey(&issuer),
+            issuer,
+            client_id: "trivial".into(),
+            email: "trivial".into(),
+            password: "trivial".into(),
+            ca: read_ca(args.ca_file.clone().context("--ca-file is needed")?)?,
+            kind: TargetKind::Trivial,
+        });
+    }
     let mut password = String::new();
     if args.password_stdin {
         std::io::stdin().read_to_string(&mut password)?;

@@ -21,6 +21,9 @@ enum Work {
 }
 
 async fn prepare(conn: &Conn, workload: Workload, pool: usize) -> anyhow::Result<Work> {
+    if conn.target.kind == TargetKind::Trivial {
+        return made_up(workload, pool);
+    }
     Ok(match workload {
         Workload::Refresh => Work::Refresh(Box::new(retry(|| conn.grant(false)).await?)),
         Workload::RefreshDpop => Work::Refresh(Box::new(retry(|| conn.grant(true)).await?)),
@@ -49,6 +52,24 @@ async fn prepare(conn: &Conn, workload: Workload, pool: usize) -> anyhow::Result
             }
             tokens.reverse();
             Work::Revoke(tokens)
+        }
+    })
+}
+
+/// The work of `--target trivial`, which takes any token or code: made up, of the real ones' size.
+fn made_up(workload: Workload, pool: usize) -> anyhow::Result<Work> {
+    let grant = |dpop| Conn::made_up_grant(dpop);
+    Ok(match workload {
+        Workload::Refresh | Workload::RefreshDpop => Work::Refresh(Box::new(grant(workload == Workload::RefreshDpop)?)),
+        Workload::Api => Work::Api(grant(false)?.access),
+        Workload::Exchange => {
+            Work::Exchange((0..pool).map(|_| Ok((grant(false)?.refresh, Pkce::new()))).collect::<anyhow::Result<_>>()?)
+        }
+        Workload::Revoke => {
+            Work::Revoke((0..pool).map(|_| grant(false).map(|g| g.refresh)).collect::<anyhow::Result<_>>()?)
+        }
+        Workload::All | Workload::Login => {
+            bail!("the trivial server takes refresh, refresh-dpop, exchange, api and revoke")
         }
     })
 }
