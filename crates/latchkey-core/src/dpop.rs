@@ -14,7 +14,9 @@ use crate::time::UnixTime;
 use crate::{ErrorCode, OAuthError};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde::Deserialize;
+use serde::de::{self, IgnoredAny, Visitor};
+use serde::{Deserialize, Deserializer};
+use std::borrow::Cow;
 
 /// The largest proof accepted, in bytes.
 const MAX_PROOF: usize = 4096;
@@ -49,21 +51,129 @@ pub struct Proof {
     pub nonce: Option<String>,
 }
 
+/// The proof's header, read in place: its strings borrow from the decoded bytes (no allocation per member).
 #[derive(Deserialize)]
-struct Header {
-    typ: Option<String>,
-    alg: Option<String>,
-    jwk: Option<serde_json::Map<String, serde_json::Value>>,
-    crit: Option<serde_json::Value>,
+struct Header<'a> {
+    #[serde(default, borrow)]
+    typ: Member<'a>,
+    #[serde(default, borrow)]
+    alg: Member<'a>,
+    #[serde(borrow)]
+    jwk: Option<Jwk<'a>>,
+    crit: Option<IgnoredAny>,
 }
 
+/// The `jwk` header: the members of an EC key, and whether any private member is there (whatever its value).
 #[derive(Deserialize)]
-struct Claims {
-    jti: Option<serde_json::Value>,
-    htm: Option<serde_json::Value>,
-    htu: Option<serde_json::Value>,
+struct Jwk<'a> {
+    #[serde(default, borrow)]
+    kty: Member<'a>,
+    #[serde(default, borrow)]
+    crv: Member<'a>,
+    #[serde(default, borrow)]
+    x: Member<'a>,
+    #[serde(default, borrow)]
+    y: Member<'a>,
+    #[serde(default)]
+    d: Present,
+    #[serde(default)]
+    p: Present,
+    #[serde(default)]
+    q: Present,
+    #[serde(default)]
+    dp: Present,
+    #[serde(default)]
+    dq: Present,
+    #[serde(default)]
+    qi: Present,
+    #[serde(default)]
+    k: Present,
+}
+
+/// The proof's claims, read in place like the header.
+#[derive(Deserialize)]
+struct Claims<'a> {
+    #[serde(default, borrow)]
+    jti: Member<'a>,
+    #[serde(default, borrow)]
+    htm: Member<'a>,
+    #[serde(default, borrow)]
+    htu: Member<'a>,
     iat: Option<serde_json::Value>,
-    nonce: Option<serde_json::Value>,
+    #[serde(default, borrow)]
+    nonce: Member<'a>,
+}
+
+/// A JSON member that must be a string: absent, its text, or some other value (which each check refuses with
+/// its own message, as it would a wrong string).
+#[derive(Default)]
+enum Member<'a> {
+    #[default]
+    Absent,
+    Text(Cow<'a, str>),
+    Other,
+}
+
+impl<'a> Member<'a> {
+    /// Its text, when it is a string.
+    fn text(&self) -> Option<&str> {
+        match self {
+            Member::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Any<'a>(std::marker::PhantomData<Member<'a>>);
+        impl<'de: 'a, 'a> Visitor<'de> for Any<'a> {
+            type Value = Member<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Member::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Member::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Member::Other)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Member::Other)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Member::Other)
+            }
+        }
+        d.deserialize_any(Any(std::marker::PhantomData))
+    }
+}
+
+/// Whether a member is there, whatever its value (`null` included).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(d).map(|_| Present(true))
+    }
 }
 
 fn bad(text: &'static str) -> OAuthError {
@@ -87,12 +197,13 @@ pub fn verify(
         return Err(bad("The DPoP proof is not a compact JWS."));
     };
     let decode = |s: &str| URL_SAFE_NO_PAD.decode(s).map_err(|_| bad("The DPoP proof is not base64url."));
+    let header_json = decode(h64)?;
     let header: Header =
-        serde_json::from_slice(&decode(h64)?).map_err(|_| bad("The DPoP proof header is not a JSON object."))?;
-    if header.typ.as_deref() != Some("dpop+jwt") {
+        serde_json::from_slice(&header_json).map_err(|_| bad("The DPoP proof header is not a JSON object."))?;
+    if header.typ.text() != Some("dpop+jwt") {
         return Err(bad("The DPoP proof's typ must be dpop+jwt."));
     }
-    if header.alg.as_deref() != Some("ES256") {
+    if header.alg.text() != Some("ES256") {
         return Err(bad("The DPoP proof's alg must be ES256."));
     }
     if header.crit.is_some() {
@@ -108,18 +219,19 @@ pub fn verify(
     if !verify_es256(&point, signing_input.as_bytes(), &signature) {
         return Err(bad("The DPoP proof's signature is invalid."));
     }
+    let claims_json = decode(p64)?;
     let claims: Claims =
-        serde_json::from_slice(&decode(p64)?).map_err(|_| bad("The DPoP proof payload is not a JSON object."))?;
-    let jti = match claims.jti {
-        Some(serde_json::Value::String(j)) if !j.is_empty() && j.len() <= MAX_JTI => j,
+        serde_json::from_slice(&claims_json).map_err(|_| bad("The DPoP proof payload is not a JSON object."))?;
+    let jti = match claims.jti.text() {
+        Some(j) if !j.is_empty() && j.len() <= MAX_JTI => j.to_owned(),
         _ => return Err(bad("The DPoP proof needs a jti of 1 to 256 characters.")),
     };
-    match claims.htm {
-        Some(serde_json::Value::String(m)) if m == method => {}
-        _ => return Err(bad("The DPoP proof's htm does not match the request method.")),
+    if claims.htm.text() != Some(method) {
+        return Err(bad("The DPoP proof's htm does not match the request method."));
     }
-    match claims.htu {
-        Some(serde_json::Value::String(u)) if same_uri(&u, endpoint_url) => {}
+    // `endpoint_url` is the server's own (configured) URL: the same bytes need no parsing.
+    match claims.htu.text() {
+        Some(u) if u == endpoint_url || same_uri(u, endpoint_url) => {}
         _ => return Err(bad("The DPoP proof's htu does not match the endpoint's URL.")),
     }
     // A NumericDate may have a fraction (RFC 7519 §2): clients with a floating-point clock send one.
@@ -132,23 +244,23 @@ pub fn verify(
     }
     let iat = UnixTime(iat.floor() as i64);
     let nonce = match claims.nonce {
-        None => None,
-        Some(serde_json::Value::String(n)) => Some(n),
-        Some(_) => return Err(bad("The DPoP proof's nonce must be a string.")),
+        Member::Absent => None,
+        Member::Text(n) => Some(n.into_owned()),
+        Member::Other => return Err(bad("The DPoP proof's nonce must be a string.")),
     };
     Ok(Proof { jkt: jwk.thumbprint(), jti, iat, nonce })
 }
 
 /// The `jwk` header: an EC P-256 public key, with no private member.
-fn public_jwk(jwk: Option<&serde_json::Map<String, serde_json::Value>>) -> Result<EcJwk, OAuthError> {
+fn public_jwk(jwk: Option<&Jwk<'_>>) -> Result<EcJwk, OAuthError> {
     let jwk = jwk.ok_or_else(|| bad("The DPoP proof header needs a jwk."))?;
-    const PRIVATE: [&str; 7] = ["d", "p", "q", "dp", "dq", "qi", "k"];
-    if PRIVATE.iter().any(|m| jwk.contains_key(*m)) {
+    if [&jwk.d, &jwk.p, &jwk.q, &jwk.dp, &jwk.dq, &jwk.qi, &jwk.k].iter().any(|m| m.0) {
         return Err(bad("The DPoP proof's jwk carries a private key member."));
     }
-    let text = |name: &str| jwk.get(name).and_then(serde_json::Value::as_str).map(str::to_owned);
-    match (text("kty"), text("crv"), text("x"), text("y")) {
-        (Some(kty), Some(crv), Some(x), Some(y)) if kty == "EC" && crv == "P-256" => Ok(EcJwk { kty, crv, x, y }),
+    match (jwk.kty.text(), jwk.crv.text(), jwk.x.text(), jwk.y.text()) {
+        (Some("EC"), Some("P-256"), Some(x), Some(y)) => {
+            Ok(EcJwk { kty: "EC".into(), crv: "P-256".into(), x: x.to_owned(), y: y.to_owned() })
+        }
         _ => Err(bad("The DPoP proof's jwk must be an EC P-256 public key (kty, crv, x, y).")),
     }
 }

@@ -106,7 +106,13 @@ fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(output::Exit::Usage as u8) } else { ExitCode::SUCCESS };
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Blocking-pool threads end after a second idle instead of ten: the allocator gives a finished thread's memory
+    // back to the system, so the argon2 arrays of a burst of sign-ins (19 MiB each) leave with their threads.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_keep_alive(std::time::Duration::from_secs(1))
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("latchkey: cannot start the runtime: {e}");

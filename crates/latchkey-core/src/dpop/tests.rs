@@ -90,6 +90,39 @@ fn the_jwk_must_be_a_p256_public_key() {
 }
 
 #[test]
+fn members_of_the_wrong_type_or_null_are_refused_as_before() {
+    let k = key();
+    for (member, value) in [("d", Value::Null), ("k", json!({ "x": [1] }))] {
+        let mut h = header(&k);
+        h["jwk"][member] = value;
+        refused(&proof(&k, h, claims()));
+    }
+    for (member, value) in [("typ", json!(["dpop+jwt"])), ("alg", Value::Null), ("jwk", json!("EC"))] {
+        let mut h = header(&k);
+        h[member] = value;
+        refused(&proof(&k, h, claims()));
+    }
+    for (member, value) in [("jti", json!(7)), ("htm", Value::Null), ("htu", json!({})), ("nonce", Value::Null)] {
+        let mut c = claims();
+        c[member] = value;
+        refused(&proof(&k, header(&k), c));
+    }
+}
+
+#[test]
+fn escaped_strings_read_as_their_text() {
+    let k = key();
+    // `+` and `d` written as JSON escapes: the members are read as their text, not as the bytes sent.
+    let header_json = serde_json::to_string(&header(&k)).expect("json").replace("dpop+jwt", "dpop\\u002bjwt");
+    let claims_json = serde_json::to_string(&claims()).expect("json").replace("\"id-1\"", "\"i\\u0064-1\"");
+    let mut p = format!("{}.{}", URL_SAFE_NO_PAD.encode(header_json), URL_SAFE_NO_PAD.encode(claims_json));
+    let signature = k.sign(&SystemRandom::new(), p.as_bytes()).expect("sign");
+    p.push('.');
+    URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut p);
+    assert_eq!(check(&p).expect("valid").jti, "id-1");
+}
+
+#[test]
 fn critical_headers_are_refused() {
     let k = key();
     let mut h = header(&k);
