@@ -88,8 +88,9 @@ for run in $(seq 1 "$runs"); do
   done
   # Memory given back: the resident set 3 s after the sign-in burst (hundreds of argon2 hashes) ended.
   sleep 3
-  echo "{\"server\":\"latchkey\",\"run\":$run,\"workload\":\"idle-after-login\",\"server_rss_idle_mb\":$(awk \
-    '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$server_pid/status")}" | tee -a "$out/results.jsonl"
+  rss=$(awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$server_pid/status" 2>/dev/null || true)
+  echo "{\"server\":\"latchkey\",\"run\":$run,\"workload\":\"idle-after-login\",\"server_rss_idle_mb\":${rss:-null}}" |
+    tee -a "$out/results.jsonl"
   stop_server
   echo "== run $run: trivial server"
   taskset -c 0 "$bench" trivial-server --listen 127.0.0.1:9445 --cert "$data/tls/cert.pem" --key "$data/tls/key.pem" \

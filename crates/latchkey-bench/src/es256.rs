@@ -57,7 +57,7 @@ pub fn run(args: &Es256Args) -> anyhow::Result<()> {
             let round = |x: f64| (x * 10.0).round() / 10.0;
             println!(
                 "{}",
-                serde_json::json!({ "workload": name, "req_per_s": round(per_s), "us_per_op": round(1e6 / per_s * 10.0) / 10.0 })
+                serde_json::json!({ "workload": name, "req_per_s": round(per_s), "us_per_op": round(1e6 / per_s) })
             );
         } else {
             println!("{name}: {per_s:.0} per second, {:.1} µs each", 1e6 / per_s);

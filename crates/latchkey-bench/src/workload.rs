@@ -58,7 +58,7 @@ async fn prepare(conn: &Conn, workload: Workload, pool: usize) -> anyhow::Result
 
 /// The work of `--target trivial`, which takes any token or code: made up, of the real ones' size.
 fn made_up(workload: Workload, pool: usize) -> anyhow::Result<Work> {
-    let grant = |dpop| Conn::made_up_grant(dpop);
+    let grant = Conn::made_up_grant;
     Ok(match workload {
         Workload::Refresh | Workload::RefreshDpop => Work::Refresh(Box::new(grant(workload == Workload::RefreshDpop)?)),
         Workload::Api => Work::Api(grant(false)?.access),

@@ -58,12 +58,13 @@ struct Header<'a> {
     typ: Member<'a>,
     #[serde(default, borrow)]
     alg: Member<'a>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "jwk_object")]
     jwk: Option<Jwk<'a>>,
     crit: Option<IgnoredAny>,
 }
 
-/// The `jwk` header: the members of an EC key, and whether any private member is there (whatever its value).
+/// The `jwk` header: the members of an EC key, and whether any private member is there (whatever its value). A
+/// member given twice is refused (RFC 7515 §4 allows either refusing or taking the last).
 #[derive(Deserialize)]
 struct Jwk<'a> {
     #[serde(default, borrow)]
@@ -104,8 +105,8 @@ struct Claims<'a> {
     nonce: Member<'a>,
 }
 
-/// A JSON member that must be a string: absent, its text, or some other value (which each check refuses with
-/// its own message, as it would a wrong string).
+/// A JSON member that must be a string: absent (or `null`), its text, or some other value (which each check
+/// refuses with its own message, as it would a wrong string).
 #[derive(Default)]
 enum Member<'a> {
     #[default]
@@ -150,8 +151,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
             fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
                 Ok(Member::Other)
             }
+            // `null` reads as an absent member, as it always did.
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(Member::Other)
+                Ok(Member::Absent)
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -164,6 +166,25 @@ impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
         }
         d.deserialize_any(Any(std::marker::PhantomData))
     }
+}
+
+/// The `jwk` header as a JSON object only (a derived struct would also take an array of its members in order), or
+/// `null` as no key.
+fn jwk_object<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Jwk<'a>>, D::Error> {
+    struct Object<'a>(std::marker::PhantomData<Jwk<'a>>);
+    impl<'de: 'a, 'a> Visitor<'de> for Object<'a> {
+        type Value = Option<Jwk<'a>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            Jwk::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+    d.deserialize_any(Object(std::marker::PhantomData))
 }
 
 /// Whether a member is there, whatever its value (`null` included).

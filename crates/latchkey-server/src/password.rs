@@ -3,7 +3,6 @@
 
 use argon2::password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Block, Params, Version};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
@@ -60,9 +59,14 @@ pub fn verify_in(password: &str, phc: Option<&str>, memory: &mut Vec<Block>) -> 
 #[derive(Clone)]
 pub struct Gate {
     permits: Arc<Semaphore>,
-    memory: Arc<Mutex<Vec<Vec<Block>>>>,
-    /// Verifications waiting for a permit or running.
-    pending: Arc<AtomicUsize>,
+    pool: Arc<Mutex<Pool>>,
+}
+
+/// The gate's memory arrays, and the verifications waiting or running (which may still need them).
+#[derive(Default)]
+struct Pool {
+    arrays: Vec<Vec<Block>>,
+    pending: usize,
 }
 
 impl std::fmt::Debug for Gate {
@@ -74,7 +78,7 @@ impl std::fmt::Debug for Gate {
 impl Gate {
     /// A gate admitting `concurrency` hashes at a time (at least one).
     pub fn new(concurrency: usize) -> Self {
-        Self { permits: Arc::new(Semaphore::new(concurrency.max(1))), memory: Arc::default(), pending: Arc::default() }
+        Self { permits: Arc::new(Semaphore::new(concurrency.max(1))), pool: Arc::default() }
     }
 
     /// A gate sized to the cores this process may run on.
@@ -84,22 +88,15 @@ impl Gate {
 
     /// [`verify`] on the blocking pool, once a permit is free, in one of the gate's memory arrays.
     pub async fn verify(&self, password: String, phc: Option<String>) -> bool {
-        let _pending = Pending::enter(&self.pending);
-        let Ok(_permit) = self.permits.acquire().await else { return false };
-        let (arrays, pending) = (Arc::clone(&self.memory), Arc::clone(&self.pending));
+        let pending = Pending::enter(&self.pool);
+        let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else { return false };
+        // The permit and the count go with the hash: a request given up while it runs does not let another array
+        // be taken out meanwhile, nor the arrays be freed under it.
         tokio::task::spawn_blocking(move || {
-            // At most one array per permit is ever taken out, so the pool never holds more than that.
-            let mut memory = arrays.lock().ok().and_then(|mut a| a.pop()).unwrap_or_default();
+            let mut memory = pending.take();
             let ok = verify_in(&password, phc.as_deref(), &mut memory);
-            // The last of a burst frees the arrays (the one counted as pending is this verification itself). One
-            // that arrives meanwhile allocates its own.
-            if let Ok(mut a) = arrays.lock() {
-                if pending.load(Ordering::Acquire) > 1 {
-                    a.push(memory);
-                } else {
-                    a.clear();
-                }
-            }
+            pending.give_back(memory);
+            drop(permit);
             ok
         })
         .await
@@ -109,23 +106,42 @@ impl Gate {
     /// The memory arrays kept for the next verification.
     #[cfg(test)]
     fn kept(&self) -> usize {
-        self.memory.lock().map_or(0, |a| a.len())
+        lock(&self.pool).arrays.len()
     }
 }
 
-/// Counts a verification from its arrival until it is answered (or given up), in [`Gate::pending`].
-struct Pending<'a>(&'a AtomicUsize);
+/// The pool, even if a thread panicked while holding it (its state is a list and a count, never half-changed).
+fn lock(pool: &Mutex<Pool>) -> std::sync::MutexGuard<'_, Pool> {
+    pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
-impl<'a> Pending<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::AcqRel);
-        Self(count)
+/// A verification from its arrival until it is answered or given up, counted in the pool; the last one to leave
+/// frees the arrays. Count and arrays change under one lock, so no array outlives the last verification.
+struct Pending(Arc<Mutex<Pool>>);
+
+impl Pending {
+    fn enter(pool: &Arc<Mutex<Pool>>) -> Self {
+        lock(pool).pending += 1;
+        Self(Arc::clone(pool))
+    }
+
+    /// A kept array, or a new (empty) one that the hash grows. At most one per permit is ever taken out.
+    fn take(&self) -> Vec<Block> {
+        lock(&self.0).arrays.pop().unwrap_or_default()
+    }
+
+    fn give_back(&self, memory: Vec<Block>) {
+        lock(&self.0).arrays.push(memory);
     }
 }
 
-impl Drop for Pending<'_> {
+impl Drop for Pending {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let mut pool = lock(&self.0);
+        pool.pending = pool.pending.saturating_sub(1);
+        if pool.pending == 0 {
+            pool.arrays.clear();
+        }
     }
 }
 
@@ -153,8 +169,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_burst_ends_with_no_array_kept() {
         let h = super::hash("correct horse").unwrap();
-        let gate = super::Gate::new(1);
-        let burst: Vec<_> = (0..3)
+        let gate = super::Gate::new(2);
+        let burst: Vec<_> = (0..4)
             .map(|i| {
                 let (gate, h) = (gate.clone(), h.clone());
                 tokio::spawn(async move {
@@ -166,8 +182,8 @@ mod tests {
         for verification in burst {
             answers.push(verification.await.expect("verified"));
         }
-        assert_eq!(answers, [true, false, true]);
-        assert_eq!(gate.kept(), 0, "the burst's last verification freed the array");
+        assert_eq!(answers, [true, false, true, true]);
+        assert_eq!(gate.kept(), 0, "the burst's last verification freed the arrays");
     }
 
     #[test]

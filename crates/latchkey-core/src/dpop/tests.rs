@@ -97,16 +97,38 @@ fn members_of_the_wrong_type_or_null_are_refused_as_before() {
         h["jwk"][member] = value;
         refused(&proof(&k, h, claims()));
     }
-    for (member, value) in [("typ", json!(["dpop+jwt"])), ("alg", Value::Null), ("jwk", json!("EC"))] {
+    let jwk = jwk_of(&k);
+    let as_array = json!([jwk["kty"], jwk["crv"], jwk["x"], jwk["y"]]);
+    for (member, value) in [("typ", json!(["dpop+jwt"])), ("alg", Value::Null), ("jwk", json!("EC")), ("jwk", as_array)]
+    {
         let mut h = header(&k);
         h[member] = value;
         refused(&proof(&k, h, claims()));
     }
-    for (member, value) in [("jti", json!(7)), ("htm", Value::Null), ("htu", json!({})), ("nonce", Value::Null)] {
+    for (member, value) in [("jti", json!(7)), ("htm", Value::Null), ("htu", json!({})), ("nonce", json!(5))] {
         let mut c = claims();
         c[member] = value;
         refused(&proof(&k, header(&k), c));
     }
+    // A `null` nonce is no nonce (the nonce rules then apply as to a proof without one).
+    let mut c = claims();
+    c["nonce"] = Value::Null;
+    assert_eq!(check(&proof(&k, header(&k), c)).expect("valid").nonce, None);
+}
+
+#[test]
+fn a_jwk_member_given_twice_is_refused() {
+    let k = key();
+    let x = jwk_of(&k)["x"].as_str().expect("x").to_owned();
+    let header_json = serde_json::to_string(&header(&k))
+        .expect("json")
+        .replace(&format!("\"x\":\"{x}\""), &format!("\"x\":\"{x}\",\"x\":\"{x}\""));
+    assert!(header_json.matches("\"x\"").count() == 2, "{header_json}");
+    let mut p = format!("{}.{}", URL_SAFE_NO_PAD.encode(header_json), URL_SAFE_NO_PAD.encode(claims().to_string()));
+    let signature = k.sign(&SystemRandom::new(), p.as_bytes()).expect("sign");
+    p.push('.');
+    URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut p);
+    refused(&p);
 }
 
 #[test]
