@@ -340,23 +340,21 @@ pub fn code_jti(code: &str) -> String {
     URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, code.as_bytes()))
 }
 
-/// The key under which a proof's `jti` is remembered until `expires_at`: one per (key, jti).
-///
-/// Replay keys start with their expiry (8 bytes, big-endian), then a SHA-256: the store's index of recorded
-/// values then grows at one end, like a log, instead of taking each new value at a random place (one page
-/// write per value). The expiry must be a function of the value itself (here of the proof's `iat`, for a nonce
-/// its own expiry), so that a replay computes the same key.
-pub fn replay_key(proof: &Proof, expires_at: UnixTime) -> Vec<u8> {
-    let input = format!("jti:{}:{}", proof.jkt, proof.jti);
-    time_ordered_key(expires_at, &input)
+/// The key under which a proof's `jti` is remembered: one per (key, `jti`), whatever the proof's `iat`, so that a
+/// `jti` used once is refused under any other `iat` too (RFC 9449 §11.1).
+pub fn replay_key(proof: &Proof) -> Vec<u8> {
+    untimed_key(&format!("jti:{}:{}", proof.jkt, proof.jti))
 }
 
-/// The key under which a used nonce is remembered until its expiry (see [`replay_key`]).
+/// The key under which a used nonce is remembered until its expiry. A nonce carries its expiry (under the MAC),
+/// so a replay computes the same key: it starts with the expiry, and the store's index of recorded values then
+/// grows at one end, like a log, instead of taking each new value at a random place.
 pub fn nonce_replay_key(nonce: &str, expires_at: UnixTime) -> Vec<u8> {
     time_ordered_key(expires_at, &format!("nonce:{nonce}"))
 }
 
-/// A replay record's key: its expiry first (so the store's purge reads one range), then SHA-256 of `input`.
+/// A replay record's key: its expiry first (so the store's purge reads one range), then SHA-256 of `input`. Only
+/// for values whose replay has the same expiry.
 pub(crate) fn time_ordered_key(expires_at: UnixTime, input: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(8 + 32);
     key.extend_from_slice(&expires_at.0.to_be_bytes());
@@ -364,10 +362,19 @@ pub(crate) fn time_ordered_key(expires_at: UnixTime, input: &str) -> Vec<u8> {
     key
 }
 
-/// Until when a proof's `jti` must be remembered: past the last second at which [`verify`] accepts its `iat`
-/// (`iat + max_age`). It depends on the proof alone, as [`replay_key`] requires.
-pub fn jti_expiry(proof: &Proof, window: Window) -> UnixTime {
-    proof.iat.plus(window.max_age + 1)
+/// A replay record's key for a value that a replay may present with another expiry: the byte 0xFF (which no
+/// expiry before the year 2106 starts with), then SHA-256 of `input`. The store keeps its expiry beside it.
+pub fn untimed_key(input: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + 32);
+    key.push(0xFF);
+    key.extend_from_slice(ring::digest::digest(&ring::digest::SHA256, input.as_bytes()).as_ref());
+    key
+}
+
+/// Until when a proof's `jti` is remembered, from `now`, when it is first used: the whole width of the window of
+/// `iat`s that [`verify`] accepts, so that no proof with that `jti` is accepted within it, whatever its `iat`.
+pub fn jti_expiry(now: UnixTime, window: Window) -> UnixTime {
+    now.plus(window.max_age + window.max_future + 1)
 }
 
 /// Issues a nonce valid until `expires_at`.

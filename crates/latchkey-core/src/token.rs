@@ -157,18 +157,24 @@ pub struct TokenRequest {
     pub grant: TokenGrant,
 }
 
-/// Form pairs with repeated parameters refused (RFC 6749 §3.2: parameters must not be included more than once).
+/// The most parameters a `/token` or `/revoke` form may carry. A token request has at most seven; a form with more
+/// is refused before anything else is read of it.
+pub const MAX_FORM_PAIRS: usize = 64;
+
+/// Form pairs with repeated parameters refused (RFC 6749 §3.2: parameters must not be included more than once),
+/// and no more than [`MAX_FORM_PAIRS`] of them.
 pub struct Form<'a> {
     pairs: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> Form<'a> {
-    /// Wraps decoded pairs; a repeated name is `invalid_request`.
+    /// Wraps decoded pairs; more than [`MAX_FORM_PAIRS`] or a repeated name is `invalid_request`.
     pub fn new(pairs: Vec<(&'a str, &'a str)>) -> Result<Self, OAuthError> {
-        for (i, (k, _)) in pairs.iter().enumerate() {
-            if pairs[..i].iter().any(|(p, _)| p == k) {
-                return Err(OAuthError::invalid_request(format!("Parameter sent more than once: {}", cap(k))));
-            }
+        if pairs.len() > MAX_FORM_PAIRS {
+            return Err(OAuthError::invalid_request(format!("The form has more than {MAX_FORM_PAIRS} parameters.")));
+        }
+        if let Some(k) = first_repeated(&pairs) {
+            return Err(OAuthError::invalid_request(format!("Parameter sent more than once: {}", cap(k))));
         }
         Ok(Self { pairs })
     }
@@ -330,6 +336,21 @@ pub fn narrow(registry: &ScopeRegistry, granted: ScopeSet, scope: Option<&str>) 
         return Err(OAuthError::new(ErrorCode::InvalidScope, "None of the requested scopes was granted."));
     }
     Ok(asked)
+}
+
+/// The first name that an earlier pair already had. A few pairs (every real request) are compared with each other,
+/// which costs less than hashing them; more go through a set, so the check stays linear in the pairs.
+fn first_repeated<'a>(pairs: &[(&'a str, &str)]) -> Option<&'a str> {
+    const COMPARED: usize = 12;
+    if pairs.len() <= COMPARED {
+        return pairs
+            .iter()
+            .enumerate()
+            .find(|(i, (k, _))| pairs[..*i].iter().any(|(p, _)| p == k))
+            .map(|(_, (k, _))| *k);
+    }
+    let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+    pairs.iter().find(|(k, _)| !seen.insert(*k)).map(|(k, _)| *k)
 }
 
 fn cap(s: &str) -> String {

@@ -66,9 +66,13 @@ pub struct Config {
     pub refresh_tokens_per_client_user: u32,
     /// Live refresh tokens per user across all clients. Default 1000.
     pub refresh_tokens_per_user: u32,
-    /// Failed sign-ins allowed per (e-mail, address) within `login_failure_window`. Default 5.
+    /// Password checks allowed per (e-mail, address) within `login_failure_window`; an address (an IPv6 /64)
+    /// may have 20 times as many across all e-mails. Default 5.
     pub login_max_failures: u32,
-    /// The window of the sign-in throttle, in seconds. Default 900.
+    /// Password checks allowed per account within `login_failure_window`, whatever the addresses. Default 20.
+    pub login_account_max_failures: u32,
+    /// The window of the sign-in throttle, in seconds; a window that reached its limit is followed by one twice as
+    /// long, up to a day. Default 900.
     pub login_failure_window: i64,
     /// Log format: `text` or `json`. Default `text`.
     pub log_format: String,
@@ -189,6 +193,7 @@ impl Default for Config {
             refresh_tokens_per_client_user: 100,
             refresh_tokens_per_user: 1000,
             login_max_failures: 5,
+            login_account_max_failures: 20,
             login_failure_window: 900,
             log_format: "text".into(),
             dpop_max_age: 60,
@@ -219,7 +224,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 39] = [
+pub const FIELDS: [&str; 40] = [
     "data_dir",
     "listen",
     "database_url",
@@ -242,6 +247,7 @@ pub const FIELDS: [&str; 39] = [
     "refresh_tokens_per_client_user",
     "refresh_tokens_per_user",
     "login_max_failures",
+    "login_account_max_failures",
     "login_failure_window",
     "log_format",
     "dpop_max_age",
@@ -375,6 +381,9 @@ impl Config {
         ];
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
+        }
+        if self.login_failure_window > latchkey_store::LONGEST_LOGIN_WINDOW {
+            return Err(ConfigError("login_failure_window is at most 86400 seconds (a day)".into()));
         }
         if self.access_token_lifetime > MAX_ACCESS_TOKEN_LIFETIME {
             return Err(ConfigError(format!(

@@ -1,6 +1,7 @@
 //! Request parsing shared by the handlers: form bodies, query strings, bearer tokens, the client address.
 
 use axum::http::{header, HeaderMap};
+use latchkey_core::token::MAX_FORM_PAIRS;
 use latchkey_core::OAuthError;
 use std::net::SocketAddr;
 
@@ -14,6 +15,12 @@ pub type Pairs = Vec<(String, String)>;
 /// Decodes `application/x-www-form-urlencoded` text.
 pub fn pairs(text: &[u8]) -> Pairs {
     form_urlencoded::parse(text).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+}
+
+/// The pairs of a `/token` or `/revoke` body, decoded up to one pair past [`MAX_FORM_PAIRS`], so that
+/// [`latchkey_core::token::Form::new`] refuses a longer one without every pair of it being decoded.
+pub fn token_form(body: &[u8]) -> Result<Pairs, OAuthError> {
+    form_body_at_most(body, MAX_FORM_PAIRS + 1)
 }
 
 /// Borrows pairs for the core's parsers.
@@ -31,6 +38,12 @@ pub fn form(headers: &HeaderMap, body: &[u8]) -> Result<Pairs, OAuthError> {
 
 /// Decodes a body known to be a form, refusing one that is not UTF-8 once percent-decoded.
 pub fn form_body(body: &[u8]) -> Result<Pairs, OAuthError> {
+    form_body_at_most(body, usize::MAX)
+}
+
+/// [`form_body`], decoding at most `max` pairs: a caller that refuses more than `max - 1` learns that there were
+/// more without decoding them all.
+pub fn form_body_at_most(body: &[u8], max: usize) -> Result<Pairs, OAuthError> {
     // Only a byte over 0x7f, raw or percent-escaped (`%8`..`%F`), can make invalid UTF-8. Two vectorised passes
     // (ASCII? any `%`?) find none in nearly every form; only then is it looked at closely, and decoded strictly.
     let high_escape =
@@ -39,7 +52,7 @@ pub fn form_body(body: &[u8]) -> Result<Pairs, OAuthError> {
     if high && !is_utf8_when_decoded(body) {
         return Err(OAuthError::invalid_request("The form is not valid UTF-8 once percent-decoded."));
     }
-    Ok(pairs(body))
+    Ok(form_urlencoded::parse(body).take(max).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
 }
 
 /// Whether a form body, percent-decoded, is UTF-8. The separators are ASCII, so the whole is valid exactly when

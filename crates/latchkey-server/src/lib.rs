@@ -34,6 +34,7 @@ pub mod request_id;
 pub mod routes;
 pub mod secrets;
 pub mod session;
+pub mod signin_throttle;
 pub mod state;
 pub mod tls;
 pub mod transmitter;

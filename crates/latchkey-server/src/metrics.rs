@@ -205,13 +205,14 @@ static ERRORS: LazyLock<IntCounterVec> = LazyLock::new(|| {
 pub static SIGNIN_FAILURES: LazyLock<Counters> = LazyLock::new(|| {
     Counters::new(
         "latchkey_signin_failures_total",
-        "Sign-ins refused, by reason (wrong_password, unknown_account, throttled, disabled, form_expired, incomplete, \
-         too_many_accounts).",
+        "Sign-ins refused, by reason (wrong_password, unknown_account, throttled, busy, disabled, form_expired, \
+         incomplete, too_many_accounts).",
         "reason",
         &[
             "wrong_password",
             "unknown_account",
             "throttled",
+            "busy",
             "disabled",
             "form_expired",
             "incomplete",

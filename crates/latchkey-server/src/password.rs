@@ -48,7 +48,8 @@ pub fn verify_in(password: &str, phc: Option<&str>, memory: &mut Vec<Block>) -> 
     hashed && bool::from(out.as_slice().ct_eq(expected.as_bytes())) && phc.is_some()
 }
 
-/// Admits password verifications to the blocking pool, at most one per core at a time.
+/// Admits password verifications to the blocking pool, at most one per core at a time, with at most
+/// [`WAITING_PER_PERMIT`] waiting per core: past that a verification is refused at once ([`Busy`]).
 ///
 /// A burst of sign-ins then queues here instead of running dozens of hashes at once: the async threads keep
 /// serving (the hash never runs on them), the hashes finish in arrival order at the machine's hash rate, and
@@ -60,7 +61,17 @@ pub fn verify_in(password: &str, phc: Option<&str>, memory: &mut Vec<Block>) -> 
 pub struct Gate {
     permits: Arc<Semaphore>,
     pool: Arc<Mutex<Pool>>,
+    /// Verifications that may be pending (waiting or running) at once.
+    most_pending: usize,
 }
+
+/// Verifications that may wait per permit. A verification takes 20 to 50 ms of a core, so the last one admitted
+/// waits about a second; each waiting one holds a connection and its password.
+pub const WAITING_PER_PERMIT: usize = 32;
+
+/// The gate's queue is full: the verification was not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy;
 
 /// The gate's memory arrays, and the verifications waiting or running (which may still need them).
 #[derive(Default)]
@@ -78,7 +89,13 @@ impl std::fmt::Debug for Gate {
 impl Gate {
     /// A gate admitting `concurrency` hashes at a time (at least one).
     pub fn new(concurrency: usize) -> Self {
-        Self { permits: Arc::new(Semaphore::new(concurrency.max(1))), pool: Arc::default() }
+        Self::with_queue(concurrency, concurrency.max(1) * WAITING_PER_PERMIT)
+    }
+
+    /// A gate admitting `concurrency` hashes at a time, with at most `waiting` more waiting.
+    pub fn with_queue(concurrency: usize, waiting: usize) -> Self {
+        let permits = concurrency.max(1);
+        Self { permits: Arc::new(Semaphore::new(permits)), pool: Arc::default(), most_pending: permits + waiting }
     }
 
     /// A gate sized to the cores this process may run on.
@@ -86,10 +103,11 @@ impl Gate {
         Self::new(std::thread::available_parallelism().map_or(1, usize::from))
     }
 
-    /// [`verify`] on the blocking pool, once a permit is free, in one of the gate's memory arrays.
-    pub async fn verify(&self, password: String, phc: Option<String>) -> bool {
-        let pending = Pending::enter(&self.pool);
-        let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else { return false };
+    /// [`verify`] on the blocking pool, once a permit is free, in one of the gate's memory arrays; [`Busy`] at once
+    /// when the queue is full.
+    pub async fn verify(&self, password: String, phc: Option<String>) -> Result<bool, Busy> {
+        let pending = Pending::enter(&self.pool, self.most_pending).ok_or(Busy)?;
+        let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else { return Ok(false) };
         // The permit and the count go with the hash: a request given up while it runs does not let another array
         // be taken out meanwhile, nor the arrays be freed under it.
         tokio::task::spawn_blocking(move || {
@@ -100,7 +118,7 @@ impl Gate {
             ok
         })
         .await
-        .unwrap_or(false)
+        .map_err(|_| Busy)
     }
 
     /// The memory arrays kept for the next verification.
@@ -120,9 +138,14 @@ fn lock(pool: &Mutex<Pool>) -> std::sync::MutexGuard<'_, Pool> {
 struct Pending(Arc<Mutex<Pool>>);
 
 impl Pending {
-    fn enter(pool: &Arc<Mutex<Pool>>) -> Self {
-        lock(pool).pending += 1;
-        Self(Arc::clone(pool))
+    /// Counts a verification in, unless `most` are already pending.
+    fn enter(pool: &Arc<Mutex<Pool>>, most: usize) -> Option<Self> {
+        let mut p = lock(pool);
+        if p.pending >= most {
+            return None;
+        }
+        p.pending += 1;
+        Some(Self(Arc::clone(pool)))
     }
 
     /// A kept array, or a new (empty) one that the hash grows. At most one per permit is ever taken out.
@@ -160,9 +183,9 @@ mod tests {
     async fn the_gate_verifies_like_verify() {
         let h = super::hash("correct horse").unwrap();
         let gate = super::Gate::new(1);
-        assert!(gate.verify("correct horse".into(), Some(h.clone())).await);
-        assert!(!gate.verify("wrong".into(), Some(h)).await);
-        assert!(!gate.verify("correct horse".into(), None).await);
+        assert_eq!(gate.verify("correct horse".into(), Some(h.clone())).await, Ok(true));
+        assert_eq!(gate.verify("wrong".into(), Some(h)).await, Ok(false));
+        assert_eq!(gate.verify("correct horse".into(), None).await, Ok(false));
         assert_eq!(gate.kept(), 0, "no array is kept once no verification is pending");
     }
 
@@ -182,8 +205,30 @@ mod tests {
         for verification in burst {
             answers.push(verification.await.expect("verified"));
         }
-        assert_eq!(answers, [true, false, true, true]);
+        assert_eq!(answers, [Ok(true), Ok(false), Ok(true), Ok(true)]);
         assert_eq!(gate.kept(), 0, "the burst's last verification freed the arrays");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn past_its_queue_the_gate_refuses_at_once_and_runs_no_hash() {
+        let h = super::hash("correct horse").unwrap();
+        let gate = super::Gate::with_queue(1, 2);
+        let burst: Vec<_> = (0..12)
+            .map(|_| {
+                let (gate, h) = (gate.clone(), h.clone());
+                tokio::spawn(async move { gate.verify("correct horse".into(), Some(h)).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for verification in burst {
+            answers.push(verification.await.expect("answered"));
+        }
+        let run = answers.iter().filter(|a| **a == Ok(true)).count();
+        let busy = answers.iter().filter(|a| **a == Err(super::Busy)).count();
+        assert_eq!(run + busy, 12, "{answers:?}");
+        assert!((1..=3).contains(&run), "one running and two waiting at most at any time: {answers:?}");
+        assert!(busy >= 9, "{answers:?}");
+        assert_eq!(gate.verify("correct horse".into(), Some(h)).await, Ok(true), "the queue drained");
     }
 
     #[test]

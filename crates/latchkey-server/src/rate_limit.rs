@@ -85,6 +85,17 @@ fn address_key(addr: IpAddr) -> u128 {
     }
 }
 
+/// An address as the limits count it, written out: an IPv4 address, or an IPv6 address's /64.
+pub fn address_group(addr: IpAddr) -> String {
+    match addr {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
+            format!("{}/64", std::net::Ipv6Addr::from(address_key(addr)))
+        }
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(|v4| v4.to_string()).unwrap_or_default(),
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}
+
 /// One limit: a sustained rate with a burst of one minute's worth.
 struct Limit {
     /// Nanoseconds between two requests at the sustained rate.
@@ -176,6 +187,10 @@ mod tests {
         assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
         assert_eq!(key("::ffff:192.0.2.1"), key("192.0.2.1"));
         assert_ne!(key("192.0.2.1"), key("192.0.2.2"));
+        let group = |s: &str| address_group(s.parse().unwrap());
+        assert_eq!(group("2001:db8:1:2:ffff::9"), "2001:db8:1:2::/64");
+        assert_eq!(group("::ffff:192.0.2.1"), "192.0.2.1");
+        assert_eq!(group("192.0.2.1"), "192.0.2.1");
     }
 
     #[test]

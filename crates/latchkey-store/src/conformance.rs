@@ -9,6 +9,7 @@ mod clients;
 mod orgs;
 mod service_accounts;
 mod streams;
+mod throttle;
 pub use audit::a_revocation_and_its_audit_record_commit_together;
 pub use checks::{Check, Run, CHECKS};
 
@@ -153,17 +154,6 @@ async fn users_channels_and_sessions(store: &dyn Store) {
     store.delete_session(&session.token_hash).await.expect("delete");
     assert_eq!(store.change_account(&user_id, &AccountChange::Delete, T0).await.expect("delete user"), Some(1));
     assert!(store.user(&user_id).await.expect("get").is_none());
-}
-
-async fn login_failures_count_in_a_window(store: &dyn Store) {
-    let key = format!("k-{}", random_b64(6));
-    assert_eq!(store.record_login_failure(&key, T0, 900).await.expect("1"), 1);
-    assert_eq!(store.record_login_failure(&key, T0.plus(10), 900).await.expect("2"), 2);
-    assert_eq!(store.login_failures(&key, T0.plus(20), 900).await.expect("n"), 2);
-    assert_eq!(store.login_failures(&key, T0.plus(901), 900).await.expect("n"), 0);
-    assert_eq!(store.record_login_failure(&key, T0.plus(901), 900).await.expect("new window"), 1);
-    store.clear_login_failures(&key).await.expect("clear");
-    assert_eq!(store.login_failures(&key, T0.plus(902), 900).await.expect("n"), 0);
 }
 
 async fn a_code_redeems_once(store: &dyn Store) {

@@ -58,7 +58,7 @@ pub use records::{
 pub use replay::Replay;
 pub use service_accounts::{ContentOwner, ServiceAccount, ServiceAccountKey, ServiceAccounts, MAX_KEYS};
 pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
-pub use users::Users;
+pub use users::{LoginCount, LoginWindows, Users, LONGEST_LOGIN_WINDOW};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -22,14 +22,16 @@ pub trait Maintenance: Send + Sync {
 pub(crate) static PURGE_BY_TIME: [Sql; 4] = [
     Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
     Sql::new("DELETE FROM auth_codes WHERE expires_at <= $1 - 86400"),
-    Sql::new("DELETE FROM login_failures WHERE window_start <= $1 - 86400"),
+    // A window lasts a day at most, and the next one reads how the last ended for a window's length after it.
+    Sql::new("DELETE FROM login_failures WHERE window_start <= $1 - 172800"),
     Sql::new("DELETE FROM set_deliveries WHERE state <> 'pending' AND done_at <= $1 - 2592000"),
 ];
-/// The single-use values it deletes: they sort by expiry, those of the earlier form after every expiry, purged
-/// by their `expires_at`.
-pub(crate) static PURGE_SINGLE_USE: [Sql; 2] = [
+/// The single-use values it deletes: most sort by expiry; those of the earlier form after every expiry, purged
+/// by their `expires_at`; those kept without their expiry in front (from the byte 0xFF) through their own index.
+pub(crate) static PURGE_SINGLE_USE: [Sql; 3] = [
     Sql::new("DELETE FROM replay WHERE key_hash < $1"),
-    Sql::new("DELETE FROM replay WHERE key_hash >= $1 AND expires_at <= $2"),
+    Sql::new("DELETE FROM replay WHERE key_hash >= $1 AND key_hash < {untimed_from} AND expires_at <= $2"),
+    Sql::new("DELETE FROM replay WHERE key_hash >= {untimed_from} AND expires_at <= $1"),
 ];
 
 #[async_trait]
@@ -40,9 +42,10 @@ impl<E: Engine> Maintenance for Db<E> {
         for sql in &PURGE_BY_TIME {
             n += self.exec_ephemeral(sql, args![now]).await?;
         }
-        let [live, earlier] = &PURGE_SINGLE_USE;
+        let [live, earlier, untimed] = &PURGE_SINGLE_USE;
         n += self.exec_ephemeral(live, args![live_from(now)]).await?;
         n += self.exec_ephemeral(earlier, args![&EARLIER_FORM_FROM[..], now]).await?;
+        n += self.exec_ephemeral(untimed, args![now]).await?;
         Ok(n)
     }
 

@@ -1,8 +1,11 @@
 //! Single-use values (DPoP `jti`s, server nonces), each remembered until its expiry.
 //!
-//! Each value starts with its expiry, 8 bytes big-endian (as `latchkey_core::dpop::replay_key` makes them;
-//! others are refused): the values then sort by expiry, and [`Maintenance::purge_expired`] removes the expired
-//! ones as one range of the primary key, with no second index to keep up on every recording.
+//! Each value starts with its expiry, 8 bytes big-endian (as `latchkey_core::dpop::nonce_replay_key` makes them),
+//! or with the byte 0xFF (`latchkey_core::dpop::untimed_key`); others are refused. The first sort by expiry, and
+//! [`Maintenance::purge_expired`] removes the expired ones as one range of the primary key, with no second index
+//! to keep up on every recording. The second are values whose replay may come with another expiry (a DPoP proof's
+//! `jti` under another `iat`, an assertion's `jti` under another `exp`), so their key cannot hold it: they are
+//! purged through an index of their `expires_at` that covers them alone.
 //!
 //! [`Maintenance::purge_expired`]: crate::Maintenance::purge_expired
 
@@ -37,12 +40,13 @@ pub(crate) fn live_from(now: UnixTime) -> Vec<u8> {
 /// that ends once the last of them has expired (minutes after the upgrade).
 pub(crate) const EARLIER_FORM_FROM: [u8; 8] = [0, 0, 0, 1, 0, 0, 0, 0];
 
-/// Refuses values that do not start with their expiry.
+/// Refuses values that start neither with their expiry nor with 0xFF.
 fn check(values: &[(Vec<u8>, UnixTime)]) -> StoreResult<()> {
-    if values.iter().all(|(key, expires_at)| key.starts_with(&expires_at.0.to_be_bytes())) {
+    let keyed = |key: &[u8], expires_at: UnixTime| key.starts_with(&expires_at.0.to_be_bytes()) || key[0] == 0xFF;
+    if values.iter().all(|(key, expires_at)| !key.is_empty() && keyed(key, *expires_at)) {
         Ok(())
     } else {
-        Err(StoreError::Other("a single-use value must start with its expiry".into()))
+        Err(StoreError::Other("a single-use value must start with its expiry or 0xFF".into()))
     }
 }
 

@@ -17,6 +17,10 @@ use std::sync::OnceLock;
 /// engine has the other's).
 const ISSUE_ORDER: &str = "{issue_order}";
 
+/// The token for the first single-use value kept without its expiry in front (the byte 0xFF), a literal so that
+/// each engine's planner matches it with the partial index over those values.
+const UNTIMED_FROM: &str = "{untimed_from}";
+
 /// One statement, written once; a `static` item, so that its translations are made once.
 #[derive(Debug)]
 pub(crate) struct Sql {
@@ -80,6 +84,13 @@ pub(crate) fn translate(text: &str, dialect: Dialect) -> String {
         match dialect {
             Dialect::Sqlite => "rowid",
             Dialect::Postgres => "seq",
+        },
+    );
+    let text = text.replace(
+        UNTIMED_FROM,
+        match dialect {
+            Dialect::Sqlite => "X'FF'",
+            Dialect::Postgres => "'\\xff'::bytea",
         },
     );
     match dialect {

@@ -31,12 +31,43 @@ pub trait Users: Send + Sync {
     /// Ends a session.
     async fn delete_session(&self, token_hash: &[u8]) -> StoreResult<()>;
 
-    /// Counts a failed sign-in under `key` within a window of `window` seconds; returns the count so far.
-    async fn record_login_failure(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32>;
-    /// Failed sign-ins under `key` in the current window.
-    async fn login_failures(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32>;
-    /// Forgets the failures under `key` (after a successful sign-in).
+    /// Counts a sign-in attempt under each key, before its password is checked, in one write: each count is the
+    /// attempt's number in its key's window, so concurrent attempts never share one. A window that reached its
+    /// limit is followed by one twice as long (see [`LoginWindows`]).
+    async fn record_login_attempts(
+        &self,
+        keys: &[(&str, u32)],
+        now: UnixTime,
+        windows: LoginWindows,
+    ) -> StoreResult<Vec<LoginCount>>;
+    /// Attempts counted under `key` in its current window.
+    async fn login_failures(&self, key: &str, now: UnixTime) -> StoreResult<u32>;
+    /// Takes one attempt back from each key (one that succeeded, or that was never checked).
+    async fn forgive_login_attempts(&self, keys: &[&str]) -> StoreResult<()>;
+    /// Forgets the attempts under `key`.
     async fn clear_login_failures(&self, key: &str) -> StoreResult<()>;
+}
+
+/// The longest a throttling window may last: a day.
+pub const LONGEST_LOGIN_WINDOW: i64 = 86_400;
+
+/// How long throttling windows last: `base` seconds, and after a window that reached its limit, twice the last
+/// one, up to `longest`. A key left alone for a window's length after its window ends starts again at `base`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginWindows {
+    /// The first window's length, in seconds.
+    pub base: i64,
+    /// The longest window, in seconds.
+    pub longest: i64,
+}
+
+/// An attempt's place in its key's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoginCount {
+    /// The attempts in the window, this one included.
+    pub count: u32,
+    /// When the window ends.
+    pub until: UnixTime,
 }
 
 /// Inserts a user (and, by its address's domain, its membership of an organisation).
@@ -65,12 +96,22 @@ static SESSION: Sql = Sql::new(
 );
 static DELETE_SESSION: Sql = Sql::new("DELETE FROM sessions WHERE token_hash = $1");
 
-static RECORD_LOGIN_FAILURE: Sql = Sql::new(
-    "INSERT INTO login_failures AS f (key, count, window_start) VALUES ($1, 1, $2) ON CONFLICT (key) DO UPDATE SET \
-     count = CASE WHEN f.window_start <= $2 - $3 THEN 1 ELSE f.count + 1 END, \
-     window_start = CASE WHEN f.window_start <= $2 - $3 THEN $2 ELSE f.window_start END RETURNING count",
+/// `$3` the base window, `$4` the key's limit, `$5` the longest window. Every expression reads the row as it was.
+static RECORD_LOGIN_ATTEMPT: Sql = Sql::new(
+    "INSERT INTO login_failures AS f (key, count, window_start, window_secs) VALUES ($1, 1, $2, $3) \
+     ON CONFLICT (key) DO UPDATE SET \
+     count = CASE WHEN f.window_start + f.window_secs <= $2 THEN 1 ELSE f.count + 1 END, \
+     window_secs = CASE WHEN f.window_start + f.window_secs > $2 THEN f.window_secs \
+       WHEN f.count >= $4 AND f.window_start + 2 * f.window_secs > $2 \
+         THEN CASE WHEN 2 * f.window_secs < $5 THEN 2 * f.window_secs ELSE $5 END \
+       ELSE $3 END, \
+     window_start = CASE WHEN f.window_start + f.window_secs <= $2 THEN $2 ELSE f.window_start END \
+     RETURNING count, window_start + window_secs AS until",
 );
-static LOGIN_FAILURES: Sql = Sql::new("SELECT count FROM login_failures WHERE key = $1 AND window_start > $2");
+static LOGIN_FAILURES: Sql =
+    Sql::new("SELECT count FROM login_failures WHERE key = $1 AND window_start + window_secs > $2");
+static FORGIVE_LOGIN_ATTEMPT: Sql =
+    Sql::new("UPDATE login_failures SET count = count - 1 WHERE key = $1 AND count > 0");
 static CLEAR_LOGIN_FAILURES: Sql = Sql::new("DELETE FROM login_failures WHERE key = $1");
 
 /// Inserts a user and their channel.
@@ -84,6 +125,38 @@ pub(crate) async fn insert_user(tx: &mut dyn Tx, u: &NewUser, ch: &Channel) -> S
 
 fn create<'t>(tx: &'t mut dyn Tx, (u, ch): &'t (NewUser, Channel)) -> BoxFuture<'t, StoreResult<Outcome<()>>> {
     Box::pin(async move { insert_user(tx, u, ch).await.map(Outcome::Keep) })
+}
+
+/// The keys to count an attempt under (each with its limit), the time and the windows.
+type Attempts = (Vec<(String, u32)>, UnixTime, LoginWindows);
+
+fn record_attempts<'t>(
+    tx: &'t mut dyn Tx,
+    (keys, now, w): &'t Attempts,
+) -> BoxFuture<'t, StoreResult<Outcome<Vec<LoginCount>>>> {
+    Box::pin(async move {
+        let mut counts = Vec::with_capacity(keys.len());
+        for (key, limit) in keys {
+            let mut counted = None;
+            let args = args![key, *now, w.base, i64::from(*limit), w.longest];
+            tx.each(&RECORD_LOGIN_ATTEMPT, args, &mut |r| {
+                counted = Some(LoginCount { count: count(r.int("count")?), until: UnixTime(r.int("until")?) });
+                Ok(())
+            })
+            .await?;
+            counts.push(counted.ok_or_else(|| crate::StoreError::Other("an attempt was not counted".into()))?);
+        }
+        Ok(Outcome::Keep(counts))
+    })
+}
+
+fn forgive<'t>(tx: &'t mut dyn Tx, keys: &'t Vec<String>) -> BoxFuture<'t, StoreResult<Outcome<()>>> {
+    Box::pin(async move {
+        for key in keys {
+            tx.exec(&FORGIVE_LOGIN_ATTEMPT, args![key]).await?;
+        }
+        Ok(Outcome::Keep(()))
+    })
 }
 
 /// A count, saturated into a `u32`.
@@ -127,14 +200,24 @@ impl<E: Engine> Users for Db<E> {
         Ok(())
     }
 
-    async fn record_login_failure(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32> {
-        let n = self.engine.scalar(Durability::Ephemeral, &RECORD_LOGIN_FAILURE, args![key, now, window]).await?;
-        Ok(count(n.unwrap_or(0)))
+    async fn record_login_attempts(
+        &self,
+        keys: &[(&str, u32)],
+        now: UnixTime,
+        windows: LoginWindows,
+    ) -> StoreResult<Vec<LoginCount>> {
+        let keys = keys.iter().map(|(k, limit)| ((*k).to_owned(), *limit)).collect();
+        self.engine.unit(Durability::Ephemeral, record_attempts, (keys, now, windows)).await
     }
 
-    async fn login_failures(&self, key: &str, now: UnixTime, window: i64) -> StoreResult<u32> {
-        let n = self.engine.one(&LOGIN_FAILURES, args![key, now.0 - window], |r: &dyn StoreRow| r.int("count"));
+    async fn login_failures(&self, key: &str, now: UnixTime) -> StoreResult<u32> {
+        let n = self.engine.one(&LOGIN_FAILURES, args![key, now], |r: &dyn StoreRow| r.int("count"));
         Ok(n.await?.map_or(0, count))
+    }
+
+    async fn forgive_login_attempts(&self, keys: &[&str]) -> StoreResult<()> {
+        let keys = keys.iter().map(|k| (*k).to_owned()).collect();
+        self.engine.unit(Durability::Ephemeral, forgive, keys).await
     }
 
     async fn clear_login_failures(&self, key: &str) -> StoreResult<()> {

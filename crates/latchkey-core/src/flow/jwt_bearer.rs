@@ -85,12 +85,12 @@ fn scopes(registry: &ScopeRegistry, scope: Option<&str>) -> Result<ScopeSet, OAu
     Ok(asked)
 }
 
-/// What marks the assertion used until it expires: its issuer and `jti`, or without one its signed part (not the
-/// signature: an ES256 signature `(r, s)` is as valid as `(r, n - s)`, so the same claims could come twice).
+/// What marks the assertion used until it expires: its issuer and `jti` (whatever its `exp`: another assertion with
+/// the same `jti` is refused until the first one's `exp`), or without one its signed part (not the signature: an
+/// ES256 signature `(r, s)` is as valid as `(r, n - s)`, so the same claims could come twice).
 fn replay_key(claims: &AssertionClaims, signed: &str, until: UnixTime) -> Vec<u8> {
-    let input = match &claims.jti {
-        Some(jti) => format!("jwt-bearer:{}:{jti}", claims.iss),
-        None => format!("jwt-bearer-assertion:{signed}"),
-    };
-    crate::dpop::time_ordered_key(until, &input)
+    match &claims.jti {
+        Some(jti) => crate::dpop::untimed_key(&format!("jwt-bearer:{}:{jti}", claims.iss)),
+        None => crate::dpop::time_ordered_key(until, &format!("jwt-bearer-assertion:{signed}")),
+    }
 }

@@ -60,8 +60,8 @@ pub fn nonce_checked<P: Ports>(
 /// Checks the nonce rule and records the proof's `jti` (and the nonce) as used: a replay of either is refused.
 pub async fn use_once<P: Ports>(ports: &P, proof: &Proof, rule: NonceRule, now: UnixTime) -> Result<(), P::Error> {
     let nonce_expiry = nonce_checked(ports, proof, rule, now)?;
-    let jti_expiry = dpop::jti_expiry(proof, ports.settings().dpop_window);
-    let mut values = vec![(dpop::replay_key(proof, jti_expiry), jti_expiry)];
+    let jti_expiry = dpop::jti_expiry(now, ports.settings().dpop_window);
+    let mut values = vec![(dpop::replay_key(proof), jti_expiry)];
     if let (Some(n), Some(expiry)) = (&proof.nonce, nonce_expiry) {
         values.push((dpop::nonce_replay_key(n, expiry), expiry));
     }

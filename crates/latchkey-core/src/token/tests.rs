@@ -30,6 +30,21 @@ fn repeated_parameters_are_invalid_request() {
 }
 
 #[test]
+fn a_repeat_is_found_among_many_pairs_and_too_many_pairs_are_refused() {
+    let names: Vec<String> = (0..MAX_FORM_PAIRS).map(|i| format!("p{i}")).collect();
+    let mut pairs: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+    assert!(Form::new(pairs.clone()).is_ok(), "{MAX_FORM_PAIRS} distinct names are a form");
+    pairs[40] = ("p3", "w");
+    let err = Form::new(pairs.clone()).err().unwrap();
+    assert_eq!((err.code, &*err.description), (ErrorCode::InvalidRequest, "Parameter sent more than once: p3"));
+    pairs[40] = ("p40", "v");
+    pairs.push(("one_more", "v"));
+    let err = Form::new(pairs).err().unwrap();
+    assert_eq!(err.code, ErrorCode::InvalidRequest);
+    assert!(err.description.contains("more than 64 parameters"), "{}", err.description);
+}
+
+#[test]
 fn unknown_or_missing_grant_type() {
     assert_eq!(parse(&form(&[("client_id", "a")]), None).unwrap_err().code, ErrorCode::InvalidRequest);
     let f = form(&[("client_id", "a"), ("grant_type", "password")]);

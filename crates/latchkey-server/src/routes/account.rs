@@ -3,17 +3,20 @@
 //! CSRF token, answered by a redirect back to the page (or the page again with the reason it failed).
 
 use super::authorize::{browser_failure, unknown_account};
+use super::login::{retry_after, BUSY_RETRY_SECS};
 use crate::admin::accounts::{self, AppAccess};
 use crate::admin::AdminError;
 use crate::error::{admin_message, admin_status};
-use crate::extract::{self, Pairs};
+use crate::extract::{self, ClientAddr, Pairs};
 use crate::session::{self, Browser, SignedIn};
+use crate::signin_throttle::{self, NotChecked};
 use crate::state::AppState;
 use crate::views::{self, account::AccountPage, account::Switch};
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use std::collections::HashMap;
 
 /// What a finished action says on the page it returns to (`done=`); nothing the request wrote is shown.
@@ -66,14 +69,39 @@ pub async fn apps_remove_post(State(state): State<AppState>, headers: HeaderMap,
 }
 
 /// `POST /account/password`: the current password, then the new one; every other session of the account ends.
-pub async fn password_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+/// The current password is checked under the sign-in throttle, like a sign-in: a stolen session cookie does not
+/// let anyone guess it faster.
+pub async fn password_post(
+    State(state): State<AppState>,
+    addr: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let (browser, form, i) = match signed_form(&state, &headers, &body).await {
         Ok(ok) => ok,
         Err(page) => return page,
     };
     let s = &browser.accounts[i];
-    let current = field(&form, "current_password").to_owned();
-    let ok = !current.is_empty() && state.passwords.verify(current, Some(s.user.password_hash.clone())).await;
+    let current = field(&form, "current_password");
+    let checked = match signin_throttle::admit(&state, &s.user.email, addr.map(|Extension(a)| a.0.ip())).await {
+        Ok(_) if current.is_empty() => Ok(false),
+        Ok(attempt) => attempt.check(current, Some(s.user.password_hash.clone())).await,
+        Err(refused) => Err(refused),
+    };
+    let ok = match checked {
+        Ok(ok) => ok,
+        Err(NotChecked::Throttled(secs)) => {
+            let why = format!("Too many wrong passwords. Try again in {} minutes.", secs.div_ceil(60));
+            let page = render(&state, &browser, s, StatusCode::TOO_MANY_REQUESTS, None, Some(&why)).await;
+            return retry_after(page, secs);
+        }
+        Err(NotChecked::Busy) => {
+            let why = "Too many passwords are being checked right now. Try again in a few seconds.";
+            let page = render(&state, &browser, s, StatusCode::SERVICE_UNAVAILABLE, None, Some(why)).await;
+            return retry_after(page, BUSY_RETRY_SECS);
+        }
+        Err(NotChecked::Store(e)) => return failed(&state, &browser, s, e.into()).await,
+    };
     let keep = Some(s.session.token_hash.clone());
     let now = state.clock.now();
     match accounts::change_password(&*state.store, &s.user, ok, field(&form, "new_password"), keep, now).await {

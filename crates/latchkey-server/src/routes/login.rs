@@ -5,6 +5,7 @@ use crate::error::noted;
 use crate::extract::{self, ClientAddr};
 use crate::metrics;
 use crate::session::{self, StartError};
+use crate::signin_throttle::{self, NotChecked};
 use crate::state::AppState;
 use crate::views::{self, LoginPage};
 use axum::body::Bytes;
@@ -14,8 +15,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use std::collections::HashMap;
 
-/// Each address may fail this many times the per-account limit before it is throttled for every account.
-const PER_ADDRESS_FACTOR: u32 = 20;
+/// Seconds to wait when the password gate's queue is full.
+pub const BUSY_RETRY_SECS: u64 = 2;
+
+/// A refusal with `Retry-After` (RFC 9110 §10.2.3).
+pub fn retry_after(mut response: Response, secs: u64) -> Response {
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    response
+}
 
 /// Renders the sign-in page, setting its CSRF cookie when the browser has none.
 pub fn login_page(
@@ -66,52 +73,36 @@ pub async fn signin_post(
     if email.is_empty() || field("password").is_empty() {
         return again("incomplete", StatusCode::BAD_REQUEST, "Enter your email and password.");
     }
-    let ip = addr.map(|Extension(a)| a.0.ip().to_string()).unwrap_or_default();
-    let account_key = format!("login:{}|{ip}", email.to_lowercase());
-    let address_key = format!("login-ip:{ip}");
-    let now = state.clock.now();
-    let window = state.config.login_failure_window;
-    let limit = state.config.login_max_failures;
-    let throttled = async {
-        Ok::<_, latchkey_store::StoreError>(
-            state.store.login_failures(&account_key, now, window).await? >= limit
-                || state.store.login_failures(&address_key, now, window).await? >= limit * PER_ADDRESS_FACTOR,
-        )
-    };
-    match throttled.await {
-        Ok(false) => {}
-        Ok(true) => {
-            let minutes = window.div_euclid(60).max(1);
-            return again(
-                "throttled",
-                StatusCode::TOO_MANY_REQUESTS,
-                &format!("Too many failed attempts. Try again in {minutes} minutes."),
-            );
-        }
-        Err(e) => return unavailable(e),
-    }
     let user = match state.store.user_by_email(email).await {
         Ok(u) => u,
         Err(e) => return unavailable(e),
     };
-    let ok = state.passwords.verify(field("password").to_owned(), user.as_ref().map(|u| u.password_hash.clone())).await;
+    let checked = match signin_throttle::admit(&state, email, addr.map(|Extension(a)| a.0.ip())).await {
+        Ok(attempt) => attempt.check(field("password"), user.as_ref().map(|u| u.password_hash.clone())).await,
+        Err(refused) => Err(refused),
+    };
+    let ok = match checked {
+        Ok(ok) => ok,
+        Err(NotChecked::Throttled(secs)) => {
+            let minutes = secs.div_ceil(60);
+            let msg = format!("Too many failed attempts. Try again in {minutes} minutes.");
+            return retry_after(again("throttled", StatusCode::TOO_MANY_REQUESTS, &msg), secs);
+        }
+        Err(NotChecked::Busy) => {
+            let msg = "Too many people are signing in right now. Try again in a few seconds.";
+            return retry_after(again("busy", StatusCode::SERVICE_UNAVAILABLE, msg), BUSY_RETRY_SECS);
+        }
+        Err(NotChecked::Store(e)) => return unavailable(e),
+    };
     let user = match user {
         Some(u) if ok => u,
         _ => {
             let reason = if user.is_some() { "wrong_password" } else { "unknown_account" };
-            for key in [&account_key, &address_key] {
-                if let Err(e) = state.store.record_login_failure(key, now, window).await {
-                    return unavailable(e);
-                }
-            }
             return again(reason, StatusCode::UNAUTHORIZED, "Wrong email or password.");
         }
     };
     if user.disabled_at.is_some() {
         return again("disabled", StatusCode::FORBIDDEN, "This account is disabled.");
-    }
-    if let Err(e) = state.store.clear_login_failures(&account_key).await {
-        return unavailable(e);
     }
     // A cookie we could not have set is replaced: the browser starts over with this account.
     let browser = match session::accounts_or_none(&state, &headers).await {

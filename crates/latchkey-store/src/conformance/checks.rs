@@ -5,6 +5,7 @@ use super::clients::*;
 use super::orgs::*;
 use super::service_accounts::*;
 use super::streams::*;
+use super::throttle::*;
 use super::*;
 use std::future::Future;
 use std::pin::Pin;
@@ -38,6 +39,9 @@ checks! {
     client_secrets_change_only_while_unchanged: by_ref,
     users_channels_and_sessions: by_ref,
     login_failures_count_in_a_window: by_ref,
+    a_window_that_reached_its_limit_is_followed_by_a_longer_one: by_ref,
+    concurrent_attempts_each_take_their_own_number: shared,
+    a_jti_is_single_use_whatever_expiry_it_comes_with: by_ref,
     a_code_redeems_once: by_ref,
     concurrent_redemption_issues_one_grant: shared,
     refresh_token_limits_invalidate_the_oldest: by_ref,

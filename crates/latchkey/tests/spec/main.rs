@@ -41,5 +41,6 @@ mod secrets_at_rest;
 mod service_accounts;
 mod service_accounts_api;
 mod service_accounts_browser;
+mod signin_throttle;
 mod store_outage;
 mod time_based_access;

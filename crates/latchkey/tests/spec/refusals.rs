@@ -184,3 +184,44 @@ async fn header_fields_over_16_kib_are_431_in_the_endpoints_format() {
     let r = server.http().get(server.url("/video/v3/channels")).header("x-one", big).send().await.expect("sent");
     assert_eq!(r.status(), 401, "no token: the request was read");
 }
+
+#[tokio::test]
+async fn a_form_of_sixteen_thousand_names_is_refused_by_its_length_not_checked_for_repeats() {
+    let server = TestServer::start().await;
+    // About 16,000 distinct short names in under 64 KiB: the pairs are not compared with each other, the form is
+    // refused because it has more parameters than any token request.
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let char_of = |i: usize| char::from(ALPHABET[i % ALPHABET.len()]);
+    let two = (0..ALPHABET.len().pow(2)).map(|i| format!("{}{}", char_of(i / 62), char_of(i)));
+    let three = (0..).map(|i: usize| format!("{}{}{}", char_of(i / 3844), char_of(i / 62), char_of(i)));
+    let names: Vec<String> = two.chain(three).take(16_000).collect();
+    let form = names.join("&");
+    assert!(form.len() < 64 * 1024);
+    for path in ["/token", "/revoke"] {
+        let r = server
+            .http()
+            .post(server.url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.clone())
+            .send()
+            .await
+            .expect("answered");
+        let (status, _, body, _) = answer(r).await;
+        assert_eq!((status, oauth_error(&body).as_str()), (400, "invalid_request"), "{path}: {body}");
+        assert!(body.contains("more than 64 parameters"), "{path}: {body}");
+    }
+    // A repeat among more pairs than are compared one by one is still found.
+    let mut form: Vec<String> = (0..30).map(|i| format!("p{i}=v")).collect();
+    form.push("p7=w".into());
+    let r = server
+        .http()
+        .post(server.url("/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form.join("&"))
+        .send()
+        .await
+        .expect("answered");
+    let (status, _, body, _) = answer(r).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("Parameter sent more than once: p7"), "{body}");
+}

@@ -259,10 +259,18 @@ async fn every_refusal_of_the_grant_is_rfc_6749_json_with_the_description_develo
     assert!(text.contains("differs"), "{text}");
 
     // Single use, within the assertion's lifetime.
-    let once = label.signed();
+    let first = label.claims();
+    let once = Label::sign(&label.file, &first);
     assert_eq!(label.exchange(&once).await.status(), 200);
     let (status, error, text) = refusal(label.exchange(&once).await).await;
     assert_eq!((status, error.as_str()), (400, "invalid_grant"));
+    assert!(text.contains("used already"), "{text}");
+    // Its jti is spent until its exp, whatever another assertion's exp and iat.
+    let mut again = first.clone();
+    again["exp"] = (first["exp"].as_i64().expect("exp") - 600).into();
+    again["iat"] = (first["iat"].as_i64().expect("iat") - 1).into();
+    let (status, error, text) = refusal(label.exchange(&Label::sign(&label.file, &again)).await).await;
+    assert_eq!((status, error.as_str()), (400, "invalid_grant"), "{text}");
     assert!(text.contains("used already"), "{text}");
 
     // A disabled account gets no token, even with a valid assertion; a disabled key is not found.

@@ -469,3 +469,34 @@ async fn used_jtis_and_nonces_are_remembered_across_server_instances_sharing_a_s
     let p = b.key.proof(&claims(&b.server, &fresh_jti(), Some(&a.nonce())));
     b.accepted(&p, "the second instance's nonce at the first").await;
 }
+
+#[tokio::test]
+async fn a_spent_jti_under_another_iat_is_refused_at_either_instance_sharing_a_store() {
+    let mut b = Bound::new().await;
+    let dir = b.server.dir.path().to_path_buf();
+    let issuer = b.server.base.clone();
+    let second = TestServer::start_with(|c| {
+        c.data_dir = dir;
+        c.public_url = Some(issuer);
+    })
+    .await;
+    let second_url = format!("https://{}/token", second.running.addr);
+    let (app, refresh_token) = (b.app.clone(), b.rt().to_owned());
+    let form = refresh_form(&app, &refresh_token);
+    let jti = fresh_jti();
+    let first = b.key.proof(&claims(&b.server, &jti, Some(&b.nonce)));
+    b.accepted(&first, "the jti's first use").await;
+    // The same key and jti, signed anew with other iats inside the window (and a fresh nonce): still the jti spent.
+    for (iat_shift, at_second) in [(-30, false), (-59, true), (4, true)] {
+        let mut c = claims(&b.server, &jti, Some(&b.nonce));
+        c["iat"] = (now() + iat_shift).into();
+        let proof = b.key.proof(&c);
+        let a = if at_second {
+            post_to(&second, &second_url, &form, &[&proof]).await
+        } else {
+            post(&b.server, &form, &[&proof]).await
+        };
+        a.assert_refused("invalid_dpop_proof", &format!("the jti again with iat {iat_shift:+} s"));
+    }
+    b.still_works().await;
+}
