@@ -1,10 +1,12 @@
 //! Configuration: one documented struct, read from a TOML file, `LATCHKEY_*` environment variables and flags
 //! (in that order of precedence, flags last), validated at start-up. `docs/configuration.md` lists every field.
 
+mod connections;
 mod events;
 mod metrics;
 mod rate_limits;
 
+pub use connections::ConnectionsConfig;
 pub use events::EventsConfig;
 pub use metrics::MetricsConfig;
 pub use rate_limits::RateLimitsConfig;
@@ -114,6 +116,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// The token and revocation endpoints' rate limits (`[rate_limits]`).
     pub rate_limits: RateLimitsConfig,
+    /// The listener's timeouts and connection caps (`[connections]`).
+    pub connections: ConnectionsConfig,
     /// Who may read `/metrics` (`[metrics]`).
     pub metrics: MetricsConfig,
 }
@@ -213,6 +217,7 @@ impl Default for Config {
             key_rotation_days: 90,
             events: EventsConfig::default(),
             rate_limits: RateLimitsConfig::default(),
+            connections: ConnectionsConfig::default(),
             metrics: MetricsConfig::default(),
         }
     }
@@ -268,10 +273,11 @@ pub const FIELDS: [&str; 40] = [
 ];
 
 /// The nested tables, with the prefix of the environment variables that set their fields.
-const TABLES: [(&str, &str); 3] = [
+const TABLES: [(&str, &str); 4] = [
     (EventsConfig::ENV_PREFIX, "events"),
     (MetricsConfig::ENV_PREFIX, "metrics"),
     (RateLimitsConfig::ENV_PREFIX, "rate_limits"),
+    (ConnectionsConfig::ENV_PREFIX, "connections"),
 ];
 
 impl Config {
@@ -382,6 +388,7 @@ impl Config {
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v <= 0) {
             return Err(ConfigError(format!("{name} must be positive")));
         }
+        self.connections.validate().map_err(ConfigError)?;
         if self.login_failure_window > latchkey_store::LONGEST_LOGIN_WINDOW {
             return Err(ConfigError("login_failure_window is at most 86400 seconds (a day)".into()));
         }

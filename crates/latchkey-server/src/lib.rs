@@ -150,8 +150,9 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     .context("the security event transmitter")?;
     let transmitter = tokio::spawn(transmitter.run());
     let stopping = state.clone();
+    let connection_limits = state.config.connections;
     let task = tokio::spawn(async move {
-        listener::serve(listener, tls_config, app, async {
+        listener::serve(listener, tls_config, app, connection_limits, async {
             let _ = rx.await;
         })
         .await;

@@ -1,41 +1,75 @@
-//! The HTTPS listener: TLS on every connection, a plain-text answer for a plaintext request, graceful shutdown.
+//! The HTTPS listener: TLS on every connection, a plain-text answer for a plaintext request, a limit on every step
+//! of a connection and on how many are open, and graceful shutdown.
+//!
+//! Limits ([`ConnectionsConfig`], `docs/security.md`, "Connections"): the TLS handshake; the time from the
+//! handshake to the first request (the HTTP version's detection, the HTTP/2 preface, the first head); each
+//! HTTP/1.1 head (hyper's `header_read_timeout`, which runs while a keep-alive connection waits, so it is also
+//! HTTP/1.1's idle timeout); an HTTP/2 connection with no request in flight; and each request
+//! (`crate::routes`, in the router's middleware, so the answer is in the endpoint's format). Open connections are
+//! capped in all (the listener stops accepting) and per address (a new one is closed at once).
 
+use crate::config::ConnectionsConfig;
 use crate::error::refusal::HEADERS_LIMIT;
 use crate::extract::ClientAddr;
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 /// The first byte of a TLS handshake record.
 const TLS_HANDSHAKE: u8 = 0x16;
-/// How long a client may take to start its handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long open connections get to finish after shutdown starts.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection asked to close (idle, or never sent a request) gets before it is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// HTTP/2 pings: sent after this long without a frame from the client...
+const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+/// ... and the connection closed when one is not answered within this.
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `app` over TLS on `listener` until `shutdown` completes, then drains open connections.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
+    limits: ConnectionsConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let acceptor = TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read());
     // HTTP/2 takes header lists up to four times the router's own limit, so that the router answers one over its
     // limit in the endpoint's format rather than hyper with an empty 431 (HTTP/1.1 reads up to about 400 KiB).
-    builder.http2().max_header_list_size(u32::try_from(HEADERS_LIMIT).unwrap_or(u32::MAX).saturating_mul(4));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_PING_INTERVAL)
+        .keep_alive_timeout(H2_PING_TIMEOUT)
+        .max_header_list_size(u32::try_from(HEADERS_LIMIT).unwrap_or(u32::MAX).saturating_mul(4));
+    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = Arc::new(PerAddress::new(limits.max_connections_per_address));
+    let (stop, stopping) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
+        // At the cap, no connection is accepted until one closes: new ones wait in the kernel's backlog.
+        let permit = tokio::select! {
+            permit = Arc::clone(&open).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -47,35 +81,190 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(slot) = PerAddress::enter(&per_address, peer.ip()) else {
+            crate::metrics::CONNECTIONS_REFUSED.inc("per_address");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let app = app.clone();
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
+        let (acceptor, app, builder, stopping) = (acceptor.clone(), app.clone(), builder.clone(), stopping.clone());
         tokio::spawn(async move {
-            let Some(tls) = handshake(stream, &acceptor).await else { return };
-            let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(ClientAddr(peer));
-                req
-            });
-            let service = TowerToHyperService::new(app);
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service).into_owned();
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
+            let _held = (permit, slot);
+            let Some(tls) = handshake(stream, &acceptor, limits.handshake()).await else { return };
+            connection(tls, peer, app, &builder, limits, stopping).await;
         });
     }
+    let _ = stop.send(true);
     tracing::info!("shutting down: draining open connections");
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     tokio::select! {
-        () = graceful.shutdown() => {}
+        _ = open.acquire_many(all) => {}
         () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections still open after the drain timeout"),
     }
 }
 
-/// Completes the TLS handshake, or answers a plaintext HTTP request with a short refusal.
-async fn handshake(stream: TcpStream, acceptor: &TlsAcceptor) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+/// Serves one connection until it ends: closed by the client, idle past its limit, or asked to stop.
+async fn connection(
+    tls: tokio_rustls::server::TlsStream<TcpStream>,
+    peer: SocketAddr,
+    app: Router,
+    builder: &auto::Builder<TokioExecutor>,
+    limits: ConnectionsConfig,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let activity = Arc::new(Activity::new());
+    let tracked = Arc::clone(&activity);
+    let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(ClientAddr(peer));
+        req
+    });
+    let app = tower::ServiceExt::map_future(app, move |answer| {
+        let request = Activity::begin(&tracked);
+        async move {
+            let response = answer.await;
+            drop(request);
+            response
+        }
+    });
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(app));
+    tokio::pin!(conn);
+    let mut closing: Option<Instant> = None;
+    loop {
+        let wake = closing.map_or_else(|| activity.next_look(&limits), |asked| asked + CLOSE_GRACE);
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = tokio::time::sleep_until(wake) => {
+                if closing.is_some() {
+                    return;
+                }
+                if activity.deadline(&limits) <= Instant::now() {
+                    conn.as_mut().graceful_shutdown();
+                    closing = Some(Instant::now());
+                }
+            }
+            _ = stopping.changed(), if closing.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                closing = Some(Instant::now() + DRAIN_TIMEOUT);
+            }
+        }
+    }
+}
+
+/// What a connection has done: when it opened, its requests in flight, and when its last one ended.
+struct Activity {
+    opened: Instant,
+    in_flight: AtomicUsize,
+    any: AtomicBool,
+    /// Milliseconds from `opened` to the end of the last request.
+    last_done: AtomicU64,
+}
+
+/// A request in flight on its connection; its end is noted when dropped.
+struct InFlight(Arc<Activity>);
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            opened: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            any: AtomicBool::new(false),
+            last_done: 0.into(),
+        }
+    }
+
+    fn begin(this: &Arc<Self>) -> InFlight {
+        this.in_flight.fetch_add(1, Ordering::Relaxed);
+        this.any.store(true, Ordering::Relaxed);
+        InFlight(Arc::clone(this))
+    }
+
+    /// When the connection is past its limit, as of now: the first request's, or the idle one's. With requests in
+    /// flight, a whole idle period from now (each request has its own limit).
+    fn deadline(&self, limits: &ConnectionsConfig) -> Instant {
+        if !self.any.load(Ordering::Relaxed) {
+            return self.opened + limits.first_request();
+        }
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return Instant::now() + limits.idle();
+        }
+        self.opened + Duration::from_millis(self.last_done.load(Ordering::Relaxed)) + limits.idle()
+    }
+}
+
+impl Activity {
+    /// When to look again: the deadline, or sooner while no request has come (its first request may be answered
+    /// before then, and the idle limit may be the shorter).
+    fn next_look(&self, limits: &ConnectionsConfig) -> Instant {
+        let deadline = self.deadline(limits);
+        if self.any.load(Ordering::Relaxed) {
+            deadline
+        } else {
+            deadline.min(self.opened + limits.idle())
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let elapsed = u64::try_from(self.0.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.last_done.fetch_max(elapsed, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Open connections per address (an IPv4 address or an IPv6 /64), each held by a [`Slot`].
+struct PerAddress {
+    most: usize,
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One open connection counted under its address.
+struct Slot(Arc<PerAddress>, IpAddr);
+
+impl PerAddress {
+    fn new(most: usize) -> Self {
+        Self { most, open: Mutex::new(HashMap::new()) }
+    }
+
+    /// A slot for a connection from `addr`, unless the address holds the most already.
+    fn enter(this: &Arc<Self>, addr: IpAddr) -> Option<Slot> {
+        let key = crate::rate_limit::address_group_ip(addr);
+        let mut open = this.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = open.entry(key).or_insert(0);
+        if *n >= this.most {
+            return None;
+        }
+        *n += 1;
+        Some(Slot(Arc::clone(this), key))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.0.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Completes the TLS handshake within `limit`, or answers a plaintext HTTP request with a short refusal.
+async fn handshake(
+    stream: TcpStream,
+    acceptor: &TlsAcceptor,
+    limit: Duration,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let deadline = Instant::now() + limit;
     let mut first = [0u8; 1];
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.peek(&mut first)).await {
+    match tokio::time::timeout_at(deadline, stream.peek(&mut first)).await {
         Ok(Ok(1)) => {}
         _ => return None,
     }
@@ -83,7 +272,7 @@ async fn handshake(stream: TcpStream, acceptor: &TlsAcceptor) -> Option<tokio_ru
         refuse_plaintext(stream).await;
         return None;
     }
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+    match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => Some(tls),
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "TLS handshake failed");

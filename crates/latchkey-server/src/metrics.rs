@@ -221,6 +221,24 @@ pub static SIGNIN_FAILURES: LazyLock<Counters> = LazyLock::new(|| {
     )
 });
 
+/// Connections closed at once because their address held the most open already.
+pub static CONNECTIONS_REFUSED: LazyLock<Counters> = LazyLock::new(|| {
+    Counters::new(
+        "latchkey_connections_refused_total",
+        "Connections closed as soon as accepted, by the cap they were over (per_address).",
+        "cap",
+        &["per_address"],
+    )
+});
+
+/// Requests that took longer than the request timeout (answered 408).
+pub static REQUEST_TIMEOUTS: LazyLock<IntCounter> = LazyLock::new(|| {
+    registered(
+        IntCounter::new("latchkey_request_timeouts_total", "Requests answered 408 after the request timeout.")
+            .expect("valid"),
+    )
+});
+
 /// Requests refused by a rate limit, by what was over it.
 pub static RATE_LIMITED: LazyLock<Counters> = LazyLock::new(|| {
     Counters::new(
@@ -290,6 +308,8 @@ pub fn register_all() {
         LazyLock::force(&TOKEN_DURATION);
         LazyLock::force(&ERRORS);
         LazyLock::force(&SIGNIN_FAILURES);
+        LazyLock::force(&CONNECTIONS_REFUSED);
+        LazyLock::force(&REQUEST_TIMEOUTS);
         LazyLock::force(&RATE_LIMITED);
         LazyLock::force(&DPOP_NONCES);
         LazyLock::force(&REPLAY_RECORDS);

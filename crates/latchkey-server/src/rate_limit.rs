@@ -85,14 +85,22 @@ fn address_key(addr: IpAddr) -> u128 {
     }
 }
 
-/// An address as the limits count it, written out: an IPv4 address, or an IPv6 address's /64.
-pub fn address_group(addr: IpAddr) -> String {
+/// An address as the limits count it: an IPv4 address (also written IPv4-mapped), or an IPv6 address's /64.
+pub fn address_group_ip(addr: IpAddr) -> IpAddr {
     match addr {
-        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
-            format!("{}/64", std::net::Ipv6Addr::from(address_key(addr)))
-        }
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(|v4| v4.to_string()).unwrap_or_default(),
-        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(address_key(addr))),
+        },
+        IpAddr::V4(_) => addr,
+    }
+}
+
+/// [`address_group_ip`] written out: an IPv6 group with its `/64`.
+pub fn address_group(addr: IpAddr) -> String {
+    match address_group_ip(addr) {
+        IpAddr::V6(v6) => format!("{v6}/64"),
+        v4 => v4.to_string(),
     }
 }
 

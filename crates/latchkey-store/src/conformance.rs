@@ -99,7 +99,18 @@ fn grant_for(code: &AuthCode, at: UnixTime) -> Grant {
 
 /// Stores a code and redeems it into a grant.
 pub async fn issue(store: &dyn Store, client_id: &str, user_id: &str, limits: GrantLimits) -> Grant {
-    let c = code(client_id, user_id);
+    issue_scopes(store, client_id, user_id, limits, ScopeSet(0b11)).await
+}
+
+/// [`issue`], granting `scopes`.
+pub async fn issue_scopes(
+    store: &dyn Store,
+    client_id: &str,
+    user_id: &str,
+    limits: GrantLimits,
+    scopes: ScopeSet,
+) -> Grant {
+    let c = AuthCode { scopes, ..code(client_id, user_id) };
     store.insert_code(&c).await.expect("code");
     let g = grant_for(&c, T0);
     assert_eq!(store.redeem_code(&g, limits, T0).await.expect("redeem"), Redeemed::Issued);

@@ -88,6 +88,7 @@ fn data_api_reason(status: StatusCode) -> &'static str {
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupportedMediaType",
         StatusCode::URI_TOO_LONG => "uriTooLong",
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headersTooLarge",
+        StatusCode::REQUEST_TIMEOUT => "requestTimeout",
         _ => "badRequest",
     }
 }
@@ -97,8 +98,17 @@ fn heading(status: StatusCode) -> &'static str {
         StatusCode::NOT_FOUND => "Not found",
         StatusCode::METHOD_NOT_ALLOWED => "Not allowed",
         StatusCode::PAYLOAD_TOO_LARGE => "Too large",
+        StatusCode::REQUEST_TIMEOUT => "Too slow",
         _ => "That did not work",
     }
+}
+
+/// The answer to a request that took longer than `limit` (its body sent too slowly, or its handler stuck): 408,
+/// in the endpoint's format; the handler was dropped, so nothing it had not committed is kept.
+pub fn timed_out(surface: Surface, limit: std::time::Duration) -> Response {
+    crate::metrics::REQUEST_TIMEOUTS.inc();
+    let description = format!("The request took longer than {} seconds.", limit.as_secs());
+    surface.refuse(StatusCode::REQUEST_TIMEOUT, &description)
 }
 
 /// What a framework refusal says, by its status.

@@ -28,13 +28,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use paths::{APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 
 /// Every route of the service.
 pub fn router(state: AppState) -> Router {
     let limits = state.rate_limits.clone();
+    let request_timeout = state.config.connections.request();
     Router::new()
         .route(AUTHORIZE_PATH, get(authorize::authorize_get).post(authorize::authorize_post))
         .route("/signin", get(login::signin_get).post(login::signin_post))
@@ -69,7 +70,9 @@ pub fn router(state: AppState) -> Router {
         .route(paths::METRICS_PATH, get(metrics::metrics_get))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(refusal::BODY_LIMIT))
-        .layer(middleware::from_fn(move |request: Request, next: Next| log_request(limits.clone(), request, next)))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            log_request(limits.clone(), request_timeout, request, next)
+        }))
         .with_state(state)
 }
 
@@ -106,9 +109,9 @@ async fn not_found(uri: axum::http::Uri) -> Response {
 
 /// Logs method, path (never the query, which can carry tokens), status and latency, and a refusal's error code,
 /// description and client with the request's id (which its error page shows); counts the request in the metrics;
-/// refuses what the framework, the size limits or the address's rate limit refuse, in the endpoint's own format
-/// ([`refusal`]).
-async fn log_request(limits: Arc<RateLimits>, request: Request, next: Next) -> Response {
+/// refuses what the framework, the size limits or the address's rate limit refuse, and a request that takes longer
+/// than `timeout` (408: its handler is dropped), in the endpoint's own format ([`refusal`]).
+async fn log_request(limits: Arc<RateLimits>, timeout: Duration, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     // The route's series, found once (before the request moves on): no copy of the pattern is kept.
@@ -116,7 +119,10 @@ async fn log_request(limits: Arc<RateLimits>, request: Request, next: Next) -> R
     let started = Instant::now();
     let surface = refusal::Surface::of(&path);
     let mut response = match refusal::admit(request, surface, &limits).await {
-        Ok(request) => refusal::reword(surface, next.run(request).await),
+        Ok(request) => match tokio::time::timeout(timeout, next.run(request)).await {
+            Ok(response) => refusal::reword(surface, response),
+            Err(_) => refusal::timed_out(surface, timeout),
+        },
         Err(refused) => refused,
     };
     // Every response is served over HTTPS: browsers keep to it for a year; and no answer is sniffed into another

@@ -66,6 +66,7 @@ checks! {
     a_policy_change_revokes_what_it_no_longer_allows: by_ref,
     an_internal_project_keeps_only_its_members_grants: by_ref,
     account_changes_queue_sets_only_for_apps_with_access: by_ref,
+    an_email_subject_needs_the_email_scope: by_ref,
     deliveries_are_claimed_in_order_under_a_lease: by_ref,
     polls_acknowledge_and_verification_is_rate_limited: by_ref,
     concurrent_claims_never_share_a_delivery: shared,

@@ -1,13 +1,14 @@
 //! Shared Signals streams: which SETs an account change queues and for whom, and their delivery (claims under a
 //! lease, in order per subject, retries, polls, pause, disable, dead letters).
 
-use super::{fixture, issue, random_b64, T0};
+use super::{fixture, issue, issue_scopes, random_b64, T0};
 use crate::prelude::*;
 use crate::{DeliveryResult, DeliveryState, GrantLimits, StreamRecord};
 use latchkey_core::account::AccountChange;
 use latchkey_core::events::stream::{Status, POLL, PUSH};
 use latchkey_core::events::{types, SubjectFormat};
 use latchkey_core::refresh_token;
+use latchkey_core::scope::{Scope, ScopeSet};
 use latchkey_core::time::UnixTime;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -69,13 +70,37 @@ pub(super) async fn account_changes_queue_sets_only_for_apps_with_access(store: 
     assert_eq!(password_txns.len(), 1, "the SETs of one change share its txn");
     assert!(event_types(store, &other.stream_id).await.is_empty(), "another app hears nothing");
 
-    issue(store, &other_client, &user, GrantLimits::default()).await;
+    // The other app asked for the e-mail subject, and the account granted it the `email` scope.
+    let with_email = ScopeSet(0b11 | Scope::Email.set().0);
+    issue_scopes(store, &other_client, &user, GrantLimits::default(), with_email).await;
     let email = store.user(&user).await.expect("get").expect("user").email;
     store.change_account(&user, &AccountChange::Delete, T0.plus(5)).await.expect("delete");
     let purged = store.deliveries(&other.stream_id, 1).await.expect("deliveries").remove(0);
     assert_eq!((purged.event_type.as_str(), purged.subject.as_str()), (types::ACCOUNT_PURGED, email.as_str()));
     let last = event_types(store, &mine.stream_id).await.last().cloned();
     assert_eq!(last.as_deref(), Some(types::TOKEN_REVOKED), "access removed: the app hears no more of the account");
+}
+
+/// A stream that asks for the e-mail subject gets the address only of accounts that granted its app the `email`
+/// scope; of the others, `iss_sub`.
+pub(super) async fn an_email_subject_needs_the_email_scope(store: &dyn Store) {
+    let (client, user) = fixture(store).await;
+    let stream = StreamRecord { subject_format: SubjectFormat::Email, ..stream_of(&client) };
+    assert!(store.create_stream(&stream).await.expect("create"));
+    let grant = issue(store, &client, &user, GrantLimits::default()).await;
+    let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
+    store.change_account(&user, &password, T0.plus(1)).await.expect("password");
+    let sets = store.deliveries(&stream.stream_id, 100).await.expect("deliveries");
+    assert!(!sets.is_empty());
+    assert!(sets.iter().all(|d| d.subject_format == SubjectFormat::IssSub && d.subject == user), "no address");
+    store.revoke_grant(&grant.id, T0.plus(2)).await.expect("revoke");
+    issue_scopes(store, &client, &user, GrantLimits::default(), ScopeSet(0b1 | Scope::Email.set().0)).await;
+    store.change_account(&user, &password, T0.plus(3)).await.expect("password");
+    let email = store.user(&user).await.expect("get").expect("user").email;
+    let sets = store.deliveries(&stream.stream_id, 100).await.expect("deliveries");
+    let later: Vec<_> = sets.iter().filter(|d| d.created_at == T0.plus(3)).collect();
+    assert!(!later.is_empty());
+    assert!(later.iter().all(|d| d.subject_format == SubjectFormat::Email && d.subject == email), "{later:?}");
 }
 
 /// The worker's claims: due push deliveries only, the oldest pending one per subject, leased; a retry waits for

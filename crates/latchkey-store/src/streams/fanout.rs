@@ -7,6 +7,7 @@ use crate::{StoreError, StoreResult};
 use latchkey_core::account::EventKind;
 use latchkey_core::events::{self, stream, SubjectFormat};
 use latchkey_core::refresh_token;
+use latchkey_core::scope::Scope;
 use latchkey_core::time::UnixTime;
 
 static INSERT_EVENT: Sql = Sql::new(
@@ -15,9 +16,13 @@ static INSERT_EVENT: Sql = Sql::new(
 /// The streams that hear about an account: not disabled, of a client holding a grant of the account at `$4`
 /// (`DECISIONS.md`: "only apps holding a grant from the user hear about that user"; a grant this very change
 /// revoked counts, since its revocation is the news), and not leaving the account out. `$2` narrows them to one
-/// client when `$3` is false.
+/// client when `$3` is false. `email_grants` counts those of the grants that hold the `email` scope (`$5`, its bit):
+/// only they let the stream name the account by its address.
 static STREAMS_OF_ACCOUNT: Sql = Sql::new(
-    "SELECT s.stream_id, s.subject_format, s.events_requested, u.email FROM ssf_streams s JOIN users u ON u.id = $1 \
+    "SELECT s.stream_id, s.subject_format, s.events_requested, u.email, \
+     (SELECT COUNT(*) FROM grants e WHERE e.user_id = $1 AND e.client_id = s.client_id AND (e.scopes & $5) <> 0 \
+     AND (e.revoked_at IS NULL OR e.revoked_at = $4) AND (e.expires_at IS NULL OR e.expires_at > $4)) AS email_grants \
+     FROM ssf_streams s JOIN users u ON u.id = $1 \
      WHERE s.status <> 'disabled' AND (s.client_id = $2 OR $3) \
      AND EXISTS (SELECT 1 FROM grants g WHERE g.user_id = $1 AND g.client_id = s.client_id \
      AND (g.revoked_at IS NULL OR g.revoked_at = $4) AND (g.expires_at IS NULL OR g.expires_at > $4)) \
@@ -41,6 +46,20 @@ struct Listener {
     format: SubjectFormat,
     requested: Vec<String>,
     email: String,
+    /// Whether the account granted the stream's app the `email` scope.
+    email_granted: bool,
+}
+
+impl Listener {
+    /// The subject's format and value: the e-mail address only where the account granted the app the `email`
+    /// scope; `iss_sub` for a stream asking for `email` otherwise (`docs/events.md`).
+    fn subject<'a>(&'a self, user: &'a str) -> (SubjectFormat, &'a str) {
+        match self.format {
+            SubjectFormat::Email if self.email_granted => (SubjectFormat::Email, &self.email),
+            SubjectFormat::Email => (SubjectFormat::IssSub, user),
+            other => (other, user),
+        }
+    }
 }
 
 fn listener(r: &dyn StoreRow) -> StoreResult<Listener> {
@@ -51,6 +70,7 @@ fn listener(r: &dyn StoreRow) -> StoreResult<Listener> {
         requested: serde_json::from_str(&r.text("events_requested")?)
             .map_err(|e| StoreError::Other(format!("events_requested: {e}")))?,
         email: r.text("email")?,
+        email_granted: r.int("email_grants")? > 0,
     })
 }
 
@@ -70,7 +90,8 @@ pub(crate) async fn record(
         .scalar(&INSERT_EVENT, args![now, kind.as_str(), user, client])
         .await?
         .ok_or_else(|| StoreError::Other("no account event id".into()))?;
-    let args = args![user, client, client.is_none(), now];
+    let email_scope = i64::from(Scope::Email.set().0);
+    let args = args![user, client, client.is_none(), now, email_scope];
     let listeners = crate::db::rows(tx, &STREAMS_OF_ACCOUNT, args, listener).await?;
     if listeners.is_empty() {
         return Ok(());
@@ -85,15 +106,12 @@ pub(crate) async fn record(
     let txn = id.to_string();
     for l in &listeners {
         let delivered = stream::delivered(&l.requested);
-        let subject = match l.format {
-            SubjectFormat::Email => l.email.as_str(),
-            _ => user,
-        };
+        let (format, subject) = l.subject(user);
         for prefix in &prefixes {
             for e in events::set_events(kind, now, prefix.as_deref()) {
                 if delivered.contains(&e.event_type) {
                     let row =
-                        args![&l.stream_id, &txn, l.format.as_str(), subject, e.event_type, e.payload.to_string(), now];
+                        args![&l.stream_id, &txn, format.as_str(), subject, e.event_type, e.payload.to_string(), now];
                     tx.exec(&INSERT_SET, row).await?;
                 }
             }

@@ -75,9 +75,10 @@ impl TestReceiver {
         );
         let (tx, rx) = oneshot::channel();
         self.stop = Some(tx);
-        self.task = Some(tokio::spawn(latchkey_server::listener::serve(listener, tls, app, async {
-            let _ = rx.await;
-        })));
+        self.task =
+            Some(tokio::spawn(latchkey_server::listener::serve(listener, tls, app, Default::default(), async {
+                let _ = rx.await;
+            })));
     }
 
     /// Stops answering (connections are refused until [`TestReceiver::restart`]).

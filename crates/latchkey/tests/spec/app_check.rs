@@ -378,7 +378,13 @@ impl JwksHost {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let url = format!("https://127.0.0.1:{}/jwks", listener.local_addr().expect("addr").port());
-        tokio::spawn(latchkey_server::listener::serve(listener, tls, router, std::future::pending()));
+        tokio::spawn(latchkey_server::listener::serve(
+            listener,
+            tls,
+            router,
+            Default::default(),
+            std::future::pending(),
+        ));
         Self { url, ca_file: files.cert, keys, down, fetches, _dir: dir }
     }
 }

@@ -335,7 +335,11 @@ async fn a_poll_receiver_fetches_verified_sets_acknowledges_them_and_gets_each_o
     let server = TestServer::start().await;
     let app = server.app().await;
     server.user(ALICE).await;
-    granted(&server, &app, ALICE).await;
+    // Alice lets the app read her e-mail address, so the stream may name her by it.
+    let (scopes, pkce) = ([READONLY, "email"], Pkce::new());
+    let code =
+        server.browser().code(&server, &app, ALICE, &scopes, &scopes, &pkce, crate::login_consent::REDIRECT).await;
+    crate::login_consent::exchange(&server, &app, &code, &pkce).await;
     let ssf = Ssf::member_of(&server, &app, DANA).await;
     let body = json!({"aud": app.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}, "subject_format": "email"});
     let created = ssf.create(body).await;
@@ -366,4 +370,25 @@ async fn a_poll_receiver_fetches_verified_sets_acknowledges_them_and_gets_each_o
     assert_eq!(long["sets"].as_object().expect("sets").len(), 1, "the account-enabled event, waited for: {long}");
     let (status, v) = ssf.call("POST", &poll_url.replace(&server.base, ""), Some(json!({"ack": ["other.1"]}))).await;
     assert_eq!(status, 400, "a jti of another stream: {v}");
+}
+
+#[tokio::test]
+async fn a_stream_asking_for_email_subjects_gets_iss_sub_for_an_account_that_did_not_grant_the_email_scope() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    let alice = server.user(ALICE).await;
+    granted(&server, &app, ALICE).await;
+    let ssf = Ssf::member_of(&server, &app, DANA).await;
+    let body = json!({"aud": app.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}, "subject_format": "email"});
+    let created = ssf.create(body).await;
+    let poll_url = created["delivery"]["endpoint_url"].as_str().expect("poll url").to_owned();
+    admin::user_set_disabled(server.store(), ALICE, true, SystemClock.now()).await.expect("disable");
+    let http = std::sync::Arc::new(latchkey_client::ReqwestHttp::with_ca_file(Some(&ca(&server))).expect("http"));
+    let receiver = latchkey_client::events::SetReceiver::discover(&server.base, &app.client_id, http).await.expect("r");
+    let polled = receiver.poll(&poll_url, &ssf.key, &[], &[], 10).await.expect("poll");
+    assert_eq!(polled.sets.len(), 1);
+    let latchkey_client::events::Received::Event(e) = polled.sets[0].result.as_ref().expect("verified") else {
+        panic!("an event")
+    };
+    assert_eq!(e.subject, Subject::IssSub { iss: server.base.clone(), sub: alice }, "no address without consent");
 }

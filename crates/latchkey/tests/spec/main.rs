@@ -6,6 +6,7 @@ mod support;
 
 mod account_browser;
 mod browser;
+mod connections;
 mod console_browser;
 mod flow;
 mod interop_oauth2_rs;
