@@ -93,10 +93,12 @@ impl TokenError {
         let whose = match refused.by {
             crate::rate_limit::Subject::Address => "from this address",
             crate::rate_limit::Subject::Client => "for this client",
+            crate::rate_limit::Subject::ApiKey => "with this API key",
         };
         crate::metrics::RATE_LIMITED.inc(match refused.by {
             crate::rate_limit::Subject::Address => "address",
             crate::rate_limit::Subject::Client => "client",
+            crate::rate_limit::Subject::ApiKey => "api_key",
         });
         let secs = refused.retry_after_secs;
         let description = format!("Too many requests {whose}; retry after {secs} seconds.");
@@ -383,6 +385,8 @@ pub struct ConsoleApiError {
     error: &'static str,
     description: String,
     fields: Vec<latchkey_core::client::FieldError>,
+    /// Seconds before a retry, for a 429.
+    retry_after: Option<u64>,
 }
 
 impl ConsoleApiError {
@@ -393,6 +397,18 @@ impl ConsoleApiError {
             error: "unauthorized",
             description: "Send a console API key: Authorization: Bearer lk_...".into(),
             fields: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// 429: the API key is over its rate limit (or a stream already has a long poll waiting); retry after `secs`.
+    pub fn too_many(description: impl Into<String>, secs: u64) -> Self {
+        Self {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            error: "too_many_requests",
+            description: description.into(),
+            fields: Vec::new(),
+            retry_after: Some(secs),
         }
     }
 
@@ -403,7 +419,13 @@ impl ConsoleApiError {
 
     /// `invalid_request` with the status of a request that could not be read (400, or 413 for a body too large).
     pub fn unreadable(status: StatusCode, description: impl Into<String>) -> Self {
-        Self { status, error: "invalid_request", description: description.into(), fields: Vec::new() }
+        Self {
+            status,
+            error: "invalid_request",
+            description: description.into(),
+            fields: Vec::new(),
+            retry_after: None,
+        }
     }
 }
 
@@ -423,7 +445,7 @@ impl From<AdminError> for ConsoleApiError {
             AdminError::Fields(errors) => errors,
             _ => Vec::new(),
         };
-        Self { status, error, description, fields }
+        Self { status, error, description, fields, retry_after: None }
     }
 }
 
@@ -475,6 +497,9 @@ impl IntoResponse for ConsoleApiError {
         }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             h.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        }
+        if let Some(secs) = self.retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

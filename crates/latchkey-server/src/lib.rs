@@ -135,6 +135,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         clock,
         passwords: password::Gate::per_core(),
         last_used: Arc::default(),
+        long_polls: state::LongPolls::default(),
     };
     metrics::register_all();
     let app = routes::router(state.clone());

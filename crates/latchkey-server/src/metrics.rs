@@ -243,9 +243,10 @@ pub static REQUEST_TIMEOUTS: LazyLock<IntCounter> = LazyLock::new(|| {
 pub static RATE_LIMITED: LazyLock<Counters> = LazyLock::new(|| {
     Counters::new(
         "latchkey_rate_limited_total",
-        "Token and revocation requests refused with 429, by what was over its limit (address, client).",
+        "Requests refused with 429 by a rate limit, by what was over it (address, client: token and revocation \
+         requests; api_key: the console's JSON API and the Shared Signals endpoints).",
         "by",
-        &["address", "client"],
+        &["address", "client", "api_key"],
     )
 });
 

@@ -26,6 +26,7 @@ const NANOS_PER_MINUTE: u64 = 60_000_000_000;
 pub struct RateLimits {
     per_address: Option<Limit>,
     per_client: Option<Limit>,
+    per_api_key: Option<Limit>,
 }
 
 /// A request refused by a limit: when it may be sent again.
@@ -44,6 +45,8 @@ pub enum Subject {
     Address,
     /// Requests naming one client id.
     Client,
+    /// Requests with one console API key.
+    ApiKey,
 }
 
 impl RateLimits {
@@ -52,7 +55,14 @@ impl RateLimits {
         Self {
             per_address: Limit::per_minute(config.token_per_address),
             per_client: Limit::per_minute(config.token_per_client),
+            per_api_key: Limit::per_minute(config.api_per_key),
         }
+    }
+
+    /// Admits one more request with the console API key whose id is `key_id`, or refuses it.
+    pub fn admit_api_key(&self, key_id: &str) -> Result<(), Refused> {
+        let Some(limit) = &self.per_api_key else { return Ok(()) };
+        limit.admit(("api-key", key_id)).map_err(|wait| refused(wait, Subject::ApiKey))
     }
 
     /// Admits one more request from `addr`, or refuses it.
@@ -176,7 +186,7 @@ mod tests {
 
     #[test]
     fn refusals_round_up_to_whole_seconds_and_name_their_limit() {
-        let limits = RateLimits::new(&RateLimitsConfig { token_per_address: 1, token_per_client: 1 });
+        let limits = RateLimits::new(&RateLimitsConfig { token_per_address: 1, token_per_client: 1, api_per_key: 1 });
         let addr: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(limits.admit_address(addr), Ok(()));
         let refused = limits.admit_address(addr).unwrap_err();
@@ -184,6 +194,9 @@ mod tests {
         assert!((59..=60).contains(&refused.retry_after_secs), "{refused:?}");
         assert_eq!(limits.admit_client("app"), Ok(()));
         assert_eq!(limits.admit_client("app").unwrap_err().by, Subject::Client);
+        assert_eq!(limits.admit_api_key("k1"), Ok(()));
+        assert_eq!(limits.admit_api_key("k1").unwrap_err().by, Subject::ApiKey);
+        assert_eq!(limits.admit_api_key("k2"), Ok(()), "each key counts alone");
         let off = RateLimits::new(&RateLimitsConfig::OFF);
         assert!((0..1000).all(|_| off.admit_address(addr).is_ok() && off.admit_client("app").is_ok()));
     }

@@ -50,14 +50,15 @@ pub async fn api_key_revoke(store: &dyn Store, user: &str, id: &str) -> AdminRes
     Ok(ApiKeyRevoked { id: id.into(), revoked: true })
 }
 
+/// The id part of a presented key (`lk_<id>_<secret>`), when it has the form of one.
+pub fn key_id(presented: &str) -> Option<&str> {
+    let (id, _) = presented.strip_prefix(PREFIX)?.split_once('_')?;
+    (!id.is_empty() && id.len() <= 64).then_some(id)
+}
+
 /// The developer a presented key acts for: `None` for a malformed, unknown or wrong key, or a disabled account.
 pub async fn authenticate(store: &dyn Store, presented: &str, now: UnixTime) -> StoreResult<Option<User>> {
-    let Some((id, _)) = presented.strip_prefix(PREFIX).and_then(|rest| rest.split_once('_')) else {
-        return Ok(None);
-    };
-    if id.is_empty() || id.len() > 64 {
-        return Ok(None);
-    }
+    let Some(id) = key_id(presented) else { return Ok(None) };
     let Some(key) = store.api_key(id).await? else { return Ok(None) };
     if !secret::matches_hash(presented, &key.secret_hash) {
         return Ok(None);

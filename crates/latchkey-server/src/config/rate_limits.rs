@@ -12,11 +12,14 @@ pub struct RateLimitsConfig {
     pub token_per_address: u32,
     /// Requests a minute naming one client id, from anywhere. Default 60000.
     pub token_per_client: u32,
+    /// Requests a minute with one console API key, to the console's JSON API and the Shared Signals endpoints
+    /// (polls included). Default 600.
+    pub api_per_key: u32,
 }
 
 impl Default for RateLimitsConfig {
     fn default() -> Self {
-        Self { token_per_address: 600, token_per_client: 60_000 }
+        Self { token_per_address: 600, token_per_client: 60_000, api_per_key: 600 }
     }
 }
 
@@ -25,5 +28,5 @@ impl RateLimitsConfig {
     pub const ENV_PREFIX: &'static str = "LATCHKEY_RATE_LIMITS_";
 
     /// No limit at all (tests that send many requests from one loopback address).
-    pub const OFF: Self = Self { token_per_address: 0, token_per_client: 0 };
+    pub const OFF: Self = Self { token_per_address: 0, token_per_client: 0, api_per_key: 0 };
 }

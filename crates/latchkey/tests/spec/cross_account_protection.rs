@@ -17,13 +17,13 @@ use serde_json::{json, Value};
 const DANA: &str = "dana@example.com";
 
 /// A developer of the app's project calling the framework's endpoints with a console API key.
-struct Ssf<'s> {
+pub(crate) struct Ssf<'s> {
     server: &'s TestServer,
-    key: String,
+    pub(crate) key: String,
 }
 
 impl<'s> Ssf<'s> {
-    async fn member_of(server: &'s TestServer, app: &App, email: &str) -> Self {
+    pub(crate) async fn member_of(server: &'s TestServer, app: &App, email: &str) -> Self {
         server.user(email).await;
         let now = SystemClock.now();
         admin::members::member_add(server.store(), &Actor::Operator, &app.project_id, email, ProjectRole::Editor, now)
@@ -33,7 +33,7 @@ impl<'s> Ssf<'s> {
         Self { server, key }
     }
 
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
         let mut req = self.server.http().request(method, self.server.url(path)).bearer_auth(&self.key);
         if let Some(b) = body {
@@ -43,7 +43,7 @@ impl<'s> Ssf<'s> {
         (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
     }
 
-    async fn create(&self, body: Value) -> Value {
+    pub(crate) async fn create(&self, body: Value) -> Value {
         let (status, v) = self.call("POST", "/ssf/stream", Some(body)).await;
         assert_eq!(status, 201, "{v}");
         v

@@ -25,6 +25,7 @@ mod console;
 mod console_api;
 mod cross_account_protection;
 mod data_api;
+mod event_limits;
 mod login_consent;
 mod metadata;
 mod operations;

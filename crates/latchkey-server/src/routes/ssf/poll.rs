@@ -3,6 +3,7 @@
 
 use super::{bad, reply, streaming, Handled};
 use crate::admin::Right;
+use crate::error::ConsoleApiError;
 use crate::routes::console::api::{Body, Caller};
 use crate::state::AppState;
 use crate::transmitter::sign_set;
@@ -61,12 +62,23 @@ pub(super) async fn poll_post(
     }
     let max = body.max_events.unwrap_or(MAX_EVENTS).clamp(0, MAX_EVENTS);
     let store_error = crate::admin::AdminError::from;
-    // The acknowledgements and errors are recorded once; a long poll then only reads while it waits.
+    // The acknowledgements and errors are recorded once (a write only when there are some); a long poll then only
+    // reads while it waits.
     let now = state.clock.now();
-    let (mut sets, mut more) =
-        state.store.poll_deliveries(&stream_id, &ack, &errors, max, now).await.map_err(store_error)?;
-    // RFC 8936 §2.1: returnImmediately defaults to false (a long poll).
-    let wait = body.return_immediately != Some(true) && max > 0;
+    let (mut sets, mut more) = if ack.is_empty() && errors.is_empty() {
+        state.store.pollable(&stream_id, max).await
+    } else {
+        state.store.poll_deliveries(&stream_id, &ack, &errors, max, now).await
+    }
+    .map_err(store_error)?;
+    // RFC 8936 §2.1: returnImmediately defaults to false (a long poll), one at a time per stream.
+    let wait = body.return_immediately != Some(true) && max > 0 && sets.is_empty();
+    let _waiting = match wait {
+        true => Some(state.long_polls.enter(&stream_id).ok_or_else(|| {
+            ConsoleApiError::too_many("A long poll of this stream is already waiting: one at a time per stream.", 1)
+        })?),
+        false => None,
+    };
     let deadline = tokio::time::Instant::now() + LONG_POLL;
     while sets.is_empty() && wait && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(LONG_POLL_STEP).await;

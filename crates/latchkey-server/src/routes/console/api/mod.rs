@@ -170,6 +170,15 @@ impl FromRequestParts<AppState> for Caller {
             Some(user) => Self(user),
             None => return Err(ConsoleApiError::unauthenticated()),
         };
+        // A known key is counted against its own limit (an unknown one spends nothing of anyone's).
+        if let Err(refused) = state.rate_limits.admit_api_key(api_keys::key_id(key).unwrap_or_default()) {
+            crate::metrics::RATE_LIMITED.inc("api_key");
+            let secs = refused.retry_after_secs;
+            return Err(ConsoleApiError::too_many(
+                format!("Too many requests with this API key; retry after {secs} seconds."),
+                secs,
+            ));
+        }
         // A project or client the caller cannot see is not found before the request is read further (its query
         // or body): the operation then decides, with the right it needs, what the caller may do.
         if let Ok(params) = RawPathParams::from_request_parts(parts, state).await {
