@@ -10,8 +10,25 @@
 #   - the multi_instance tests (crates/latchkey/tests/multi_instance): `latchkey serve` processes on PostgreSQL;
 #   - the interop suite (tests/interop): authlib + Selenium + Chromium against the real binary;
 #   - the fuzz targets (fuzz/) are type-checked, not run (scripts/fuzz.sh runs them).
+#
+# Tests run under cargo-nextest (each test a process of its own, across test binaries at once), installed with
+# `cargo install --locked cargo-nextest` when the machine lacks it. Each stage prints how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+started=$SECONDS
+stage_started=$SECONDS
+stage_name=""
+# Ends the stage running (printing its time) and starts the next one.
+stage() {
+  if [ -n "$stage_name" ]; then
+    echo "-- $stage_name: $((SECONDS - stage_started)) s"
+  fi
+  stage_name="$1"
+  stage_started=$SECONDS
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
 
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -27,11 +44,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-echo "== format and lints"
+if ! cargo nextest --version >/dev/null 2>&1; then
+  stage "installing cargo-nextest"
+  cargo install --locked cargo-nextest
+fi
+
+stage "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
-echo "== the fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour)"
+stage "the fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour)"
 bash scripts/fuzz.sh --check
 
 # PostgreSQL: LATCHKEY_TEST_DATABASE_URL, else the local server when it is reachable. Tests make their own
@@ -52,15 +74,19 @@ else
   echo "== PostgreSQL is not reachable at $LATCHKEY_TEST_DATABASE_URL: its tests are reported as ignored"
 fi
 
-echo "== unit, store conformance and integration tests (backends: $backends)"
-cargo test --workspace --locked
+stage "unit, store conformance and integration tests (backends: $backends)"
+cargo nextest run --workspace --locked --no-fail-fast
+stage "documentation examples"
+cargo test --workspace --locked --doc
 
 if [ "$backends" != sqlite ]; then
-  echo "== the integration suite again, on PostgreSQL"
+  stage "the integration suite again, on PostgreSQL"
   # The multi_instance tests (their own binary) ran above: they are on PostgreSQL whatever the backend.
-  LATCHKEY_TEST_BACKEND=postgres cargo test --locked -p latchkey --test spec
+  LATCHKEY_TEST_BACKEND=postgres cargo nextest run --locked -p latchkey --test spec --no-fail-fast
 fi
 echo "backends: $backends"
 
-echo "== interop: standard client libraries against the real binary"
+stage "interop: standard client libraries against the real binary"
 LATCHKEY_BIN="$(pwd)/target/debug/latchkey" bash tests/interop/run.sh
+stage ""
+echo "== all stages: $((SECONDS - started)) s"
