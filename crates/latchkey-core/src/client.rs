@@ -101,6 +101,15 @@ pub const DAY: i64 = 86_400;
 pub const LAST_USED_GRANULARITY: i64 = 3600;
 
 impl Client {
+    /// Whether a request naming this client can only come from the client itself: App Check enforced at `now`
+    /// (the platform attests the app), or a browser extension whose ownership was verified (its redirect URI is the
+    /// browser's, for that extension alone). A loopback or custom-scheme redirect, or an issued secret, is no such
+    /// proof for an installed app (RFC 8252 §8.5, §8.6).
+    pub fn identity_assured(&self, now: UnixTime) -> bool {
+        self.app_check.effective(now) == crate::app_check_setting::AppCheckState::Enforced
+            || (self.client_type == ClientType::BrowserExtension && self.ownership_verified_at.is_some())
+    }
+
     /// When the client was last used, or created when it never was: unused clients are measured from here.
     pub fn last_activity(&self) -> UnixTime {
         self.last_used_at.unwrap_or(self.created_at).max(self.created_at)

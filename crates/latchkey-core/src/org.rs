@@ -6,9 +6,11 @@
 //!
 //! 1. **Audience**: an `internal` project's clients serve only the members of the project's organisation
 //!    (`org_internal`).
-//! 2. **Domain-wide delegation**: a client the member's organisation delegated may have, without a consent
-//!    page, any of the scopes listed for it; a request for any other data-API scope is refused
-//!    (`admin_policy_enforced`).
+//! 2. **Domain-wide delegation**: a client the member's organisation delegated may have any of the scopes listed
+//!    for it; a request for any other data-API scope is refused (`admin_policy_enforced`). It skips the consent
+//!    page only when its identity is assured (App Check enforced, an owner-verified extension, or a client of the
+//!    organisation's own projects: RFC 8252 §8.6); any other delegated client gets the all-or-none consent page,
+//!    since a native app's loopback redirect and secret prove nothing about who asks (RFC 8252 §8.5).
 //! 3. **App access**: the client's access in the member's organisation (its own listing, else *trusted* when it
 //!    is one of the organisation's own apps and internal apps are trusted, else the organisation's default)
 //!    gives the scopes it may have: *trusted* every one, *limited* the unrestricted ones, *specific* those
@@ -120,13 +122,17 @@ pub struct Membership {
     pub delegated: Option<ScopeSet>,
 }
 
-/// Where a client's project stands: its organisation and audience.
+/// Where a client's project stands: its organisation and audience; and whether the client's identity is assured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Placement<'a> {
     /// The project's organisation, if any.
     pub org_id: Option<&'a str>,
     /// Who the project's clients serve.
     pub audience: Audience,
+    /// Whether a request can only come from the client itself ([`crate::client::Client::identity_assured`]):
+    /// only then may a delegated client skip the consent page (RFC 8252 §8.6). A client of the member's own
+    /// organisation's projects counts as assured too (the organisation vouches for it).
+    pub identity_assured: bool,
 }
 
 /// How the account consents to an allowed request.
@@ -136,7 +142,7 @@ pub enum Consent {
     Granular,
     /// The consent page without checkboxes: Allow grants every requested scope, Deny none (a trusted app).
     AllOrNone,
-    /// No consent page: every requested scope is granted (a delegated app).
+    /// No consent page: every requested scope is granted (a delegated app whose identity is assured).
     Skip,
 }
 
@@ -203,8 +209,10 @@ pub fn decide(placement: Placement<'_>, member: Option<&Membership>, requested: 
     let Some(m) = member else { return Ok(Consent::Granular) };
     // 2. Domain-wide delegation.
     if let Some(delegated) = m.delegated {
+        let assured = placement.identity_assured || internal(m);
         return match outside(requested, ScopeSet(delegated.0 | IDENTITY.0)) {
-            ScopeSet::EMPTY => Ok(Consent::Skip),
+            ScopeSet::EMPTY if assured => Ok(Consent::Skip),
+            ScopeSet::EMPTY => Ok(Consent::AllOrNone),
             blocked => Err(Refusal::Policy { blocked }),
         };
     }

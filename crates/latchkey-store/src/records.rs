@@ -27,7 +27,7 @@ pub struct Project {
 impl Project {
     /// Where the project stands, for [`latchkey_core::org::decide`].
     pub fn placement(&self) -> Placement<'_> {
-        Placement { org_id: self.org_id.as_deref(), audience: self.audience }
+        Placement { org_id: self.org_id.as_deref(), audience: self.audience, identity_assured: false }
     }
 }
 

@@ -21,7 +21,7 @@ fn member(org: &str) -> Membership {
     }
 }
 
-const OUTSIDE: Placement<'static> = Placement { org_id: None, audience: Audience::External };
+const OUTSIDE: Placement<'static> = Placement { org_id: None, audience: Audience::External, identity_assured: false };
 
 #[test]
 fn an_account_outside_any_organisation_consents_scope_by_scope() {
@@ -30,11 +30,11 @@ fn an_account_outside_any_organisation_consents_scope_by_scope() {
 
 #[test]
 fn an_internal_project_serves_only_its_organisations_members() {
-    let internal = Placement { org_id: Some("o1"), audience: Audience::Internal };
+    let internal = Placement { org_id: Some("o1"), audience: Audience::Internal, ..OUTSIDE };
     assert_eq!(decide(internal, None, READ), Err(Refusal::OrgInternal));
     assert_eq!(decide(internal, Some(&member("o2")), READ), Err(Refusal::OrgInternal));
     assert_eq!(decide(internal, Some(&member("o1")), READ), Ok(Consent::Granular));
-    let external = Placement { org_id: Some("o1"), audience: Audience::External };
+    let external = Placement { org_id: Some("o1"), ..OUTSIDE };
     assert_eq!(decide(external, None, READ), Ok(Consent::Granular));
 }
 
@@ -68,7 +68,7 @@ fn a_trusted_app_has_restricted_scopes_all_or_none() {
 
 #[test]
 fn internal_apps_are_trusted_when_the_switch_is_on_unless_listed_otherwise() {
-    let own = Placement { org_id: Some("o1"), audience: Audience::External };
+    let own = Placement { org_id: Some("o1"), ..OUTSIDE };
     let m = Membership { restricted: UPLOAD, trust_internal: true, ..member("o1") };
     assert_eq!(decide(own, Some(&m), UPLOAD), Ok(Consent::AllOrNone));
     assert_eq!(decide(OUTSIDE, Some(&m), UPLOAD), Err(Refusal::Policy { blocked: UPLOAD }));
@@ -79,8 +79,20 @@ fn internal_apps_are_trusted_when_the_switch_is_on_unless_listed_otherwise() {
 #[test]
 fn a_delegated_app_skips_consent_within_its_scopes_and_is_refused_outside_them() {
     let m = Membership { restricted: UPLOAD, delegated: Some(UPLOAD), ..member("o1") };
-    assert_eq!(decide(OUTSIDE, Some(&m), both(UPLOAD, OPENID)), Ok(Consent::Skip));
+    let assured = Placement { identity_assured: true, ..OUTSIDE };
+    assert_eq!(decide(assured, Some(&m), both(UPLOAD, OPENID)), Ok(Consent::Skip));
+    assert_eq!(decide(assured, Some(&m), both(READ, UPLOAD)), Err(Refusal::Policy { blocked: READ }));
     assert_eq!(decide(OUTSIDE, Some(&m), both(READ, UPLOAD)), Err(Refusal::Policy { blocked: READ }));
+}
+
+#[test]
+fn a_delegated_app_whose_identity_is_not_assured_asks_all_or_none_unless_it_is_the_organisations_own() {
+    let m = Membership { delegated: Some(UPLOAD), ..member("o1") };
+    assert_eq!(decide(OUTSIDE, Some(&m), UPLOAD), Ok(Consent::AllOrNone), "any installed app could name it");
+    let own = Placement { org_id: Some("o1"), ..OUTSIDE };
+    assert_eq!(decide(own, Some(&m), UPLOAD), Ok(Consent::Skip), "the organisation's own project vouches for it");
+    let elsewhere = Placement { org_id: Some("o2"), ..OUTSIDE };
+    assert_eq!(decide(elsewhere, Some(&m), UPLOAD), Ok(Consent::AllOrNone));
 }
 
 #[test]

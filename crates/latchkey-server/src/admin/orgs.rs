@@ -165,9 +165,15 @@ pub async fn org_show(
 ) -> AdminResult<OrgDetail> {
     let org = org_admin(store, actor, org_id).await?;
     let mut apps = Vec::new();
+    let now = latchkey_core::time::Clock::now(&crate::clock::SystemClock);
     for a in store.org_apps(org_id).await? {
-        let name = store.client(&a.client_id).await?.map(|c| c.name);
-        apps.push(OrgAppView::of(&a, name, registry));
+        let client = store.client(&a.client_id).await?;
+        let mut assured = None;
+        if let (Some(c), true) = (&client, a.delegated.is_some()) {
+            let project_org = store.project(&c.project_id).await?.and_then(|p| p.org_id);
+            assured = views::assured_by(c, project_org.as_deref(), org_id, now);
+        }
+        apps.push(OrgAppView::of(&a, client.map(|c| c.name), assured, registry));
     }
     Ok(OrgDetail {
         org_id: org.id.clone(),

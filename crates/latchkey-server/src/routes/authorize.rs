@@ -52,7 +52,8 @@ impl Checked {
             Ok(m) => m,
             Err(e) => return Err(AuthorizeFailure::page(store_error(e), issuer).into_response()),
         };
-        let placement = Placement { org_id: self.org_id.as_deref(), audience: self.audience };
+        let identity_assured = self.client.identity_assured(state.clock.now());
+        let placement = Placement { org_id: self.org_id.as_deref(), audience: self.audience, identity_assured };
         match org::decide(placement, member.as_ref(), self.request.scopes) {
             Ok(consent) => Ok(consent),
             Err(refusal) => {

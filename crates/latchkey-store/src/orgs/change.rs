@@ -135,7 +135,9 @@ struct Candidate<I> {
 impl<I> Candidate<I> {
     /// Whether the policy as it stands now refuses it.
     fn refused(&self) -> bool {
-        let placement = Placement { org_id: self.project_org.as_deref(), audience: self.audience };
+        // Whether a grant is refused does not depend on the client's assured identity (only how consent is asked).
+        let placement =
+            Placement { org_id: self.project_org.as_deref(), audience: self.audience, identity_assured: false };
         org::decide(placement, self.member.as_ref(), self.scopes).is_err()
     }
 }

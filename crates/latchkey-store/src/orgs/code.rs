@@ -40,7 +40,8 @@ pub(super) fn insert_if_allowed<'t>(
         let (org_id, audience) =
             rows(tx, &PLACEMENT, args![project], placement_from_row).await?.pop().unwrap_or((None, Audience::Internal));
         let member = rows(tx, &MEMBER_POLICY, args![user, &code.client_id], membership_from_row).await?.pop().flatten();
-        let placement = Placement { org_id: org_id.as_deref(), audience };
+        // Whether a code is refused does not depend on the client's assured identity (only how consent is asked).
+        let placement = Placement { org_id: org_id.as_deref(), audience, identity_assured: false };
         if let Err(refusal) = org::decide(placement, member.as_ref(), code.scopes) {
             return Ok(Outcome::Discard(Err(refusal)));
         }

@@ -39,6 +39,10 @@ async fn organisation_policies_in_chromium_internal_restricted_trusted_delegated
         change(&server, &org, OrgChange::ScopeAccess { scopes: upload, restricted: true }).await;
         let readonly = server.running.state.scopes.parse(READONLY).expect("readonly");
         change(&server, &org, OrgChange::Delegate { client_id: sync.client_id.clone(), scopes: Some(readonly) }).await;
+        // The delegated app is one of the organisation's own projects': its identity is vouched for.
+        orgs::project_place(store, &Actor::Operator, &sync.project_id, to_org, Some(Audience::External), now)
+            .await
+            .expect("placed");
         let mut loopback = Loopback::bind().await;
         let redirect_uri = loopback.redirect_uri.clone();
         let url = |app: &App, scopes: &[&str], pkce: &Pkce, extra: &str| {

@@ -127,6 +127,11 @@ async fn a_delegated_app_skips_consent_for_its_scopes_and_is_refused_outside_the
     let app = server.app().await;
     server.user(CAROL).await;
     let org = corp(&server).await;
+    // The app is one of the organisation's own projects': its identity is vouched for.
+    let external = Some(Audience::External);
+    orgs::project_place(server.store(), &Actor::Operator, &app.project_id, Some(Some(&org)), external, NOW)
+        .await
+        .expect("placed");
     let delegated = Some(bits(&server, &[READONLY]));
     change(&server, &org, OrgChange::Delegate { client_id: app.client_id.clone(), scopes: delegated }).await;
     let (skipped, pkce, browser) = authorize(&server, &app, CAROL, &[READONLY, "openid"]).await;
@@ -138,6 +143,37 @@ async fn a_delegated_app_skips_consent_for_its_scopes_and_is_refused_outside_the
     assert!(silent.redirect_param("code").is_some(), "prompt=none needs no consent either: {}", silent.body);
     let (outside, ..) = authorize(&server, &app, CAROL, &[READONLY, UPLOAD]).await;
     assert_refused(&outside, "admin_policy_enforced");
+}
+
+#[tokio::test]
+async fn a_delegated_app_whose_identity_is_not_assured_gets_the_all_or_none_page_and_no_silent_code() {
+    let server = TestServer::start().await;
+    let app = server.app().await; // a desktop client of a project outside the organisation
+    server.user(CAROL).await;
+    let org = corp(&server).await;
+    let delegated = Some(bits(&server, &[READONLY]));
+    change(&server, &org, OrgChange::Delegate { client_id: app.client_id.clone(), scopes: delegated }).await;
+    let registry = &server.running.state.scopes;
+    let shown = orgs::org_show(server.store(), &Actor::Operator, &org, registry).await.expect("show");
+    assert_eq!((shown.apps[0].delegated_consent, shown.apps[0].assured_by), (Some("all_or_none"), None));
+    let (consent, pkce, browser) = authorize(&server, &app, CAROL, &[READONLY]).await;
+    assert_eq!(consent.status, 200, "a consent page, not a code: {}", consent.body);
+    assert!(consent.body.contains("all-or-none"), "all or none, no per-scope choice");
+    let silent = browser.get(&url_with(&server, &app, &[READONLY], &Pkce::new(), &[("prompt", "none")])).await;
+    assert_eq!(silent.redirect_param("error").as_deref(), Some("consent_required"), "{}", silent.body);
+    assert!(silent.redirect_param("code").is_none());
+    // Allow still grants what was delegated.
+    let done = browser.decide(&consent, &[], "allow").await;
+    let tokens = exchange(&server, &app, &done.redirect_param("code").expect("code"), &pkce).await;
+    assert_eq!(tokens.scope, READONLY);
+    // With App Check enforced, the platform vouches for the app: no page.
+    let mut client = server.store().client(&app.client_id).await.expect("get").expect("client");
+    client.app_check.state = latchkey_core::app_check_setting::AppCheckState::Enforced;
+    assert!(server.store().update_client(&client).await.expect("enforce"));
+    let shown = orgs::org_show(server.store(), &Actor::Operator, &org, registry).await.expect("show");
+    assert_eq!((shown.apps[0].delegated_consent, shown.apps[0].assured_by), (Some("none"), Some("app_check_enforced")));
+    let skipped = browser.get(&url_with(&server, &app, &[READONLY], &Pkce::new(), &[("prompt", "none")])).await;
+    assert!(skipped.redirect_param("code").is_some(), "{}", skipped.body);
 }
 
 #[tokio::test]

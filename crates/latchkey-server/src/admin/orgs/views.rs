@@ -1,7 +1,10 @@
 //! The typed results of the organisation operations: what the CLI prints and the JSON API sends.
 
+use latchkey_core::app_check_setting::AppCheckState;
+use latchkey_core::client::Client;
 use latchkey_core::org::AppAccess;
 use latchkey_core::scope::{ScopeRegistry, ScopeSet};
+use latchkey_core::time::UnixTime;
 use latchkey_store::{Org, OrgApp, OrgMember};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -112,17 +115,44 @@ pub struct OrgAppView {
     pub scopes: Vec<String>,
     /// The scopes it is delegated for every member (domain-wide delegation); absent when it is not.
     pub delegated_scopes: Option<Vec<String>>,
+    /// How a delegated app's members consent: `none` when its identity is assured (`app_check_enforced`,
+    /// `verified_extension`, `own_project`: see `assured_by`), else `all_or_none` (the consent page without
+    /// checkboxes: any installed app could name this client). Absent when it is not delegated.
+    pub delegated_consent: Option<&'static str>,
+    /// Why a delegated app skips the consent page (`app_check_enforced`, `verified_extension`, `own_project`).
+    pub assured_by: Option<&'static str>,
+}
+
+/// Why a client's identity is assured to an organisation, if it is: what lets a delegated client skip consent.
+pub fn assured_by(client: &Client, project_org: Option<&str>, org_id: &str, now: UnixTime) -> Option<&'static str> {
+    if project_org == Some(org_id) {
+        Some("own_project")
+    } else if client.app_check.effective(now) == AppCheckState::Enforced {
+        Some("app_check_enforced")
+    } else if client.identity_assured(now) {
+        Some("verified_extension")
+    } else {
+        None
+    }
 }
 
 impl OrgAppView {
-    /// A listing, with the client's name.
-    pub fn of(a: &OrgApp, client_name: Option<String>, registry: &ScopeRegistry) -> Self {
+    /// A listing, with the client's name and, for a delegated one, why its identity is assured (if it is).
+    pub fn of(
+        a: &OrgApp,
+        client_name: Option<String>,
+        assured_by: Option<&'static str>,
+        registry: &ScopeRegistry,
+    ) -> Self {
+        let delegated = a.delegated.is_some();
         Self {
             client_id: a.client_id.clone(),
             client_name,
             access: a.access.map(AppAccess::name),
             scopes: ids(registry, a.access.map_or(ScopeSet::EMPTY, AppAccess::scopes)),
             delegated_scopes: a.delegated.map(|d| ids(registry, d)),
+            delegated_consent: delegated.then_some(if assured_by.is_some() { "none" } else { "all_or_none" }),
+            assured_by: assured_by.filter(|_| delegated),
         }
     }
 }
