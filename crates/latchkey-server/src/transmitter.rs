@@ -24,6 +24,13 @@ use std::time::Duration;
 
 /// How many pushes an instance has in flight at most (each stream and subject has at most one).
 const IN_FLIGHT: usize = 64;
+/// How many of them one project's streams may hold: a project with many slow receivers leaves the rest to others.
+const PER_PROJECT: usize = IN_FLIGHT / 4;
+/// A receiver whose pushes failed this many times in a row (timeouts, refused connections, 5xx) is left alone for a
+/// while (its circuit opens): a minute, doubling with each further failure, up to an hour.
+const FAILURES_TO_OPEN: u32 = 3;
+const OPEN_FIRST_SECS: i64 = 60;
+const OPEN_MOST_SECS: i64 = 3600;
 /// A lease lasts twice the push timeout and this much more, so that a send in flight is never leased again
 /// meanwhile, and an instance killed mid-send holds its events only that long.
 const LEASE_MARGIN_SECS: i64 = 5;
@@ -43,6 +50,37 @@ pub struct Transmitter {
     clock: Arc<dyn latchkey_core::time::Clock>,
     /// Free places for pushes in flight.
     slots: Arc<tokio::sync::Semaphore>,
+    /// Pushes in flight per project, and each stream's circuit.
+    fairness: Arc<std::sync::Mutex<Fairness>>,
+}
+
+/// What keeps one tenant's receivers from holding everyone's pushes: pushes in flight per project, and the run of
+/// failures of each stream's receiver.
+#[derive(Default)]
+struct Fairness {
+    in_flight: HashMap<String, usize>,
+    failures: HashMap<String, (u32, UnixTime)>,
+}
+
+impl Fairness {
+    /// When the stream's circuit closes again, if it is open at `now`.
+    fn open_until(&self, stream_id: &str, now: UnixTime) -> Option<UnixTime> {
+        self.failures.get(stream_id).map(|(_, until)| *until).filter(|until| *until > now)
+    }
+
+    /// Notes a push's result for its stream's circuit.
+    fn note(&mut self, stream_id: &str, failed: bool, now: UnixTime) {
+        if !failed {
+            self.failures.remove(stream_id);
+            return;
+        }
+        let (n, until) = self.failures.entry(stream_id.to_owned()).or_insert((0, now));
+        *n += 1;
+        if *n >= FAILURES_TO_OPEN {
+            let doublings = (*n - FAILURES_TO_OPEN).min(6);
+            *until = now.plus((OPEN_FIRST_SECS << doublings).min(OPEN_MOST_SECS));
+        }
+    }
 }
 
 impl Transmitter {
@@ -58,7 +96,7 @@ impl Transmitter {
         let http =
             crate::outbound::push_client(config.push_ca_file.as_deref(), timeout, config.allow_insecure_loopback_push)?;
         let slots = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
-        Ok(Self { store, keys, issuer, http, config, clock, slots })
+        Ok(Self { store, keys, issuer, http, config, clock, slots, fairness: Arc::default() })
     }
 
     /// Runs until aborted: a pass every `events.worker_interval_ms` while events are pending (a read), the age
@@ -99,8 +137,10 @@ impl Transmitter {
         }
     }
 
-    /// One pass: leases as many due events as there are free places and starts their pushes, which go on
-    /// without it (a slow receiver holds only its own places, never the next pass). Returns how many it started.
+    /// One pass: leases as many due events as there are free places (the store hands them out in turns, project
+    /// by project) and starts their pushes, which go on without it (a slow receiver holds only its own places,
+    /// never the next pass). An event of a project holding its share of the places already, or of a receiver
+    /// whose circuit is open, is given back unsent. Returns how many it leased.
     pub async fn pass(&self) -> latchkey_store::StoreResult<usize> {
         let free = self.slots.available_permits();
         if free == 0 {
@@ -111,6 +151,8 @@ impl Transmitter {
         let lease = now.plus(2 * timeout + LEASE_MARGIN_SECS);
         let due = self.store.claim_deliveries(now, lease, i64::try_from(free).unwrap_or(1)).await?;
         let mut streams: HashMap<String, Option<Arc<StreamRecord>>> = HashMap::new();
+        let mut projects: HashMap<String, Option<String>> = HashMap::new();
+        let mut released = Vec::new();
         for d in &due {
             if !streams.contains_key(&d.stream_id) {
                 match self.store.stream(&d.stream_id).await {
@@ -125,18 +167,80 @@ impl Transmitter {
                 }
             }
             let Some(stream) = streams.get(&d.stream_id).cloned() else { continue };
-            let Ok(slot) = self.slots.clone().try_acquire_owned() else { break };
+            let project = match &stream {
+                Some(s) => self.project_of(&mut projects, &s.client_id).await,
+                None => None,
+            };
+            let admitted = {
+                let mut f = lock(&self.fairness);
+                if let Some(until) = f.open_until(&d.stream_id, now) {
+                    released.push((d.id, until));
+                    None
+                } else {
+                    let key = project.unwrap_or_default();
+                    let n = f.in_flight.entry(key.clone()).or_insert(0);
+                    if *n >= PER_PROJECT {
+                        released.push((d.id, now));
+                        None
+                    } else {
+                        *n += 1;
+                        Some(key)
+                    }
+                }
+            };
+            let Some(project) = admitted else { continue };
+            let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+                self.leave(&project);
+                released.push((d.id, now));
+                continue;
+            };
             let (this, d) = (self.clone(), d.clone());
             tokio::spawn(async move {
                 let result = match stream {
                     Some(s) => this.send(&s, &d).await,
                     None => DeliveryResult::Refused("the stream is gone".into()),
                 };
+                let failed = matches!(result, DeliveryResult::Retry { .. });
+                lock(&this.fairness).note(&d.stream_id, failed, this.clock.now());
                 this.record(&d, &result).await;
+                this.leave(&project);
                 drop(slot);
             });
         }
+        if !released.is_empty() {
+            // Not given back, they are sent once their lease runs out: nothing is lost.
+            if let Err(e) = self.store.release_deliveries(&released).await {
+                tracing::warn!(error = %e, "giving back security events not sent now");
+            }
+        }
         Ok(due.len())
+    }
+
+    /// The project of a stream's client (read once per pass and client; `None` once the client is gone).
+    async fn project_of(&self, known: &mut HashMap<String, Option<String>>, client_id: &str) -> Option<String> {
+        if let Some(p) = known.get(client_id) {
+            return p.clone();
+        }
+        let project = match self.store.client(client_id).await {
+            Ok(c) => c.map(|c| c.project_id),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading a stream's client for its project");
+                None
+            }
+        };
+        known.insert(client_id.to_owned(), project.clone());
+        project
+    }
+
+    /// A push of `project` ended.
+    fn leave(&self, project: &str) {
+        let mut f = lock(&self.fairness);
+        if let Some(n) = f.in_flight.get_mut(project) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                f.in_flight.remove(project);
+            }
+        }
     }
 
     async fn record(&self, d: &Delivery, result: &DeliveryResult) {
@@ -208,6 +312,11 @@ impl Transmitter {
     }
 }
 
+/// The fairness state, even if a thread panicked while holding it (counts and times, never half-changed).
+fn lock(f: &std::sync::Mutex<Fairness>) -> std::sync::MutexGuard<'_, Fairness> {
+    f.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The RFC 8935 error of a `400`: `{"err": ..., "description": ...}` (the body read up to 8 KiB).
 async fn rfc8935_error(mut r: reqwest::Response) -> Option<String> {
     let mut body = Vec::new();
@@ -252,4 +361,29 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Fairness, UnixTime};
+
+    #[test]
+    fn a_receiver_that_keeps_failing_is_left_alone_longer_each_time_and_a_success_closes_its_circuit() {
+        let mut f = Fairness::default();
+        let t = UnixTime(1_000);
+        f.note("s", true, t);
+        f.note("s", true, t);
+        assert_eq!(f.open_until("s", t), None, "two failures: still tried");
+        f.note("s", true, t);
+        assert_eq!(f.open_until("s", t), Some(t.plus(60)), "the third opens it for a minute");
+        f.note("s", true, t.plus(60));
+        assert_eq!(f.open_until("s", t.plus(60)), Some(t.plus(180)), "then two minutes");
+        for _ in 0..10 {
+            f.note("s", true, t);
+        }
+        assert_eq!(f.open_until("s", t), Some(t.plus(3600)), "an hour at most");
+        assert_eq!(f.open_until("other", t), None, "each stream alone");
+        f.note("s", false, t);
+        assert_eq!(f.open_until("s", t), None, "a delivery closes it");
+    }
 }

@@ -102,6 +102,10 @@ pub trait Streams: Send + Sync {
     async fn stream(&self, stream_id: &str) -> StoreResult<Option<StreamRecord>>;
     /// Every stream, by client.
     async fn streams(&self) -> StoreResult<Vec<StreamRecord>>;
+    /// The streams of the clients of the projects `user_id` is a member of, by client.
+    async fn streams_of_member(&self, user_id: &str) -> StoreResult<Vec<StreamRecord>>;
+    /// How many streams a project's clients have, and how many verification events they asked for since `since`.
+    async fn stream_usage(&self, project_id: &str, since: UnixTime) -> StoreResult<(i64, i64)>;
     /// Replaces a stream's settings; when its status changes, a stream-updated event is queued for it (before
     /// the events it holds), and a disabled stream's pending events are dropped. False when there is no such
     /// stream.
@@ -124,6 +128,10 @@ pub trait Streams: Send + Sync {
     /// Leases up to `limit` due push deliveries until `lease_until`, oldest first and only the oldest pending
     /// one of each stream and subject; another instance skips them until the lease ends.
     async fn claim_deliveries(&self, now: UnixTime, lease_until: UnixTime, limit: i64) -> StoreResult<Vec<Delivery>>;
+    /// Gives claimed deliveries back unsent (their attempt not counted), each due again at its time: those the
+    /// transmitter will not send now (a project over its share of the pushes in flight, a receiver whose circuit
+    /// is open).
+    async fn release_deliveries(&self, released: &[(i64, UnixTime)]) -> StoreResult<()>;
     /// Records what became of a claimed delivery.
     async fn finish_delivery(&self, id: i64, result: &DeliveryResult, now: UnixTime) -> StoreResult<()>;
     /// A poll (RFC 8936): acknowledges `ack`, records `errors` as final, and returns up to `max` pending events of
@@ -161,6 +169,20 @@ static BY_ID: Sql = Sql::new(
 static ALL: Sql = Sql::new(
     "SELECT stream_id, client_id, method, endpoint_url, push_auth, events_requested, subject_format, status, \
      reason, description, created_at, updated_at, verified_at FROM ssf_streams ORDER BY client_id",
+);
+static OF_MEMBER: Sql = Sql::new(
+    "SELECT s.stream_id, s.client_id, s.method, s.endpoint_url, s.push_auth, s.events_requested, s.subject_format, \
+     s.status, s.reason, s.description, s.created_at, s.updated_at, s.verified_at FROM ssf_streams s \
+     JOIN clients c ON c.client_id = s.client_id JOIN project_members m ON m.project_id = c.project_id \
+     WHERE m.user_id = $1 ORDER BY s.client_id",
+);
+/// `$3` the verification event's type.
+static USAGE: Sql = Sql::new(
+    "SELECT (SELECT COUNT(*) FROM ssf_streams s JOIN clients c ON c.client_id = s.client_id \
+     WHERE c.project_id = $1) AS streams, \
+     (SELECT COUNT(*) FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
+     JOIN clients c ON c.client_id = s.client_id WHERE c.project_id = $1 AND d.event_type = $3 \
+     AND d.created_at >= $2) AS verifications",
 );
 static STATUS_OF: Sql = Sql::new("SELECT status FROM ssf_streams WHERE stream_id = $1");
 /// The same values as [`INSERT`], `$11` the time of the change (a stream's client never changes).
@@ -283,6 +305,16 @@ impl<E: Engine> Streams for Db<E> {
         self.engine.all(&ALL, args![], stream_from_row).await
     }
 
+    async fn streams_of_member(&self, user_id: &str) -> StoreResult<Vec<StreamRecord>> {
+        self.engine.all(&OF_MEMBER, args![user_id], stream_from_row).await
+    }
+
+    async fn stream_usage(&self, project_id: &str, since: UnixTime) -> StoreResult<(i64, i64)> {
+        let kind = latchkey_core::events::types::VERIFICATION;
+        let usage = |r: &dyn crate::rows::StoreRow| Ok((r.int("streams")?, r.int("verifications")?));
+        Ok(self.engine.one(&USAGE, args![project_id, since, kind], usage).await?.unwrap_or((0, 0)))
+    }
+
     async fn update_stream(&self, stream: &StreamRecord, now: UnixTime) -> StoreResult<bool> {
         self.engine.unit(Durability::Durable, update, (stream.clone(), now)).await
     }
@@ -312,6 +344,10 @@ impl<E: Engine> Streams for Db<E> {
 
     async fn claim_deliveries(&self, now: UnixTime, lease_until: UnixTime, limit: i64) -> StoreResult<Vec<Delivery>> {
         self.engine.unit(Durability::Durable, delivery::claim, (now, lease_until, limit)).await
+    }
+
+    async fn release_deliveries(&self, released: &[(i64, UnixTime)]) -> StoreResult<()> {
+        self.engine.unit(Durability::Durable, delivery::release, released.to_vec()).await
     }
 
     async fn finish_delivery(&self, id: i64, result: &DeliveryResult, now: UnixTime) -> StoreResult<()> {

@@ -12,6 +12,13 @@ use latchkey_core::time::UnixTime;
 use latchkey_store::{KeyKind, Store, StoreError, StreamRecord};
 use serde::Serialize;
 
+/// The most streams the clients of one project may have (one per client): a quota on what one tenant can make
+/// the transmitter push to.
+pub const MAX_STREAMS_PER_PROJECT: i64 = 100;
+/// The most verification events one project's streams may ask for in an hour (each stream at most one per
+/// `events.min_verification_interval` too).
+pub const MAX_VERIFICATIONS_PER_HOUR: i64 = 120;
+
 /// What the stream operations need beside the store.
 #[derive(Clone, Copy)]
 pub struct Streaming<'a> {
@@ -162,6 +169,12 @@ impl Streaming<'_> {
         if settings.delivery.is_none() {
             return Err(AdminError::Invalid("delivery.method is required".into()));
         }
+        let (streams, _) = self.store.stream_usage(&client.project_id, now).await?;
+        if streams >= MAX_STREAMS_PER_PROJECT {
+            return Err(AdminError::Conflict(format!(
+                "the project's clients have {MAX_STREAMS_PER_PROJECT} streams, the most a project may have"
+            )));
+        }
         let mut s = StreamRecord::new(random_b64(16, &crate::clock::OsRandom), client.client_id, now);
         self.apply(&mut s, settings)?;
         keys::ensure_event_key(self.keys, self.store, now).await?;
@@ -178,15 +191,11 @@ impl Streaming<'_> {
 
     /// The streams the actor may see: every one for the operator, those of the developer's projects' clients.
     pub async fn list(&self, actor: &Actor) -> AdminResult<Vec<StreamView>> {
-        let mut visible = Vec::new();
-        for s in self.store.streams().await? {
-            match actor.client(self.store, ClientRef::id(&s.client_id), Right::View).await {
-                Ok(_) => visible.push(self.view(&s)),
-                Err(AdminError::NotFound(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(visible)
+        let streams = match actor {
+            Actor::Operator => self.store.streams().await?,
+            Actor::Developer(user) => self.store.streams_of_member(&user.id).await?,
+        };
+        Ok(streams.iter().map(|s| self.view(s)).collect())
     }
 
     /// Changes a stream's settings (PATCH: what is given; PUT: a full replacement, where what is not given
@@ -277,7 +286,16 @@ impl Streaming<'_> {
 
     /// Asks for a verification event carrying `state` (at most once per `min_verification_interval`).
     pub async fn verify(&self, actor: &Actor, stream_id: &str, state: Option<&str>, now: UnixTime) -> AdminResult<()> {
-        self.reach(actor, stream_id, Right::View).await?;
+        let stream = self.reach(actor, stream_id, Right::View).await?;
+        if let Some(client) = self.store.client(&stream.client_id).await? {
+            let (_, verifications) = self.store.stream_usage(&client.project_id, now.plus(-3600)).await?;
+            if verifications >= MAX_VERIFICATIONS_PER_HOUR {
+                return Err(AdminError::TooSoon(format!(
+                    "the project's streams asked for {MAX_VERIFICATIONS_PER_HOUR} verifications in the last hour, the \
+                     most a project may: retry later"
+                )));
+            }
+        }
         match self.store.request_verification(stream_id, state, now, self.min_verification_interval).await? {
             Ok(()) => Ok(()),
             Err(latchkey_store::VerifyRefused::NoStream) => Err(AdminError::NotFound(format!("stream {stream_id}"))),

@@ -151,6 +151,57 @@ pub(super) async fn deliveries_are_claimed_in_order_under_a_lease(store: &dyn St
     assert_eq!(latest.event_type, types::STREAM_UPDATED, "a disabled stream queues nothing more");
 }
 
+/// Another client of `client_id`'s project, with a push stream; its id.
+async fn sibling_stream(store: &dyn Store, client_id: &str) -> (String, StreamRecord) {
+    let mut c = store.client(client_id).await.expect("get").expect("client");
+    c.client_id = format!("c-{}", random_b64(9));
+    store.create_client(&c).await.expect("client");
+    let s = stream_of(&c.client_id);
+    assert!(store.create_stream(&s).await.expect("stream"));
+    (c.client_id, s)
+}
+
+/// Claims take turns: each project's first due delivery before any project's second, however many streams and
+/// subjects a project has and however old its deliveries are; a delivery given back is due again at its time, its
+/// attempt not counted.
+pub(super) async fn claims_take_turns_by_project_and_released_ones_come_back(store: &dyn Store) {
+    let (busy, user) = fixture(store).await;
+    let (other_user, busy_streams) = (super::another_user(store).await, {
+        let mut streams = Vec::new();
+        for _ in 0..3 {
+            let (client, s) = sibling_stream(store, &busy).await;
+            issue(store, &client, &user, GrantLimits::default()).await;
+            streams.push(s);
+        }
+        streams
+    });
+    for s in &busy_streams {
+        let client = s.client_id.clone();
+        issue(store, &client, &other_user, GrantLimits::default()).await;
+    }
+    let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
+    store.change_account(&user, &password, T0).await.expect("password");
+    store.change_account(&other_user, &password, T0).await.expect("password");
+    // The quiet project's one event comes last of all.
+    let (quiet, quiet_user) = fixture(store).await;
+    let quiet_stream = stream_of(&quiet);
+    assert!(store.create_stream(&quiet_stream).await.expect("stream"));
+    issue(store, &quiet, &quiet_user, GrantLimits::default()).await;
+    store.change_account(&quiet_user, &password, T0.plus(1)).await.expect("password");
+    let t = T0.plus(2);
+    let two = store.claim_deliveries(t, t.plus(30), 2).await.expect("claim");
+    let streams: HashSet<&str> = two.iter().map(|d| d.stream_id.as_str()).collect();
+    assert!(streams.contains(quiet_stream.stream_id.as_str()), "the quiet project's turn comes second: {two:?}");
+    // Given back, the busy project's delivery is due again at its time, its attempt not counted.
+    let busy_one = two.iter().find(|d| d.stream_id != quiet_stream.stream_id).expect("busy");
+    store.release_deliveries(&[(busy_one.id, t.plus(10))]).await.expect("release");
+    let rest = store.claim_deliveries(t.plus(9), t.plus(39), 100).await.expect("claim");
+    assert!(rest.iter().all(|d| d.id != busy_one.id), "not due before its time");
+    assert_eq!(rest.len(), 5, "every other stream and subject's oldest: {rest:?}");
+    let back = store.claim_deliveries(t.plus(10), t.plus(40), 100).await.expect("claim");
+    assert_eq!(back.iter().map(|d| (d.id, d.attempts)).collect::<Vec<_>>(), vec![(busy_one.id, 1)]);
+}
+
 /// A poll returns the pending SETs of its stream only, acknowledges by jti, records errors as final, and says
 /// whether more wait; a verification request is limited to one per interval.
 pub(super) async fn polls_acknowledge_and_verification_is_rate_limited(store: &dyn Store) {

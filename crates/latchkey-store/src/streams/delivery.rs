@@ -109,6 +109,7 @@ macro_rules! due {
         concat!(
             $select,
             " FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \
+             JOIN clients c ON c.client_id = s.client_id \
              WHERE d.state = 'pending' AND d.next_at <= $1 AND d.lease_until <= $1 \
              AND s.method = 'urn:ietf:rfc:8935' AND (s.status = 'enabled' OR d.subject_format = $2) \
              AND NOT EXISTS (SELECT 1 FROM set_deliveries e WHERE e.stream_id = d.stream_id \
@@ -120,13 +121,24 @@ macro_rules! due {
 
 /// One push delivery due now, if any: the worker's read before it leases.
 pub(super) static ANY_DUE: Sql = Sql::new(due!("SELECT CAST(1 AS BIGINT) AS one", "LIMIT 1"));
-/// Due push deliveries, oldest first, only the oldest pending one per stream and subject; leased here.
+/// Due push deliveries, only the oldest pending one per stream and subject, taken in turns: each project's first
+/// before any project's second (within a project, each stream's first before any stream's second), then oldest
+/// first; leased here. So one project's many streams cannot fill the places in flight ahead of another project's
+/// one event. (A lease taken meanwhile by another instance is seen by the outer `lease_until` check, which each
+/// engine evaluates on the row as it is when it is updated.)
 static CLAIM: Sql = Sql::new(concat!(
-    "UPDATE set_deliveries SET lease_until = $3, attempts = attempts + 1 WHERE id IN (",
-    due!("SELECT d.id", "ORDER BY d.id LIMIT $4 {pg: FOR UPDATE OF d SKIP LOCKED}"),
-    ") AND lease_until <= $1 RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, \
-     created_at, state, attempts, last_error, done_at"
+    "UPDATE set_deliveries SET lease_until = $3, attempts = attempts + 1 WHERE id IN (\
+     SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY stream_turn, id) AS turn \
+     FROM (",
+    due!("SELECT d.id, c.project_id, ROW_NUMBER() OVER (PARTITION BY d.stream_id ORDER BY d.id) AS stream_turn", ""),
+    ") streams_due) projects_due ORDER BY turn, id LIMIT $4) AND lease_until <= $1 \
+     RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
+     last_error, done_at"
 ));
+/// Gives a claimed delivery back unsent, due again at `$2` (its attempt not counted).
+static RELEASE: Sql = Sql::new(
+    "UPDATE set_deliveries SET lease_until = 0, next_at = $2, attempts = attempts - 1 WHERE id = $1 AND state = 'pending'",
+);
 static DELIVERED: Sql = Sql::new(
     "UPDATE set_deliveries SET state = 'delivered', done_at = $2, lease_until = 0, last_error = NULL \
      WHERE id = $1 AND state = 'pending'",
@@ -197,6 +209,19 @@ pub(super) fn claim<'t>(
         let mut claimed = rows(tx, &CLAIM, args![*now, opaque, *until, *limit], from_row).await?;
         claimed.sort_by_key(|d| d.id);
         Ok(Outcome::Keep(claimed))
+    })
+}
+
+/// Gives claimed deliveries back unsent, each due again at its time.
+pub(super) fn release<'t>(
+    tx: &'t mut dyn Tx,
+    released: &'t Vec<(i64, UnixTime)>,
+) -> BoxFuture<'t, StoreResult<Outcome<()>>> {
+    Box::pin(async move {
+        for (id, due) in released {
+            tx.exec(&RELEASE, args![*id, *due]).await?;
+        }
+        Ok(Outcome::Keep(()))
     })
 }
 

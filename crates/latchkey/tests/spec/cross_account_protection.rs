@@ -51,7 +51,7 @@ impl<'s> Ssf<'s> {
 }
 
 /// A server that trusts a receiver certificate made in `receiver_dir` and looks for due events often.
-async fn server_for(receiver_dir: &std::path::Path) -> TestServer {
+pub(crate) async fn server_for(receiver_dir: &std::path::Path) -> TestServer {
     let cert = latchkey_server::tls::ensure_local_certificate(receiver_dir).expect("receiver cert").cert;
     TestServer::start_with(|c| {
         c.events.push_ca_file = Some(cert);
@@ -62,7 +62,7 @@ async fn server_for(receiver_dir: &std::path::Path) -> TestServer {
     .await
 }
 
-fn ca(server: &TestServer) -> std::path::PathBuf {
+pub(crate) fn ca(server: &TestServer) -> std::path::PathBuf {
     server.running.cert_path.clone()
 }
 

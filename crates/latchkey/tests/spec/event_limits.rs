@@ -51,3 +51,110 @@ async fn an_api_key_over_its_rate_limit_gets_429_with_retry_after() {
     let r = server.http().get(server.url("/ssf/stream")).bearer_auth("lk_nobody_secret").send().await.expect("get");
     assert_eq!(r.status(), 401);
 }
+
+/// A receiver that accepts connections and never answers: each push to it waits for the push timeout.
+async fn hanging_receiver() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            held.push(conn);
+        }
+    });
+    (format!("https://127.0.0.1:{port}"), task)
+}
+
+#[tokio::test]
+async fn another_projects_event_is_delivered_within_seconds_beside_two_hundred_hanging_receivers() {
+    let receiver_dir = tempfile::tempdir().expect("dir");
+    let server = crate::cross_account_protection::server_for(receiver_dir.path()).await;
+    let store = server.store();
+    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let (busy, quiet) = (server.app().await, server.app().await);
+    // Another project's app, whose receiver answers (its stream made through the API, which makes the event key).
+    let receiver = crate::set_receiver::TestReceiver::start(
+        &server.base,
+        &quiet.client_id,
+        &crate::cross_account_protection::ca(&server),
+        receiver_dir.path(),
+    )
+    .await;
+    let ssf = Ssf::member_of(&server, &quiet, DANA).await;
+    let created = ssf
+        .create(
+            json!({"aud": quiet.client_id, "delivery": {"method": "urn:ietf:rfc:8935", "endpoint_url": receiver.url}}),
+        )
+        .await;
+    let quiet_stream = created["stream_id"].as_str().expect("stream id").to_owned();
+    // One project with 200 clients, each with a push stream to a receiver that never answers, and an event each.
+    let (hanging, _task) = hanging_receiver().await;
+    let template = store.client(&busy.client_id).await.expect("get").expect("client");
+    for i in 0..200 {
+        let client = latchkey_core::client::Client { client_id: format!("{}-{i}", busy.client_id), ..template.clone() };
+        store.create_client(&client).await.expect("client");
+        let stream = latchkey_store::StreamRecord {
+            method: latchkey_core::events::stream::PUSH.into(),
+            endpoint_url: Some(format!("{hanging}/events/{i}")),
+            ..latchkey_store::StreamRecord::new(format!("slow-{i}"), client.client_id.clone(), now)
+        };
+        assert!(store.create_stream(&stream).await.expect("stream"));
+        store.request_verification(&stream.stream_id, None, now, 0).await.expect("verify").expect("queued");
+    }
+    // Let the busy project's pushes take their places first; then the other app asks for its verification event.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    store.request_verification(&quiet_stream, Some("hello"), now, 0).await.expect("verify").expect("queued");
+    let asked = std::time::Instant::now();
+    // Without turns by project, the 64 places would be held by hanging pushes for the push timeout (10 s) several
+    // times over before this event's turn.
+    let arrived = tokio::time::timeout(std::time::Duration::from_secs(8), async {
+        loop {
+            let hello = |e: &latchkey_client::events::SecurityEvent| {
+                matches!(&e.event, latchkey_client::events::Event::Verification(v) if v.state.as_deref() == Some("hello"))
+            };
+            if receiver.seen.lock().expect("seen").events.iter().any(hello) {
+                return asked.elapsed();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let took = arrived.expect("the other project's event arrived while the hanging pushes waited");
+    println!("the other project's event arrived after {took:?}, beside 200 hanging receivers");
+}
+
+#[tokio::test]
+async fn a_project_has_at_most_a_hundred_streams_and_a_hundred_and_twenty_verifications_an_hour() {
+    let server = TestServer::start().await;
+    let store = server.store();
+    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let app = server.app().await;
+    let ssf = Ssf::member_of(&server, &app, DANA).await;
+    let first = ssf.create(json!({"aud": app.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}})).await;
+    let first = first["stream_id"].as_str().expect("stream id").to_owned();
+    let template = store.client(&app.client_id).await.expect("get").expect("client");
+    for i in 1..100 {
+        let client = latchkey_core::client::Client { client_id: format!("{}-{i}", app.client_id), ..template.clone() };
+        store.create_client(&client).await.expect("client");
+        let stream = latchkey_store::StreamRecord::new(format!("s-{i}"), client.client_id.clone(), now);
+        assert!(store.create_stream(&stream).await.expect("stream"));
+    }
+    let last = latchkey_core::client::Client { client_id: format!("{}-last", app.client_id), ..template.clone() };
+    store.create_client(&last).await.expect("client");
+    let (status, v) = ssf
+        .call("POST", "/ssf/stream", Some(json!({"aud": last.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}})))
+        .await;
+    assert_eq!((status, v["error"].as_str()), (409, Some("conflict")), "the 101st stream: {v}");
+    // Verifications: 120 an hour for the project's streams together.
+    for i in 1..=120 {
+        store.request_verification(&format!("s-{}", i % 99 + 1), None, now, 0).await.expect("verify").expect("queued");
+    }
+    let (status, v) = ssf.call("POST", "/ssf/verify", Some(json!({"stream_id": first}))).await;
+    assert_eq!((status, v["error"].as_str()), (429, Some("too_many_requests")), "{v}");
+    // Another project's stream is not held back.
+    let other = server.app().await;
+    let theirs = Ssf::member_of(&server, &other, "erin@example.com").await;
+    let made = theirs.create(json!({"aud": other.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}})).await;
+    let (status, v) = theirs.call("POST", "/ssf/verify", Some(json!({"stream_id": made["stream_id"]}))).await;
+    assert_eq!(status, 204, "{v}");
+}
