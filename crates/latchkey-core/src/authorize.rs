@@ -49,6 +49,7 @@ known_params!(
     response_mode,
     hd,
     authuser,
+    max_age,
 );
 
 /// The raw query of an authorization request, one value per known parameter.
@@ -85,6 +86,8 @@ pub struct AuthorizeParams {
     /// The signed-in account of this browser to continue as (a user id): set by the account chooser and after
     /// signing in, never needed from an app. An account not signed in here is refused with an error page.
     pub authuser: Option<String>,
+    /// OpenID Connect `max_age`: the most seconds since the account last signed in; older, it signs in again.
+    pub max_age: Option<String>,
     /// The first known parameter that was sent more than once.
     pub duplicate: Option<&'static str>,
 }
@@ -136,6 +139,8 @@ pub struct ValidRequest {
     pub nonce: Option<String>,
     /// What `prompt` asked for.
     pub prompt: Prompt,
+    /// `max_age`, in seconds.
+    pub max_age: Option<i64>,
 }
 
 /// A failed check, with where its answer goes.
@@ -213,6 +218,13 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
     if !matches!(params.response_mode.as_deref(), None | Some("query")) {
         return Err(back(OAuthError::invalid_request("Unsupported response_mode: responses travel in the query.")));
     }
+    let max_age = match params.max_age.as_deref().filter(|v| !v.is_empty()) {
+        None => None,
+        Some(v) => match v.parse::<u32>() {
+            Ok(secs) => Some(i64::from(secs)),
+            Err(_) => return Err(back(OAuthError::invalid_request("max_age is a number of seconds."))),
+        },
+    };
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
     let scope = params.scope.as_deref().unwrap_or("");
     if scope.trim().is_empty() {
@@ -247,6 +259,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         login_hint: params.login_hint.clone().filter(|h| !h.is_empty()),
         nonce: params.nonce.clone(),
         prompt,
+        max_age,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod client_secrets;
 pub mod content_owners;
 pub mod members;
 pub mod orgs;
+pub mod quotas;
 pub mod results;
 pub mod service_account_keys;
 pub mod service_accounts;
@@ -136,6 +137,9 @@ fn foreign_fields(t: ClientType, given: &[(&'static str, bool)]) -> Vec<FieldErr
 /// Creates a client; the secret is shown this once. A type-specific field of another type is refused.
 pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now: UnixTime) -> AdminResult<ClientView> {
     actor.project(store, &new.project_id, Right::Edit).await?;
+    if store.clients(Some(&new.project_id)).await?.len() >= quotas::CLIENTS_PER_PROJECT {
+        return Err(quotas::reached("OAuth clients in the project", quotas::CLIENTS_PER_PROJECT));
+    }
     let d = &new.details;
     let foreign = foreign_fields(
         new.client_type,

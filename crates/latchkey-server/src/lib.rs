@@ -137,6 +137,12 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         last_used: Arc::default(),
         long_polls: state::LongPolls::default(),
     };
+    if state.config.events.allow_insecure_loopback_push {
+        tracing::warn!(
+            "events.allow_insecure_loopback_push is on: security events may be pushed to this machine's loopback \
+             addresses, over http:// too. For tests and local development only"
+        );
+    }
     metrics::register_all();
     let app = routes::router(state.clone());
     let (tx, rx) = oneshot::channel::<()>();

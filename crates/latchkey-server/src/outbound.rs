@@ -16,10 +16,11 @@ pub fn client(ca_file: Option<&Path>, timeout: Duration, purpose: &str) -> anyho
 /// The push receivers' client: [`client`]'s rules (but `http://` to a loopback receiver, which the push URL check
 /// allows only with the operator's setting), and names resolved only to addresses latchkey may push to
 /// (`latchkey_core::events::stream::may_receive`): a receiver's host name that resolves to a private network is
-/// refused when the connection is made, not only an IP literal when the stream is set.
+/// refused when the connection is made, not only an IP literal when the stream is set. It never goes through a proxy
+/// (`HTTPS_PROXY` in the environment is ignored): a proxy would resolve the receiver's name itself, past that check.
 pub fn push_client(ca_file: Option<&Path>, timeout: Duration, allow_loopback: bool) -> anyhow::Result<reqwest::Client> {
     let resolver = Arc::new(PublicOnly { allow_loopback });
-    Ok(builder(ca_file, false, timeout, "security events")?.dns_resolver(resolver).build()?)
+    Ok(builder(ca_file, false, timeout, "security events")?.no_proxy().dns_resolver(resolver).build()?)
 }
 
 /// A resolver that keeps only the addresses a push may go to.

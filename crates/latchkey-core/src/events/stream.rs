@@ -105,26 +105,59 @@ pub fn may_receive(ip: IpAddr, allow_loopback: bool) -> bool {
     }
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             !(v4.is_private()
                 || v4.is_link_local()
                 || v4.is_unspecified()
                 || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_multicast()
                 || (a == 100 && b & 0xc0 == 64)
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 192 && b == 88 && c == 99)
+                || (a == 198 && b & 0xfe == 18)
                 || a == 0
                 || a >= 240)
         }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => may_receive(IpAddr::V4(v4), allow_loopback),
-            None => {
-                let first = v6.segments()[0];
-                !(v6.is_unspecified()
-                    || first & 0xfe00 == 0xfc00
-                    || first & 0xffc0 == 0xfe80
-                    || first & 0xffc0 == 0xfec0)
+        IpAddr::V6(v6) => {
+            // An IPv4 address carried inside an IPv6 one (mapped, IPv4-compatible, NAT64, 6to4) is judged as
+            // that IPv4 address: NAT64 in particular reaches the IPv4 network from an IPv6-only host.
+            if let Some(v4) = embedded_ipv4(v6) {
+                return may_receive(IpAddr::V4(v4), allow_loopback);
             }
-        },
+            let s = v6.segments();
+            !(v6.is_unspecified()
+                || v6.is_multicast()
+                || s[0] & 0xfe00 == 0xfc00
+                || s[0] & 0xffc0 == 0xfe80
+                || s[0] & 0xffc0 == 0xfec0
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0)) // discard
+        }
     }
+}
+
+/// The IPv4 address inside an IPv6 one: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64
+/// (`64:ff9b::/96`, `64:ff9b:1::/48`) or 6to4 (`2002:aabb:ccdd::/48`).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let o = v6.octets();
+    let tail = std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(tail);
+    }
+    let nat64 = s[0] == 0x64 && s[1] == 0xff9b;
+    if nat64 && (s[2..6] == [0; 4] || s[2] == 1) {
+        return Some(tail);
+    }
+    if s[0] == 0x2002 {
+        return Some(std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5]));
+    }
+    None
 }
 
 /// Checks the `Authorization` header value a receiver gives for its pushes: visible ASCII and spaces, at most
@@ -192,6 +225,30 @@ mod tests {
         assert!(may_receive("93.184.215.14".parse().unwrap(), false));
         assert!(!may_receive("10.0.0.8".parse().unwrap(), true));
         assert!(!may_receive("::1".parse().unwrap(), false) && may_receive("::1".parse().unwrap(), true));
+    }
+
+    #[test]
+    fn special_purpose_ranges_and_ipv4_carried_in_ipv6_are_judged_as_what_they_reach() {
+        for internal in [
+            "64:ff9b::a9fe:a9fe", // NAT64 to 169.254.169.254
+            "64:ff9b:1::a00:1",   // local-use NAT64 to 10.0.0.1
+            "::a9fe:a9fe",        // IPv4-compatible
+            "2002:a00:1::1",      // 6to4 of 10.0.0.1
+            "2001::1",            // Teredo
+            "ff02::1",            // multicast
+            "100::1",             // discard
+            "2001:db8::1",        // documentation
+            "198.18.0.1",
+            "192.0.0.8",
+            "192.88.99.1",
+            "224.0.0.1",
+            "203.0.113.5",
+        ] {
+            assert!(!may_receive(internal.parse().unwrap(), false), "{internal}");
+        }
+        for public in ["64:ff9b::808:808", "2002:808:808::1", "2606:4700::1111", "1.1.1.1"] {
+            assert!(may_receive(public.parse().unwrap(), false), "{public}");
+        }
     }
 
     #[test]

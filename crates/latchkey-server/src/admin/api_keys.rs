@@ -20,6 +20,9 @@ pub async fn api_key_create(store: &dyn Store, user: &str, name: &str, now: Unix
         let message = "Give the key a name of 1 to 100 characters, to recognise it by.".to_owned();
         return Err(AdminError::Fields(vec![FieldError { field: "name", message }]));
     }
+    if store.api_keys_of(&user.id).await?.len() >= super::quotas::API_KEYS_PER_DEVELOPER {
+        return Err(super::quotas::reached("API keys", super::quotas::API_KEYS_PER_DEVELOPER));
+    }
     let id = random_id(16);
     let key = Secret::new(format!("{PREFIX}{id}_{}", secret::random_b64(32, &OsRandom)));
     let stored = ApiKey {

@@ -46,6 +46,12 @@ pub async fn project_create(
             None => AdminError::Invalid(message),
         });
     }
+    if let (Actor::Developer(user), Some(_)) = (actor, &owner_id) {
+        let owned = store.projects_of(&user.id).await?.iter().filter(|(_, r)| *r == ProjectRole::Owner).count();
+        if owned >= super::quotas::PROJECTS_PER_DEVELOPER {
+            return Err(super::quotas::reached("projects you own", super::quotas::PROJECTS_PER_DEVELOPER));
+        }
+    }
     let id = format!("project-{}", random_id(10));
     store
         .create_project(&Project {

@@ -298,6 +298,11 @@ pub async fn project_place(
     let org_id = match org {
         Some(Some(o)) => {
             org_admin(store, actor, o).await?;
+            // Placing a project into an organisation hands its placement and audience to that organisation's
+            // administrators: its owners' decision, not an editor's (who may administer the organisation).
+            if access.project.org_id.as_deref() != Some(o) {
+                actor.project(store, project_id, Right::ManageMembers).await?;
+            }
             Some(o.to_owned())
         }
         Some(None) => None,

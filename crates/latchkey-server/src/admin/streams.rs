@@ -113,10 +113,12 @@ impl Streaming<'_> {
         }
     }
 
-    /// Applies settings to a record: the push URL checked, the push authorization encrypted.
+    /// Applies settings to a record: the push URL checked, the push authorization encrypted (and dropped when the
+    /// push URL moves to another origin without a new one).
     fn apply(&self, s: &mut StreamRecord, settings: StreamSettings) -> AdminResult<()> {
         if let Some(delivery) = settings.delivery {
             let was_push = s.method == PUSH;
+            let old_origin = s.endpoint_url.as_deref().and_then(origin);
             s.method = delivery.method().to_owned();
             (s.endpoint_url, s.push_auth) = match delivery {
                 Delivery::Poll => (None, None),
@@ -133,8 +135,12 @@ impl Streaming<'_> {
                                     .map_err(StoreError::from)?,
                             )
                         }
-                        // Never shown back, so a configuration sent back as it was read does not carry it: kept.
-                        None if was_push => s.push_auth.take(),
+                        // Never shown back, so a configuration sent back as it was read does not carry it: kept,
+                        // but only for the same receiver. A new origin must be given its own: the stored value is
+                        // the old receiver's secret, and is never sent anywhere else.
+                        None if was_push && old_origin.is_some() && old_origin == origin(&endpoint_url) => {
+                            s.push_auth.take()
+                        }
                         None => None,
                     };
                     (Some(endpoint_url), sealed)
@@ -321,4 +327,10 @@ fn malformed() -> AdminError {
     AdminError::Invalid(
         "subject must be {\"format\":\"iss_sub\",\"iss\",\"sub\"} or {\"format\":\"email\",\"email\"}".into(),
     )
+}
+
+/// A push URL's origin (scheme, host and port), to tell whether a change of URL keeps the same receiver.
+fn origin(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    Some(format!("{}://{}:{}", u.scheme(), u.host_str()?, u.port_or_known_default()?))
 }

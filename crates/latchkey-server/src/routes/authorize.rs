@@ -45,7 +45,8 @@ struct Checked {
 
 impl Checked {
     /// Runs the checks that need the account (`latchkey_core::org`'s order: audience, delegation, app access)
-    /// with its organisation's policy for this client, read once; a refusal is a page, never a redirect.
+    /// with its organisation's policy for this client, read once. A refusal is a page, never a redirect, but with
+    /// `prompt=none`, which may show no page (OIDC Core §3.1.2.6): then the refusal goes back to the app.
     async fn policy(&self, state: &AppState, user_id: &str) -> Result<Consent, Response> {
         let issuer = &state.urls.issuer;
         let member = match state.store.member_policy(user_id, &self.client.client_id).await {
@@ -58,6 +59,10 @@ impl Checked {
             Ok(consent) => Ok(consent),
             Err(refusal) => {
                 let error = refusal.error(&self.client, &state.scopes);
+                if self.request.prompt.none {
+                    // Its redirect URI was checked: the refusal may go back to the app.
+                    return Err(back_with(state, &self.request, OAuthError { redirectable: true, ..error }));
+                }
                 Err(AuthorizeFailure::page(error, issuer).into_response())
             }
         }
@@ -107,13 +112,25 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
         Ok(ok) => ok,
         Err(failure) => return failure.into_response(),
     };
-    let browser = match session::accounts(&state, &headers).await {
-        Ok(b) => b,
-        Err(e) => return browser_failure(&state, e),
-    };
     let request = &checked.request;
     let none = request.prompt.none;
-    match choose(&browser, request, &params) {
+    let browser = match session::accounts(&state, &headers).await {
+        Ok(b) => b,
+        Err(BrowserError::Tampered) if none => {
+            let mut r = back(&state, request, ErrorCode::LoginRequired, "The user must sign in.");
+            r.headers_mut().append(header::SET_COOKIE, session::clear_session_cookie());
+            return r;
+        }
+        Err(e) => return browser_failure(&state, e),
+    };
+    let mut next = choose(&browser, request, &params);
+    // OIDC Core §3.1.2.1 `max_age`: an account that signed in longer ago signs in again.
+    if let (Next::Account(s), Some(max_age)) = (&next, request.max_age) {
+        if state.clock.now().0 - s.session.created_at.0 > max_age {
+            next = Next::SignIn(&s.user.email);
+        }
+    }
+    match next {
         Next::Account(s) => {
             let consent = match checked.policy(&state, &s.user.id).await {
                 Ok(c) => c,
@@ -162,6 +179,9 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
                 StatusCode::OK,
                 &SelectAccountPage { app_name: &checked.client.name, accounts, switch_href: &switch_href },
             )
+        }
+        Next::Unknown if none => {
+            back(&state, request, ErrorCode::LoginRequired, "The account named by authuser is not signed in here.")
         }
         Next::Unknown => unknown_account(),
     }
@@ -338,9 +358,14 @@ pub fn unknown_account() -> Response {
 
 /// Sends an error back to the app.
 fn back(state: &AppState, request: &ValidRequest, code: ErrorCode, text: &'static str) -> Response {
+    back_with(state, request, OAuthError::new(code, text))
+}
+
+/// Sends `error` back to the app.
+fn back_with(state: &AppState, request: &ValidRequest, error: OAuthError) -> Response {
     AuthorizeFailure {
         details: None,
-        error: OAuthError::new(code, text),
+        error,
         redirect: Some((request.redirect_uri.clone(), request.state.clone())),
         issuer: state.urls.issuer.clone(),
     }

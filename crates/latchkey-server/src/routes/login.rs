@@ -160,10 +160,9 @@ pub async fn signout_post(State(state): State<AppState>, headers: HeaderMap, bod
         Some(id) => browser.find(id),
         None => browser.accounts.first(),
     };
-    let Some(target) = target else {
-        response.headers_mut().append(header::SET_COOKIE, session::clear_session_cookie());
-        return response;
-    };
+    // No account of this browser named (or no cookie sent, as from a cross-site form): nothing to do. Clearing the
+    // cookie here would let any site sign the browser out of every account with a form, without a CSRF token.
+    let Some(target) = target else { return response };
     if !session::csrf_ok(&state, &target.session, field("csrf").unwrap_or("")) {
         return views::notice(StatusCode::FORBIDDEN, "This page has expired", "Reload the page and try again.");
     }

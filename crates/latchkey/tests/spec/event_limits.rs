@@ -158,3 +158,24 @@ async fn a_project_has_at_most_a_hundred_streams_and_a_hundred_and_twenty_verifi
     let (status, v) = theirs.call("POST", "/ssf/verify", Some(json!({"stream_id": made["stream_id"]}))).await;
     assert_eq!(status, 204, "{v}");
 }
+
+#[tokio::test]
+async fn a_push_authorization_does_not_follow_the_push_url_to_another_origin() {
+    let server = TestServer::start_with(|c| c.events.allow_insecure_loopback_push = true).await;
+    let app = server.app().await;
+    let ssf = Ssf::member_of(&server, &app, DANA).await;
+    let delivery = |url: &str| json!({"method": "urn:ietf:rfc:8935", "endpoint_url": url});
+    let mut with_secret = delivery("https://127.0.0.1:9443/events");
+    with_secret["authorization_header"] = "Bearer receiver-secret".into();
+    let made = ssf.create(json!({"aud": app.client_id, "delivery": with_secret})).await;
+    let id = made["stream_id"].as_str().expect("id").to_owned();
+    let sealed = |s: Option<latchkey_store::StreamRecord>| s.expect("stream").push_auth.is_some();
+    // Another path at the same receiver keeps it.
+    let body = json!({"stream_id": id, "delivery": delivery("https://127.0.0.1:9443/other")});
+    assert_eq!(ssf.call("PATCH", "/ssf/stream", Some(body)).await.0, 200);
+    assert!(sealed(server.store().stream(&id).await.expect("get")), "the same origin keeps its secret");
+    // Another origin does not: the secret is the old receiver's.
+    let body = json!({"stream_id": id, "delivery": delivery("https://localhost:9444/events")});
+    assert_eq!(ssf.call("PATCH", "/ssf/stream", Some(body)).await.0, 200);
+    assert!(!sealed(server.store().stream(&id).await.expect("get")), "dropped on a move to another origin");
+}

@@ -267,6 +267,32 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn an_editor_who_administers_an_organisation_cannot_move_the_owners_project_into_it() {
+    let server = TestServer::start().await;
+    let store = server.store();
+    let app = server.app().await;
+    let org = corp(&server).await;
+    server.user(CAROL).await;
+    orgs::org_add_member(store, &Actor::Operator, &org, CAROL, true, NOW).await.expect("carol administers it");
+    let editor = latchkey_server::admin::members::parse_role("editor").expect("role");
+    latchkey_server::admin::members::member_add(store, &Actor::Operator, &app.project_id, CAROL, editor, NOW)
+        .await
+        .expect("carol edits the project");
+    let carol = Actor::Developer(store.user_by_email(CAROL).await.expect("get").expect("carol"));
+    let internal = Some(Audience::Internal);
+    let e = orgs::project_place(store, &carol, &app.project_id, Some(Some(&org)), internal, NOW).await.unwrap_err();
+    assert!(e.to_string().starts_with("forbidden"), "{e}");
+    assert_eq!(store.project(&app.project_id).await.expect("get").expect("project").org_id, None, "not moved");
+    // An owner who administers the organisation may.
+    let owner = latchkey_server::admin::members::parse_role("owner").expect("role");
+    latchkey_server::admin::members::member_set_role(store, &Actor::Operator, &app.project_id, CAROL, owner)
+        .await
+        .expect("carol owns the project");
+    let carol = Actor::Developer(store.user_by_email(CAROL).await.expect("get").expect("carol"));
+    orgs::project_place(store, &carol, &app.project_id, Some(Some(&org)), internal, NOW).await.expect("placed");
+}
+
+#[tokio::test]
 async fn a_consent_page_shown_before_the_app_became_trusted_is_shown_again_not_taken_for_all() {
     let server = TestServer::start().await;
     let app = server.app().await;
