@@ -102,12 +102,11 @@ pub const LAST_USED_GRANULARITY: i64 = 3600;
 
 impl Client {
     /// Whether a request naming this client can only come from the client itself: App Check enforced at `now`
-    /// (the platform attests the app), or a browser extension whose ownership was verified (its redirect URI is the
-    /// browser's, for that extension alone). A loopback or custom-scheme redirect, or an issued secret, is no such
-    /// proof for an installed app (RFC 8252 §8.5, §8.6).
+    /// (the platform attests the app). A loopback or custom-scheme redirect, or an issued secret, is no such proof
+    /// for an installed app (RFC 8252 §8.5, §8.6); nor is an extension's verified ownership, since its redirect
+    /// URIs may be any `https` address and are not tied to the extension's own.
     pub fn identity_assured(&self, now: UnixTime) -> bool {
         self.app_check.effective(now) == crate::app_check_setting::AppCheckState::Enforced
-            || (self.client_type == ClientType::BrowserExtension && self.ownership_verified_at.is_some())
     }
 
     /// When the client was last used, or created when it never was: unused clients are measured from here.

@@ -8,7 +8,7 @@
 //!    (`org_internal`).
 //! 2. **Domain-wide delegation**: a client the member's organisation delegated may have any of the scopes listed
 //!    for it; a request for any other data-API scope is refused (`admin_policy_enforced`). It skips the consent
-//!    page only when its identity is assured (App Check enforced, an owner-verified extension, or a client of the
+//!    page only when its identity is assured (App Check enforced, or a client of the
 //!    organisation's own projects: RFC 8252 §8.6); any other delegated client gets the all-or-none consent page,
 //!    since a native app's loopback redirect and secret prove nothing about who asks (RFC 8252 §8.5).
 //! 3. **App access**: the client's access in the member's organisation (its own listing, else *trusted* when it

@@ -389,6 +389,9 @@ impl Config {
             return Err(ConfigError(format!("{name} must be positive")));
         }
         self.connections.validate().map_err(ConfigError)?;
+        if self.login_max_failures == 0 || self.login_account_max_failures == 0 {
+            return Err(ConfigError("login_max_failures and login_account_max_failures must be at least 1".into()));
+        }
         if self.login_failure_window > latchkey_store::LONGEST_LOGIN_WINDOW {
             return Err(ConfigError("login_failure_window is at most 86400 seconds (a day)".into()));
         }

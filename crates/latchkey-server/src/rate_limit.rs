@@ -59,10 +59,11 @@ impl RateLimits {
         }
     }
 
-    /// Admits one more request with the console API key whose id is `key_id`, or refuses it.
-    pub fn admit_api_key(&self, key_id: &str) -> Result<(), Refused> {
+    /// Admits one more request with a console API key of the developer `user_id` (their keys share one limit), or
+    /// refuses it.
+    pub fn admit_api_key(&self, user_id: &str) -> Result<(), Refused> {
         let Some(limit) = &self.per_api_key else { return Ok(()) };
-        limit.admit(("api-key", key_id)).map_err(|wait| refused(wait, Subject::ApiKey))
+        limit.admit(("api-key", user_id)).map_err(|wait| refused(wait, Subject::ApiKey))
     }
 
     /// Admits one more request from `addr`, or refuses it.

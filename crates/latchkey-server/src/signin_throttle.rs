@@ -7,9 +7,13 @@
 //! Past a limit the answer is 429 with `Retry-After` and no check; a window that reached its limit is followed by
 //! one twice as long (up to a day). An attempt that succeeds, or that the password gate refused before checking
 //! it, is taken back. The keys:
-//! - the account (`login:{e-mail}`): `login_account_max_failures` checks, from any addresses;
-//! - the account from one address (`login:{e-mail}|{address}`): `login_max_failures`;
-//! - the address (`login-ip:{address}`): 20 times `login_max_failures`, across all e-mails.
+//! - the address (`login-ip:{address}`): 20 times `login_max_failures`, across all e-mails, counted first;
+//! - the account (`login:{account}`): `login_account_max_failures` checks, from any addresses, except from an
+//!   address that signed in to it within 30 days (`login-known:{account}|{address}`);
+//! - the account from one address (`login:{account}|{address}`): `login_max_failures`.
+//!
+//! The account is its user id (so that no other spelling of its e-mail counts apart), or for an e-mail with no
+//! account the address as typed, lower case.
 //!
 //! An address is an IPv4 address or an IPv6 /64 ([`crate::rate_limit::address_group`]). The same throttle guards
 //! every check of a password: the sign-in form and the account page's password change.
@@ -39,24 +43,49 @@ pub enum NotChecked {
 pub struct Attempt<'s> {
     state: &'s AppState,
     keys: [String; 3],
+    known: String,
 }
 
-/// Counts an attempt to check `email`'s password from `addr`; refuses it when a limit is reached.
-pub async fn admit<'s>(state: &'s AppState, email: &str, addr: Option<IpAddr>) -> Result<Attempt<'s>, NotChecked> {
-    let email = email.trim().to_lowercase();
+/// How long an address stays known to an account after a sign-in from it.
+const KNOWN_FOR_SECS: i64 = 30 * 86_400;
+
+/// Counts an attempt to check the password of `account` (its user id, or for an address with no account the
+/// e-mail as typed, lower case) from `addr`; refuses it when a limit is reached. The address is counted first, and
+/// an attempt over the address's limit writes nothing more. An address that signed in to the account within 30
+/// days is not held back by the account-wide limit (only by its own), so guesses from elsewhere cannot keep the
+/// account's owner out.
+pub async fn admit<'s>(state: &'s AppState, account: &str, addr: Option<IpAddr>) -> Result<Attempt<'s>, NotChecked> {
     let address = addr.map(address_group).unwrap_or_default();
-    let keys = [format!("login:{email}"), format!("login:{email}|{address}"), format!("login-ip:{address}")];
+    let keys = [format!("login:{account}"), format!("login:{account}|{address}"), format!("login-ip:{address}")];
     let c = &state.config;
-    let limits = [c.login_account_max_failures, c.login_max_failures, c.login_max_failures * PER_ADDRESS_FACTOR];
     let windows = LoginWindows { base: c.login_failure_window, longest: LONGEST_LOGIN_WINDOW };
     let now = state.clock.now();
-    let counted: Vec<(&str, u32)> = keys.iter().map(String::as_str).zip(limits).collect();
-    let counts = state.store.record_login_attempts(&counted, now, windows).await.map_err(NotChecked::Store)?;
-    let over = counts.iter().zip(limits).filter(|(n, limit)| n.count > *limit).map(|(n, _)| n.until).max();
+    let store = &state.store;
+    let per_address = c.login_max_failures.saturating_mul(PER_ADDRESS_FACTOR);
+    let counted = store.record_login_attempts(&[(&keys[2], per_address)], now, windows).await;
+    let address_count = counted.map_err(NotChecked::Store)?.first().copied();
+    if let Some(n) = address_count.filter(|n| n.count > per_address) {
+        return Err(NotChecked::Throttled(retry_after(now, n.until)));
+    }
+    let known = store.login_failures(&known_key(account, &address), now).await.map_err(NotChecked::Store)? > 0;
+    let limits = [(keys[0].as_str(), c.login_account_max_failures), (keys[1].as_str(), c.login_max_failures)];
+    let counts = store.record_login_attempts(&limits, now, windows).await.map_err(NotChecked::Store)?;
+    let over = counts
+        .iter()
+        .zip(limits)
+        .enumerate()
+        .filter(|(i, (n, (_, limit)))| n.count > *limit && !(*i == 0 && known))
+        .map(|(_, (n, _))| n.until)
+        .max();
     if let Some(until) = over {
         return Err(NotChecked::Throttled(retry_after(now, until)));
     }
-    Ok(Attempt { state, keys })
+    Ok(Attempt { state, keys, known: known_key(account, &address) })
+}
+
+/// The key noting that `address` signed in to `account` lately.
+fn known_key(account: &str, address: &str) -> String {
+    format!("login-known:{account}|{address}")
 }
 
 fn retry_after(now: UnixTime, until: UnixTime) -> u64 {
@@ -74,6 +103,11 @@ impl Attempt<'_> {
             Ok(true) => {
                 store.clear_login_failures(pair).await.map_err(NotChecked::Store)?;
                 store.forgive_login_attempts(&[account, address]).await.map_err(NotChecked::Store)?;
+                // This address is now known to the account (for 30 days from its latest sign-in).
+                let known = LoginWindows { base: KNOWN_FOR_SECS, longest: KNOWN_FOR_SECS };
+                store.clear_login_failures(&self.known).await.map_err(NotChecked::Store)?;
+                let now = self.state.clock.now();
+                store.record_login_attempts(&[(&self.known, u32::MAX)], now, known).await.map_err(NotChecked::Store)?;
                 Ok(true)
             }
             Ok(false) => Ok(false),

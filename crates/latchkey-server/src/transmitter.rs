@@ -63,6 +63,12 @@ struct Fairness {
 }
 
 impl Fairness {
+    /// Forgets the circuits that closed long ago (their streams may be gone): the map holds only receivers failing
+    /// lately.
+    fn prune(&mut self, now: UnixTime) {
+        self.failures.retain(|_, (_, until)| until.0 + OPEN_MOST_SECS > now.0);
+    }
+
     /// When the stream's circuit closes again, if it is open at `now`.
     fn open_until(&self, stream_id: &str, now: UnixTime) -> Option<UnixTime> {
         self.failures.get(stream_id).map(|(_, until)| *until).filter(|until| *until > now)
@@ -153,6 +159,7 @@ impl Transmitter {
         let mut streams: HashMap<String, Option<Arc<StreamRecord>>> = HashMap::new();
         let mut projects: HashMap<String, Option<String>> = HashMap::new();
         let mut released = Vec::new();
+        lock(&self.fairness).prune(now);
         for d in &due {
             if !streams.contains_key(&d.stream_id) {
                 match self.store.stream(&d.stream_id).await {
@@ -189,8 +196,9 @@ impl Transmitter {
                 }
             };
             let Some(project) = admitted else { continue };
+            // The project's count comes down when the push ends, however it ends (a panic included).
+            let pushing = Pushing(Arc::clone(&self.fairness), project);
             let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-                self.leave(&project);
                 released.push((d.id, now));
                 continue;
             };
@@ -203,8 +211,7 @@ impl Transmitter {
                 let failed = matches!(result, DeliveryResult::Retry { .. });
                 lock(&this.fairness).note(&d.stream_id, failed, this.clock.now());
                 this.record(&d, &result).await;
-                this.leave(&project);
-                drop(slot);
+                drop((pushing, slot));
             });
         }
         if !released.is_empty() {
@@ -230,17 +237,6 @@ impl Transmitter {
         };
         known.insert(client_id.to_owned(), project.clone());
         project
-    }
-
-    /// A push of `project` ended.
-    fn leave(&self, project: &str) {
-        let mut f = lock(&self.fairness);
-        if let Some(n) = f.in_flight.get_mut(project) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                f.in_flight.remove(project);
-            }
-        }
     }
 
     async fn record(&self, d: &Delivery, result: &DeliveryResult) {
@@ -308,6 +304,21 @@ impl Transmitter {
             },
             Ok(r) => retry(format!("the receiver answered {}", r.status())),
             Err(e) => retry(format!("push failed: {}", error_chain(&e.without_url()))),
+        }
+    }
+}
+
+/// A push of a project in flight; the project's count comes down when it is dropped.
+struct Pushing(Arc<std::sync::Mutex<Fairness>>, String);
+
+impl Drop for Pushing {
+    fn drop(&mut self) {
+        let mut f = lock(&self.0);
+        if let Some(n) = f.in_flight.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                f.in_flight.remove(&self.1);
+            }
         }
     }
 }

@@ -19,11 +19,16 @@ pub trait Maintenance: Send + Sync {
 
 /// What [`Maintenance::purge_expired`] deletes by time (`$1` is now); each is a range of an index. Security events
 /// finished (delivered, refused, dead-lettered, dropped) stay 30 days, for `latchkey admin stream deliveries`.
-pub(crate) static PURGE_BY_TIME: [Sql; 4] = [
+pub(crate) static PURGE_BY_TIME: [Sql; 5] = [
     Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
     Sql::new("DELETE FROM auth_codes WHERE expires_at <= $1 - 86400"),
-    // A window lasts a day at most, and the next one reads how the last ended for a window's length after it.
-    Sql::new("DELETE FROM login_failures WHERE window_start <= $1 - 172800"),
+    // Throttling windows last a day at most, and the next one reads how the last ended for a window's length after
+    // it; the marks of an address known to an account (`login-known:`) last 30 days.
+    Sql::new(
+        "DELETE FROM login_failures WHERE window_start <= $1 - 172800 \
+         AND (key < 'login-known:' OR key >= 'login-known;')",
+    ),
+    Sql::new("DELETE FROM login_failures WHERE key >= 'login-known:' AND key < 'login-known;' AND window_start <= $1 - 2592000"),
     Sql::new("DELETE FROM set_deliveries WHERE state <> 'pending' AND done_at <= $1 - 2592000"),
 ];
 /// The single-use values it deletes: most sort by expiry; those of the earlier form after every expiry, purged

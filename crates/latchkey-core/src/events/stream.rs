@@ -150,9 +150,12 @@ fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
         return Some(tail);
     }
-    let nat64 = s[0] == 0x64 && s[1] == 0xff9b;
-    if nat64 && (s[2..6] == [0; 4] || s[2] == 1) {
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0; 4] {
         return Some(tail);
+    }
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+        // Local-use NAT64: where the IPv4 address sits depends on the operator's prefix; none of it may be reached.
+        return Some(std::net::Ipv4Addr::UNSPECIFIED);
     }
     if s[0] == 0x2002 {
         return Some(std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5]));
@@ -231,7 +234,7 @@ mod tests {
     fn special_purpose_ranges_and_ipv4_carried_in_ipv6_are_judged_as_what_they_reach() {
         for internal in [
             "64:ff9b::a9fe:a9fe", // NAT64 to 169.254.169.254
-            "64:ff9b:1::a00:1",   // local-use NAT64 to 10.0.0.1
+            "64:ff9b:1::808:808", // local-use NAT64: refused whatever it carries
             "::a9fe:a9fe",        // IPv4-compatible
             "2002:a00:1::1",      // 6to4 of 10.0.0.1
             "2001::1",            // Teredo

@@ -12,8 +12,8 @@ pub struct RateLimitsConfig {
     pub token_per_address: u32,
     /// Requests a minute naming one client id, from anywhere. Default 60000.
     pub token_per_client: u32,
-    /// Requests a minute with one console API key, to the console's JSON API and the Shared Signals endpoints
-    /// (polls included). Default 600.
+    /// Requests a minute with a developer's console API keys (all their keys together), to the console's JSON API
+    /// and the Shared Signals endpoints (polls included). Default 600.
     pub api_per_key: u32,
 }
 

@@ -83,7 +83,7 @@ pub async fn password_post(
     };
     let s = &browser.accounts[i];
     let current = field(&form, "current_password");
-    let checked = match signin_throttle::admit(&state, &s.user.email, addr.map(|Extension(a)| a.0.ip())).await {
+    let checked = match signin_throttle::admit(&state, &s.user.id, addr.map(|Extension(a)| a.0.ip())).await {
         Ok(_) if current.is_empty() => Ok(false),
         Ok(attempt) => attempt.check(current, Some(s.user.password_hash.clone())).await,
         Err(refused) => Err(refused),

@@ -77,7 +77,8 @@ pub async fn signin_post(
         Ok(u) => u,
         Err(e) => return unavailable(e),
     };
-    let checked = match signin_throttle::admit(&state, email, addr.map(|Extension(a)| a.0.ip())).await {
+    let account = user.as_ref().map_or_else(|| email.to_lowercase(), |u| u.id.clone());
+    let checked = match signin_throttle::admit(&state, &account, addr.map(|Extension(a)| a.0.ip())).await {
         Ok(attempt) => attempt.check(field("password"), user.as_ref().map(|u| u.password_hash.clone())).await,
         Err(refused) => Err(refused),
     };

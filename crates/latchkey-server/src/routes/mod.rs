@@ -118,13 +118,15 @@ async fn log_request(limits: Arc<RateLimits>, timeout: Duration, request: Reques
     let series = crate::metrics::route(request.extensions().get::<MatchedPath>().map_or("unmatched", |m| m.as_str()));
     let started = Instant::now();
     let surface = refusal::Surface::of(&path);
-    let mut response = match refusal::admit(request, surface, &limits).await {
-        Ok(request) => match tokio::time::timeout(timeout, next.run(request)).await {
-            Ok(response) => refusal::reword(surface, response),
-            Err(_) => refusal::timed_out(surface, timeout),
-        },
-        Err(refused) => refused,
-    };
+    // The timeout covers the admission too: a body over the limit is drained there, and a client trickling it must
+    // not hold the connection for ever.
+    let answered = tokio::time::timeout(timeout, async {
+        match refusal::admit(request, surface, &limits).await {
+            Ok(request) => refusal::reword(surface, next.run(request).await),
+            Err(refused) => refused,
+        }
+    });
+    let mut response = answered.await.unwrap_or_else(|_| refusal::timed_out(surface, timeout));
     // Every response is served over HTTPS: browsers keep to it for a year; and no answer is sniffed into another
     // type. (Static values: no allocation; the header map holds them within its first capacity.)
     let h = response.headers_mut();

@@ -131,3 +131,31 @@ async fn the_account_pages_current_password_is_throttled_like_a_sign_in() {
     let user = server.store().user_by_email(ALICE).await.expect("user").expect("alice");
     assert!(latchkey_server::password::verify(PASSWORD, Some(&user.password_hash)));
 }
+
+#[tokio::test]
+async fn guesses_from_elsewhere_do_not_keep_the_owner_out_of_an_address_they_signed_in_from() {
+    let server = TestServer::start_with(|c| {
+        c.login_max_failures = 2;
+        c.login_account_max_failures = 4;
+    })
+    .await;
+    server.user(ALICE).await;
+    let home = browser_from(&server, "127.0.0.5");
+    let login = sign_in_form(&server, &home).await;
+    assert_eq!(home.sign_in(&login, ALICE, PASSWORD).await.status, 303, "the owner signs in from home once");
+    // Someone else uses up the account's limit from two other addresses.
+    for n in 6..=7 {
+        let elsewhere = browser_from(&server, &format!("127.0.0.{n}"));
+        let form = sign_in_form(&server, &elsewhere).await;
+        for _ in 0..2 {
+            assert_eq!(elsewhere.sign_in(&form, ALICE, "guess").await.status, 401);
+        }
+    }
+    let third = browser_from(&server, "127.0.0.8");
+    let form = sign_in_form(&server, &third).await;
+    assert_eq!(third.sign_in(&form, ALICE, PASSWORD).await.status, 429, "a new address is held back");
+    // From home, the owner still signs in.
+    let again = browser_from(&server, "127.0.0.5");
+    let form = sign_in_form(&server, &again).await;
+    assert_eq!(again.sign_in(&form, ALICE, PASSWORD).await.status, 303);
+}

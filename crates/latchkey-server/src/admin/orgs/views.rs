@@ -1,6 +1,5 @@
 //! The typed results of the organisation operations: what the CLI prints and the JSON API sends.
 
-use latchkey_core::app_check_setting::AppCheckState;
 use latchkey_core::client::Client;
 use latchkey_core::org::AppAccess;
 use latchkey_core::scope::{ScopeRegistry, ScopeSet};
@@ -116,10 +115,10 @@ pub struct OrgAppView {
     /// The scopes it is delegated for every member (domain-wide delegation); absent when it is not.
     pub delegated_scopes: Option<Vec<String>>,
     /// How a delegated app's members consent: `none` when its identity is assured (`app_check_enforced`,
-    /// `verified_extension`, `own_project`: see `assured_by`), else `all_or_none` (the consent page without
-    /// checkboxes: any installed app could name this client). Absent when it is not delegated.
+    /// `own_project`: see `assured_by`), else `all_or_none` (the consent page without checkboxes: any installed
+    /// app could name this client). Absent when it is not delegated.
     pub delegated_consent: Option<&'static str>,
-    /// Why a delegated app skips the consent page (`app_check_enforced`, `verified_extension`, `own_project`).
+    /// Why a delegated app skips the consent page (`app_check_enforced`, `own_project`).
     pub assured_by: Option<&'static str>,
 }
 
@@ -127,10 +126,8 @@ pub struct OrgAppView {
 pub fn assured_by(client: &Client, project_org: Option<&str>, org_id: &str, now: UnixTime) -> Option<&'static str> {
     if project_org == Some(org_id) {
         Some("own_project")
-    } else if client.app_check.effective(now) == AppCheckState::Enforced {
-        Some("app_check_enforced")
     } else if client.identity_assured(now) {
-        Some("verified_extension")
+        Some("app_check_enforced")
     } else {
         None
     }

@@ -170,8 +170,9 @@ impl FromRequestParts<AppState> for Caller {
             Some(user) => Self(user),
             None => return Err(ConsoleApiError::unauthenticated()),
         };
-        // A known key is counted against its own limit (an unknown one spends nothing of anyone's).
-        if let Err(refused) = state.rate_limits.admit_api_key(api_keys::key_id(key).unwrap_or_default()) {
+        // A known key is counted against its developer's limit, all their keys together (an unknown key spends
+        // nothing of anyone's).
+        if let Err(refused) = state.rate_limits.admit_api_key(&caller.0.id) {
             crate::metrics::RATE_LIMITED.inc("api_key");
             let secs = refused.retry_after_secs;
             return Err(ConsoleApiError::too_many(
