@@ -274,10 +274,10 @@ pub const FIELDS: [&str; 40] = [
 
 /// The nested tables, with the prefix of the environment variables that set their fields.
 const TABLES: [(&str, &str); 4] = [
+    (ConnectionsConfig::ENV_PREFIX, "connections"),
     (EventsConfig::ENV_PREFIX, "events"),
     (MetricsConfig::ENV_PREFIX, "metrics"),
     (RateLimitsConfig::ENV_PREFIX, "rate_limits"),
-    (ConnectionsConfig::ENV_PREFIX, "connections"),
 ];
 
 impl Config {
