@@ -10,7 +10,7 @@
 # as the bench has prepared the pool (it says so on stderr; no warm-up) and lasts 3 s (8 connections x 300 codes).
 label=$1 bin=$2 benchcmd=$3 w=$4 port=${5:-9543}
 tmp=$(mktemp -d)
-env LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER=1000000 LATCHKEY_REFRESH_TOKENS_PER_USER=1000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS=1000000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT=1000000000 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$tmp/cg.out $bin serve --listen 127.0.0.1:$port --data-dir $tmp > $tmp/serve.log 2>$tmp/vg.log &
+env LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER=1000000 LATCHKEY_REFRESH_TOKENS_PER_USER=1000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS=1000000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT=1000000000 LATCHKEY_LOGIN_MAX_FAILURES=1000000 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$tmp/cg.out $bin serve --listen 127.0.0.1:$port --data-dir $tmp > $tmp/serve.log 2>$tmp/vg.log &
 pid=$!
 for i in $(seq 600); do curl -sk -o /dev/null https://127.0.0.1:$port/ && break; sleep 0.2; done
 if [ "$w" = exchange ]; then load="--pool 300 --warmup 0 --duration 30" window=3; else load="--warmup 5 --duration 25" window=10; fi
