@@ -44,6 +44,7 @@ pub fn error_codes() -> Object {
         "forbidden",
         "not_found",
         "conflict",
+        "too_many_requests",
         "server_error",
         "temporarily_unavailable",
     ])

@@ -25,7 +25,10 @@ use utoipa::{IntoParams, Modify, OpenApi, ToResponse};
     servers((url = "/")),
     security(("apiKey" = [])),
     modifiers(&ApiKeyScheme),
-    components(schemas(ConsoleApiErrorBody), responses(BadRequest, Unauthorized, Forbidden, NotFound, Conflict)),
+    components(
+        schemas(ConsoleApiErrorBody),
+        responses(BadRequest, Unauthorized, Forbidden, NotFound, Conflict, TooManyRequests)
+    ),
     tags(
         (name = "projects"),
         (name = "members"),
@@ -55,6 +58,24 @@ impl Modify for ApiKeyScheme {
         doc.components.get_or_insert_with(Default::default).add_security_scheme("apiKey", SecurityScheme::Http(scheme));
     }
 }
+
+/// Adds the 429 to every operation that takes a key (each counts against its developer's rate limit,
+/// `rate_limits.api_per_key`), once the router has added the operations.
+pub(super) fn rate_limited(doc: &mut Document) {
+    for item in doc.paths.paths.values_mut() {
+        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+        for op in operations.into_iter().flatten() {
+            if op.responses.responses.contains_key("401") {
+                let too_many = utoipa::openapi::Ref::from_response_name("TooManyRequests");
+                op.responses.responses.insert("429".into(), too_many.into());
+            }
+        }
+    }
+}
+
+/// The developer's API keys are over their rate limit (`too_many_requests`); `Retry-After` says when to retry.
+#[derive(ToResponse)]
+pub(super) struct TooManyRequests(#[allow(dead_code)] ConsoleApiErrorBody<'static>);
 
 /// The request or one of its fields breaks a rule (`invalid_request`, with `field`).
 #[derive(ToResponse)]

@@ -129,7 +129,11 @@ async fn read_body_first(req: Request, next: axum::middleware::Next) -> Response
 /// The OpenAPI document, serialized once.
 pub fn openapi() -> &'static str {
     static DOCUMENT: OnceLock<String> = OnceLock::new();
-    DOCUMENT.get_or_init(|| parts().1.to_json().unwrap_or_default())
+    DOCUMENT.get_or_init(|| {
+        let mut document = parts().1;
+        doc::rate_limited(&mut document);
+        document.to_json().unwrap_or_default()
+    })
 }
 
 async fn method_not_allowed() -> Response {
