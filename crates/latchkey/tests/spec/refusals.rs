@@ -13,6 +13,12 @@ async fn answer(r: reqwest::Response) -> (u16, String, String, reqwest::header::
     (status, ct.to_owned(), r.text().await.expect("body"), headers)
 }
 
+/// POSTs `body` as a form to `path`.
+async fn post_form(server: &TestServer, path: &str, body: String) -> reqwest::Response {
+    let request = server.http().post(server.url(path)).header("content-type", "application/x-www-form-urlencoded");
+    request.body(body).send().await.expect("the answer is read, not a connection reset")
+}
+
 fn oauth_error(body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("RFC 6749 JSON: {body}"));
     assert!(v["error_description"].as_str().is_some_and(|d| !d.is_empty()), "{v}");
@@ -30,14 +36,7 @@ async fn a_form_over_64_kib_at_the_token_endpoint_is_a_json_413_the_client_reads
     let server = TestServer::start().await;
     let form = format!("grant_type=refresh_token&refresh_token={}", "a".repeat(100 * 1024));
     for path in ["/token", "/revoke"] {
-        let r = server
-            .http()
-            .post(server.url(path))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(form.clone())
-            .send()
-            .await
-            .expect("the answer is read, not a connection reset");
+        let r = post_form(&server, path, form.clone()).await;
         let (status, ct, body, headers) = answer(r).await;
         assert_eq!((status, ct.as_str()), (413, "application/json"), "{path}: {body}");
         assert_eq!(oauth_error(&body), "invalid_request");
@@ -198,14 +197,7 @@ async fn a_form_of_sixteen_thousand_names_is_refused_by_its_length_not_checked_f
     let form = names.join("&");
     assert!(form.len() < 64 * 1024);
     for path in ["/token", "/revoke"] {
-        let r = server
-            .http()
-            .post(server.url(path))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(form.clone())
-            .send()
-            .await
-            .expect("answered");
+        let r = post_form(&server, path, form.clone()).await;
         let (status, _, body, _) = answer(r).await;
         assert_eq!((status, oauth_error(&body).as_str()), (400, "invalid_request"), "{path}: {body}");
         assert!(body.contains("more than 64 parameters"), "{path}: {body}");
@@ -213,14 +205,7 @@ async fn a_form_of_sixteen_thousand_names_is_refused_by_its_length_not_checked_f
     // A repeat among more pairs than are compared one by one is still found.
     let mut form: Vec<String> = (0..30).map(|i| format!("p{i}=v")).collect();
     form.push("p7=w".into());
-    let r = server
-        .http()
-        .post(server.url("/token"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form.join("&"))
-        .send()
-        .await
-        .expect("answered");
+    let r = post_form(&server, "/token", form.join("&")).await;
     let (status, _, body, _) = answer(r).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("Parameter sent more than once: p7"), "{body}");

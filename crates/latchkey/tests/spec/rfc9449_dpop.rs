@@ -440,17 +440,22 @@ mod refresh;
 // ---------------------------------------------------------------------------------------------------------------
 // Replay state lives in the store (DECISIONS.md)
 
-#[tokio::test]
-async fn used_jtis_and_nonces_are_remembered_across_server_instances_sharing_a_store() {
-    let mut b = Bound::new().await;
-    let dir = b.server.dir.path().to_path_buf();
-    let issuer = b.server.base.clone();
+/// A second instance on the first one's store (and issuer), with its token endpoint's URL.
+async fn second_instance(first: &TestServer) -> (TestServer, String) {
+    let (dir, issuer) = (first.dir.path().to_path_buf(), first.base.clone());
     let second = TestServer::start_with(|c| {
         c.data_dir = dir;
         c.public_url = Some(issuer);
     })
     .await;
-    let second_url = format!("https://{}/token", second.running.addr);
+    let url = format!("https://{}/token", second.running.addr);
+    (second, url)
+}
+
+#[tokio::test]
+async fn used_jtis_and_nonces_are_remembered_across_server_instances_sharing_a_store() {
+    let mut b = Bound::new().await;
+    let (second, second_url) = second_instance(&b.server).await;
     assert_ne!(second_url, b.server.url("/token"), "two listeners");
     let (app, refresh_token) = (b.app.clone(), b.rt().to_owned());
     let form = refresh_form(&app, &refresh_token);
@@ -473,14 +478,7 @@ async fn used_jtis_and_nonces_are_remembered_across_server_instances_sharing_a_s
 #[tokio::test]
 async fn a_spent_jti_under_another_iat_is_refused_at_either_instance_sharing_a_store() {
     let mut b = Bound::new().await;
-    let dir = b.server.dir.path().to_path_buf();
-    let issuer = b.server.base.clone();
-    let second = TestServer::start_with(|c| {
-        c.data_dir = dir;
-        c.public_url = Some(issuer);
-    })
-    .await;
-    let second_url = format!("https://{}/token", second.running.addr);
+    let (second, second_url) = second_instance(&b.server).await;
     let (app, refresh_token) = (b.app.clone(), b.rt().to_owned());
     let form = refresh_form(&app, &refresh_token);
     let jti = fresh_jti();
