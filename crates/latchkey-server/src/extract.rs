@@ -14,7 +14,12 @@ pub type Pairs = Vec<(String, String)>;
 
 /// Decodes `application/x-www-form-urlencoded` text.
 pub fn pairs(text: &[u8]) -> Pairs {
-    form_urlencoded::parse(text).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+    pairs_at_most(text, usize::MAX)
+}
+
+/// The first `max` pairs of [`pairs`].
+fn pairs_at_most(text: &[u8], max: usize) -> Pairs {
+    form_urlencoded::parse(text).take(max).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
 /// The pairs of a `/token` or `/revoke` body, decoded up to one pair past [`MAX_FORM_PAIRS`], so that
@@ -43,7 +48,7 @@ pub fn form_body(body: &[u8]) -> Result<Pairs, OAuthError> {
 
 /// [`form_body`], decoding at most `max` pairs: a caller that refuses more than `max - 1` learns that there were
 /// more without decoding them all.
-pub fn form_body_at_most(body: &[u8], max: usize) -> Result<Pairs, OAuthError> {
+fn form_body_at_most(body: &[u8], max: usize) -> Result<Pairs, OAuthError> {
     // Only a byte over 0x7f, raw or percent-escaped (`%8`..`%F`), can make invalid UTF-8. Two vectorised passes
     // (ASCII? any `%`?) find none in nearly every form; only then is it looked at closely, and decoded strictly.
     let high_escape =
@@ -52,7 +57,7 @@ pub fn form_body_at_most(body: &[u8], max: usize) -> Result<Pairs, OAuthError> {
     if high && !is_utf8_when_decoded(body) {
         return Err(OAuthError::invalid_request("The form is not valid UTF-8 once percent-decoded."));
     }
-    Ok(form_urlencoded::parse(body).take(max).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+    Ok(pairs_at_most(body, max))
 }
 
 /// Whether a form body, percent-decoded, is UTF-8. The separators are ASCII, so the whole is valid exactly when

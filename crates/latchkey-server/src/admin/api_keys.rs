@@ -54,7 +54,7 @@ pub async fn api_key_revoke(store: &dyn Store, user: &str, id: &str) -> AdminRes
 }
 
 /// The id part of a presented key (`lk_<id>_<secret>`), when it has the form of one.
-pub fn key_id(presented: &str) -> Option<&str> {
+fn key_id(presented: &str) -> Option<&str> {
     let (id, _) = presented.strip_prefix(PREFIX)?.split_once('_')?;
     (!id.is_empty() && id.len() <= 64).then_some(id)
 }

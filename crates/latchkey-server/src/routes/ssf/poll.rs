@@ -73,12 +73,9 @@ pub(super) async fn poll_post(
     .map_err(store_error)?;
     // RFC 8936 §2.1: returnImmediately defaults to false (a long poll), one at a time per stream.
     let wait = body.return_immediately != Some(true) && max > 0 && sets.is_empty();
-    let _waiting = match wait {
-        true => Some(state.long_polls.enter(&stream_id).ok_or_else(|| {
-            ConsoleApiError::too_many("A long poll of this stream is already waiting: one at a time per stream.", 1)
-        })?),
-        false => None,
-    };
+    let busy =
+        || ConsoleApiError::too_many("A long poll of this stream is already waiting: one at a time per stream.", 1);
+    let _waiting = wait.then(|| state.long_polls.enter(&stream_id).ok_or_else(busy)).transpose()?;
     let deadline = tokio::time::Instant::now() + LONG_POLL;
     while sets.is_empty() && wait && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(LONG_POLL_STEP).await;
