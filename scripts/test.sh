@@ -82,7 +82,8 @@ cargo test --workspace --locked --doc
 if [ "$backends" != sqlite ]; then
   stage "the integration suite again, on PostgreSQL"
   # The multi_instance tests (their own binary) ran above: they are on PostgreSQL whatever the backend.
-  LATCHKEY_TEST_BACKEND=postgres cargo nextest run --locked -p latchkey --test spec --no-fail-fast
+  # Selected from the workspace's build (`-p latchkey` alone would unify features apart and build it all again).
+  LATCHKEY_TEST_BACKEND=postgres cargo nextest run --workspace --locked --no-fail-fast -E 'binary_id(latchkey::spec)'
 fi
 echo "backends: $backends"
 

@@ -165,19 +165,35 @@ impl Drop for TestDatabase {
         } else {
             format!("DROP SCHEMA IF EXISTS \"{name}\" CASCADE")
         };
-        // Drop runs inside a test's runtime: use a thread with a runtime of its own.
+        // Drop runs inside a test's runtime: use a thread with a runtime of its own. That runtime is blocked
+        // meanwhile, so the server it ran cannot finish a transaction it holds open: the drop waits for locks only
+        // so long, then ends the sessions that hold locks in the schema, and tries again.
         let done = std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
             rt.block_on(async {
-                if let Ok(mut admin) = connect(&server).await {
-                    if let Err(e) = sqlx::query(&sql).execute(&mut admin).await {
-                        eprintln!("{sql}: {e}");
+                let Ok(mut admin) = connect(&server).await else { return };
+                let _ = sqlx::query("SET lock_timeout = '2s'").execute(&mut admin).await;
+                for attempt in 1..=5 {
+                    match sqlx::query(&sql).execute(&mut admin).await {
+                        Ok(_) => break,
+                        Err(e) if attempt == 5 => eprintln!("{sql}: {e}"),
+                        Err(_) => end_lock_holders(&mut admin, &name).await,
                     }
-                    let _ = admin.close().await;
                 }
+                let _ = admin.close().await;
             });
         });
         let _ = done.join();
+    }
+}
+
+/// Ends the other sessions that hold a lock on a relation of the schema `name`.
+async fn end_lock_holders(admin: &mut PgConnection, name: &str) {
+    let sql = "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+               JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace \
+               WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()";
+    if let Err(e) = sqlx::query(sql).bind(name).execute(&mut *admin).await {
+        eprintln!("ending the sessions that hold locks in {name}: {e}");
     }
 }
 
