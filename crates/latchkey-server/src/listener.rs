@@ -3,10 +3,16 @@
 //!
 //! Limits ([`ConnectionsConfig`], `docs/security.md`, "Connections"): the TLS handshake; the time from the
 //! handshake to the first request (the HTTP version's detection, the HTTP/2 preface, the first head); each
-//! HTTP/1.1 head (hyper's `header_read_timeout`, which runs while a keep-alive connection waits, so it is also
-//! HTTP/1.1's idle timeout); an HTTP/2 connection with no request in flight; and each request
-//! (`crate::routes`, in the router's middleware, so the answer is in the endpoint's format). Open connections are
-//! capped in all (the listener stops accepting) and per address (a new one is closed at once).
+//! HTTP/1.1 head, from the moment the connection waits for it (so also HTTP/1.1's idle timeout); an HTTP/2
+//! connection with no request in flight; and each request. Open connections are capped in all (the listener stops
+//! accepting) and per address (a new one is closed at once).
+//!
+//! One watchdog task per connection keeps every limit after the handshake, with no timer of its own per request
+//! (a timer per request, or hyper's per head, costs more than 1% of a refresh on the hot path; `docs/performance.md`).
+//! It wakes at the connection's next deadline, and at least every quarter of the request limit while requests are
+//! in flight: then it wakes them ([`RequestDeadline`]), and each one past its limit is answered 408 in its
+//! endpoint's format by the router's middleware (`crate::routes`). So a request ends within a quarter of its limit
+//! after it.
 
 use crate::config::ConnectionsConfig;
 use crate::error::refusal::HEADERS_LIMIT;
@@ -23,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
@@ -48,7 +54,8 @@ pub async fn serve(
 ) {
     let acceptor = TlsAcceptor::from(tls);
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read());
+    // The watchdog keeps the head's limit (hyper's own would start a timer for every head).
+    builder.http1().header_read_timeout(None);
     // HTTP/2 takes header lists up to four times the router's own limit, so that the router answers one over its
     // limit in the endpoint's format rather than hyper with an empty 431 (HTTP/1.1 reads up to about 400 KiB).
     builder
@@ -112,10 +119,16 @@ async fn connection(
     limits: ConnectionsConfig,
     mut stopping: watch::Receiver<bool>,
 ) {
+    // HTTP/2 when ALPN chose it; a connection that skipped ALPN gets HTTP/1.1's shorter wait between requests.
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let between_requests = if h2 { limits.idle() } else { limits.header_read() };
     let activity = Arc::new(Activity::new());
     let tracked = Arc::clone(&activity);
+    let deadline = RequestDeadline(Arc::clone(&activity));
     let app = tower::ServiceExt::map_request(app, move |mut req: hyper::Request<hyper::body::Incoming>| {
-        req.extensions_mut().insert(ClientAddr(peer));
+        let extensions = req.extensions_mut();
+        extensions.insert(ClientAddr(peer));
+        extensions.insert(deadline.clone());
         req
     });
     let app = tower::ServiceExt::map_future(app, move |answer| {
@@ -129,8 +142,13 @@ async fn connection(
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(app));
     tokio::pin!(conn);
     let mut closing: Option<Instant> = None;
+    // The requests in flight are woken this often to look at their own limit.
+    let tick = limits.request() / 4;
     loop {
-        let wake = closing.map_or_else(|| activity.next_look(&limits), |asked| asked + CLOSE_GRACE);
+        let wake = closing.map_or_else(
+            || activity.deadline(limits.first_request(), between_requests).min(Instant::now() + tick),
+            |asked| asked + CLOSE_GRACE,
+        );
         tokio::select! {
             ended = conn.as_mut() => {
                 if let Err(e) = ended {
@@ -142,7 +160,8 @@ async fn connection(
                 if closing.is_some() {
                     return;
                 }
-                if activity.deadline(&limits) <= Instant::now() {
+                activity.tick.notify_waiters();
+                if activity.deadline(limits.first_request(), between_requests) <= Instant::now() {
                     conn.as_mut().graceful_shutdown();
                     closing = Some(Instant::now());
                 }
@@ -162,6 +181,27 @@ struct Activity {
     any: AtomicBool,
     /// Milliseconds from `opened` to the end of the last request.
     last_done: AtomicU64,
+    /// The watchdog's wake-up of the requests in flight.
+    tick: Notify,
+}
+
+/// The limit of a request's time, kept by its connection's watchdog; the listener puts it in every request's
+/// extensions.
+#[derive(Clone)]
+pub struct RequestDeadline(Arc<Activity>);
+
+impl RequestDeadline {
+    /// Completes once the request that started at `started` has taken `limit` (noticed at the watchdog's next
+    /// wake-up: within a quarter of the connection's request limit).
+    pub async fn passed(&self, started: std::time::Instant, limit: Duration) {
+        loop {
+            let woken = self.0.tick.notified();
+            if started.elapsed() >= limit {
+                return;
+            }
+            woken.await;
+        }
+    }
 }
 
 /// A request in flight on its connection; its end is noted when dropped.
@@ -174,6 +214,7 @@ impl Activity {
             in_flight: AtomicUsize::new(0),
             any: AtomicBool::new(false),
             last_done: 0.into(),
+            tick: Notify::new(),
         }
     }
 
@@ -183,29 +224,17 @@ impl Activity {
         InFlight(Arc::clone(this))
     }
 
-    /// When the connection is past its limit, as of now: the first request's, or the idle one's. With requests in
-    /// flight, a whole idle period from now (each request has its own limit).
-    fn deadline(&self, limits: &ConnectionsConfig) -> Instant {
-        if !self.any.load(Ordering::Relaxed) {
-            return self.opened + limits.first_request();
-        }
+    /// When the connection is past its limit, as of now: the first request's (`first`), or the one between
+    /// requests (`between`) from the end of the last. With requests in flight, a whole period from now (each request
+    /// has its own limit).
+    fn deadline(&self, first: Duration, between: Duration) -> Instant {
         if self.in_flight.load(Ordering::Relaxed) > 0 {
-            return Instant::now() + limits.idle();
+            return Instant::now() + between;
         }
-        self.opened + Duration::from_millis(self.last_done.load(Ordering::Relaxed)) + limits.idle()
-    }
-}
-
-impl Activity {
-    /// When to look again: the deadline, or sooner while no request has come (its first request may be answered
-    /// before then, and the idle limit may be the shorter).
-    fn next_look(&self, limits: &ConnectionsConfig) -> Instant {
-        let deadline = self.deadline(limits);
-        if self.any.load(Ordering::Relaxed) {
-            deadline
-        } else {
-            deadline.min(self.opened + limits.idle())
+        if !self.any.load(Ordering::Relaxed) {
+            return self.opened + first;
         }
+        self.opened + Duration::from_millis(self.last_done.load(Ordering::Relaxed)) + between
     }
 }
 

@@ -32,7 +32,8 @@ pub(crate) static PURGE_BY_TIME: [Sql; 5] = [
     Sql::new("DELETE FROM set_deliveries WHERE state <> 'pending' AND done_at <= $1 - 2592000"),
 ];
 /// The single-use values it deletes: most sort by expiry; those of the earlier form after every expiry, purged
-/// by their `expires_at`; those kept without their expiry in front (from the byte 0xFF) through their own index.
+/// by their `expires_at`; those kept without their expiry in front (from the byte 0xFF) likewise, a walk of the
+/// values of the last proof window (no index of their own to keep up on every recording).
 pub(crate) static PURGE_SINGLE_USE: [Sql; 3] = [
     Sql::new("DELETE FROM replay WHERE key_hash < $1"),
     Sql::new("DELETE FROM replay WHERE key_hash >= $1 AND key_hash < {untimed_from} AND expires_at <= $2"),

@@ -4,8 +4,8 @@
 //! or with the byte 0xFF (`latchkey_core::dpop::untimed_key`); others are refused. The first sort by expiry, and
 //! [`Maintenance::purge_expired`] removes the expired ones as one range of the primary key, with no second index
 //! to keep up on every recording. The second are values whose replay may come with another expiry (a DPoP proof's
-//! `jti` under another `iat`, an assertion's `jti` under another `exp`), so their key cannot hold it: they are
-//! purged through an index of their `expires_at` that covers them alone.
+//! `jti` under another `iat`, an assertion's `jti` under another `exp`), so their key cannot hold it: the purge
+//! walks their range of the key and reads their `expires_at` (they are those of the last proof window only).
 //!
 //! [`Maintenance::purge_expired`]: crate::Maintenance::purge_expired
 

@@ -18,6 +18,7 @@ mod ssf;
 mod token;
 
 use crate::error::{refusal, RefusalNote};
+use crate::listener::RequestDeadline;
 use crate::rate_limit::RateLimits;
 use crate::request_id::RequestId;
 use crate::state::AppState;
@@ -119,14 +120,23 @@ async fn log_request(limits: Arc<RateLimits>, timeout: Duration, request: Reques
     let started = Instant::now();
     let surface = refusal::Surface::of(&path);
     // The timeout covers the admission too: a body over the limit is drained there, and a client trickling it must
-    // not hold the connection for ever.
-    let answered = tokio::time::timeout(timeout, async {
+    // not hold the connection for ever. The connection's watchdog keeps it (no timer per request); a request that
+    // came another way (the router called directly) gets a timer of its own.
+    let deadline = request.extensions().get::<RequestDeadline>().cloned();
+    let answered = async {
         match refusal::admit(request, surface, &limits).await {
             Ok(request) => refusal::reword(surface, next.run(request).await),
             Err(refused) => refused,
         }
-    });
-    let mut response = answered.await.unwrap_or_else(|_| refusal::timed_out(surface, timeout));
+    };
+    let mut response = match deadline {
+        Some(deadline) => tokio::select! {
+            biased;
+            response = answered => response,
+            () = deadline.passed(started, timeout) => refusal::timed_out(surface, timeout),
+        },
+        None => tokio::time::timeout(timeout, answered).await.unwrap_or_else(|_| refusal::timed_out(surface, timeout)),
+    };
     // Every response is served over HTTPS: browsers keep to it for a year; and no answer is sniffed into another
     // type. (Static values: no allocation; the header map holds them within its first capacity.)
     let h = response.headers_mut();
