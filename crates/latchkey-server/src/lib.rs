@@ -17,6 +17,7 @@ pub mod extract;
 pub mod keys;
 pub mod last_used;
 pub mod listener;
+pub mod long_polls;
 pub mod metrics;
 pub mod openapi;
 mod outbound;
@@ -135,13 +136,18 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         clock,
         passwords: password::Gate::per_core(),
         last_used: Arc::default(),
-        long_polls: state::LongPolls::default(),
+        long_polls: long_polls::LongPolls::default(),
     };
     if state.config.events.allow_insecure_loopback_push {
         tracing::warn!(
             "events.allow_insecure_loopback_push is on: security events may be pushed to this machine's loopback \
              addresses, over http:// too. For tests and local development only"
         );
+    }
+    match state.store.delivery_notices().await {
+        Ok(Some(notices)) => state.long_polls.listen(notices),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "listening for new security events: long polls look on a timer"),
     }
     metrics::register_all();
     let app = routes::router(state.clone());

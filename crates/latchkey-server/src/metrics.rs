@@ -239,6 +239,14 @@ pub static REQUEST_TIMEOUTS: LazyLock<IntCounter> = LazyLock::new(|| {
     )
 });
 
+/// The store reads of waiting long polls (RFC 8936): one each time a poll looks again for its stream's events.
+pub static LONG_POLL_READS: LazyLock<IntCounter> = LazyLock::new(|| {
+    registered(
+        IntCounter::new("latchkey_long_poll_reads_total", "Store reads of long polls looking again for events.")
+            .expect("valid"),
+    )
+});
+
 /// Requests refused by a rate limit, by what was over it.
 pub static RATE_LIMITED: LazyLock<Counters> = LazyLock::new(|| {
     Counters::new(
@@ -311,6 +319,7 @@ pub fn register_all() {
         LazyLock::force(&SIGNIN_FAILURES);
         LazyLock::force(&CONNECTIONS_REFUSED);
         LazyLock::force(&REQUEST_TIMEOUTS);
+        LazyLock::force(&LONG_POLL_READS);
         LazyLock::force(&RATE_LIMITED);
         LazyLock::force(&DPOP_NONCES);
         LazyLock::force(&REPLAY_RECORDS);

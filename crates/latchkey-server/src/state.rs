@@ -31,30 +31,7 @@ pub struct AppState {
     /// The grants used lately, written in batches off the request path.
     pub last_used: Arc<crate::last_used::LastUsed>,
     /// The streams with a long poll waiting on this instance.
-    pub long_polls: LongPolls,
-}
-
-/// The streams with a long poll waiting (RFC 8936 §2.1): at most one each, so that a receiver cannot hold many
-/// requests and store reads for one stream.
-#[derive(Clone, Default)]
-pub struct LongPolls(Arc<std::sync::Mutex<std::collections::HashSet<String>>>);
-
-/// A long poll waiting; its stream is free again when it is dropped.
-pub struct Waiting(LongPolls, String);
-
-impl LongPolls {
-    /// The stream's one place for a long poll, unless one is waiting already.
-    pub fn enter(&self, stream_id: &str) -> Option<Waiting> {
-        let mut waiting = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        waiting.insert(stream_id.to_owned()).then(|| Waiting(self.clone(), stream_id.to_owned()))
-    }
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let mut waiting = (self.0).0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        waiting.remove(&self.1);
-    }
+    pub long_polls: crate::long_polls::LongPolls,
 }
 
 impl AppState {

@@ -127,6 +127,11 @@ pub(crate) trait Engine: Send + Sync + 'static {
     ) -> impl Future<Output = StoreResult<R>> + Send;
     /// Whether the database answers.
     fn ping(&self) -> impl Future<Output = StoreResult<()>> + Send;
+    /// The engine's notices of new deliveries to poll, from every instance, when it has them
+    /// ([`crate::notices`]); `None` where it has not.
+    fn delivery_notices(&self) -> impl Future<Output = StoreResult<Option<crate::notices::Notices>>> + Send {
+        std::future::ready(Ok(None))
+    }
     /// The engine's own way of redeeming a code, when it has one that is quicker than the shared unit of work
     /// for the usual case; `None` to run the shared one.
     fn redeem_fast<'a>(

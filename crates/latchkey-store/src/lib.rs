@@ -27,6 +27,7 @@ mod grants;
 mod keys;
 mod maintenance;
 mod migrations;
+pub mod notices;
 mod orgs;
 pub mod postgres;
 mod records;

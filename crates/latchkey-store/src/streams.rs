@@ -147,6 +147,9 @@ pub trait Streams: Send + Sync {
     /// The pending SETs of a poll stream, oldest first, up to `max`, with whether more are available (a read: a
     /// long poll's look while it waits).
     async fn pollable(&self, stream_id: &str, max: i64) -> StoreResult<(Vec<Delivery>, bool)>;
+    /// Notices of streams that got a delivery, made anywhere, when the engine announces them (PostgreSQL); `None`
+    /// where it does not (SQLite), and a reader looks again on a timer. Each call listens anew.
+    async fn delivery_notices(&self) -> StoreResult<Option<crate::notices::Notices>>;
     /// A stream's latest deliveries, newest first.
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>>;
     /// Whether any delivery is pending and due at `now` (a read: the worker's look before it leases).
@@ -370,6 +373,10 @@ impl<E: Engine> Streams for Db<E> {
         let opaque = SubjectFormat::Opaque.as_str();
         let sets = self.engine.all(&delivery::POLL, args![stream_id, opaque, max + 1], delivery::from_row).await?;
         Ok(delivery::at_most(sets, max))
+    }
+
+    async fn delivery_notices(&self) -> StoreResult<Option<crate::notices::Notices>> {
+        self.engine.delivery_notices().await
     }
 
     async fn deliveries(&self, stream_id: &str, limit: i64) -> StoreResult<Vec<Delivery>> {

@@ -71,6 +71,7 @@ checks! {
     claims_take_turns_by_project_and_released_ones_come_back: by_ref,
     polls_acknowledge_and_verification_is_rate_limited: by_ref,
     concurrent_claims_never_share_a_delivery: shared,
+    new_deliveries_are_announced_where_the_engine_can: by_ref,
     content_owners_manage_linked_channels_and_grant_service_accounts: by_ref,
     service_accounts_hold_at_most_ten_public_keys: by_ref,
     concurrent_key_additions_stop_at_ten: shared,

@@ -270,3 +270,24 @@ pub(super) async fn concurrent_claims_never_share_a_delivery(store: Arc<dyn crat
     }
     assert_eq!(ids.len(), subjects.len(), "every due delivery leased once");
 }
+
+/// Where the engine announces new deliveries (PostgreSQL), a delivery made is announced with its stream's id, so
+/// that a long poll waiting for that stream wakes; where it does not (SQLite), there are no notices to listen to.
+pub(super) async fn new_deliveries_are_announced_where_the_engine_can(store: &dyn Store) {
+    // (That PostgreSQL has them is a test of its own, in the backends' tests.)
+    let Some(mut notices) = store.delivery_notices().await.expect("listen") else { return };
+    let (client, _) = fixture(store).await;
+    let stream = StreamRecord { method: POLL.into(), endpoint_url: None, push_auth: None, ..stream_of(&client) };
+    assert!(store.create_stream(&stream).await.expect("create"));
+    store.request_verification(&stream.stream_id, Some("s"), T0, 0).await.expect("verify").expect("queued");
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while let Some(notice) = notices.recv().await {
+            if notice == crate::notices::Notice::Stream(stream.stream_id.clone()) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(heard, Ok(true), "the new delivery was announced with its stream's id");
+}

@@ -153,6 +153,10 @@ impl<E: Engine> Engine for Measured<E> {
         self.inner.ping()
     }
 
+    fn delivery_notices(&self) -> impl Future<Output = StoreResult<Option<crate::notices::Notices>>> + Send {
+        self.inner.delivery_notices()
+    }
+
     async fn redeem_fast<'a>(
         &'a self,
         redemption: &'a crate::records::Redemption,

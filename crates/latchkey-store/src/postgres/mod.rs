@@ -15,6 +15,7 @@
 //! run again a few times first.
 
 pub(crate) mod errors;
+mod notices;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
 use crate::records::Redemption;
@@ -283,6 +284,12 @@ impl Engine for PgEngine {
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&mut *self.connection().await?).await.map_err(map_err)?;
         Ok(())
+    }
+
+    fn delivery_notices(
+        &self,
+    ) -> impl std::future::Future<Output = StoreResult<Option<crate::notices::Notices>>> + Send {
+        notices::listen(self.pool.clone())
     }
 
     /// Redeems the code and issues the grant in one call of `latchkey_redeem_code_fast` (migration 0106 makes it),

@@ -22,6 +22,7 @@ pub fn tests() -> Vec<Trial> {
         grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id,
         single_use_values_of_the_earlier_form_are_purged_when_they_expire,
         a_revocation_and_its_audit_record_commit_together_or_not_at_all,
+        new_deliveries_are_announced_to_every_listener,
     )
 }
 
@@ -167,5 +168,27 @@ async fn a_revocation_and_its_audit_record_commit_together_or_not_at_all() -> Re
         .expect("trigger");
     };
     latchkey_store::conformance::a_revocation_and_its_audit_record_commit_together(&store, break_audit).await;
+    Ok(())
+}
+
+/// PostgreSQL announces each new delivery (the trigger's `NOTIFY`) to every store that listens, the one that made
+/// it and another instance's alike.
+async fn new_deliveries_are_announced_to_every_listener() -> Result<(), Unreachable> {
+    let db = TestDatabase::create().await?;
+    let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
+    let other = PgStore::open(&db.url, PoolSettings::default()).await.expect("open another");
+    let mut here = store.delivery_notices().await.expect("listen").expect("PostgreSQL has notices");
+    let mut there = other.delivery_notices().await.expect("listen").expect("PostgreSQL has notices");
+    let (client_id, _) = fixture(&store).await;
+    let stream = latchkey_store::StreamRecord {
+        method: latchkey_core::events::stream::POLL.into(),
+        ..latchkey_store::StreamRecord::new("notified".into(), client_id, UnixTime(1_700_000_000))
+    };
+    assert!(store.create_stream(&stream).await.expect("stream"));
+    store.request_verification("notified", None, UnixTime(1_700_000_000), 0).await.expect("verify").expect("queued");
+    for notices in [&mut here, &mut there] {
+        let notice = tokio::time::timeout(Duration::from_secs(10), notices.recv()).await.expect("announced");
+        assert_eq!(notice, Some(latchkey_store::notices::Notice::Stream("notified".into())));
+    }
     Ok(())
 }

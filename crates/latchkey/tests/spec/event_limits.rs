@@ -179,3 +179,51 @@ async fn a_push_authorization_does_not_follow_the_push_url_to_another_origin() {
     assert_eq!(ssf.call("PATCH", "/ssf/stream", Some(body)).await.0, 200);
     assert!(!sealed(server.store().stream(&id).await.expect("get")), "dropped on a move to another origin");
 }
+
+/// A waiting long poll reads the outbox again only when its stream gets an event, wherever the event was made, on
+/// PostgreSQL (`LISTEN`/`NOTIFY`); on SQLite it looks every 250 ms. Either way an event made while it waits is
+/// handed out by it.
+#[tokio::test]
+async fn a_waiting_long_poll_reads_again_when_its_stream_gets_an_event_and_on_postgres_only_then() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    let ssf = Ssf::member_of(&server, &app, DANA).await;
+    let created = ssf.create(json!({"aud": app.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}})).await;
+    let stream_id = created["stream_id"].as_str().expect("stream id").to_owned();
+    let path = created["delivery"]["endpoint_url"].as_str().expect("poll url").replace(&server.base, "");
+    let sets = |v: &serde_json::Value| v["sets"].as_object().map(|s| s.keys().cloned().collect::<Vec<_>>());
+    // Whatever the stream's creation queued is acknowledged first.
+    let (status, v) = ssf.call("POST", &path, Some(json!({"returnImmediately": true}))).await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = ssf.call("POST", &path, Some(json!({"returnImmediately": true, "ack": sets(&v)}))).await;
+    assert_eq!((status, sets(&v)), (200, Some(vec![])), "{v}");
+
+    let reads = || latchkey_server::metrics::LONG_POLL_READS.get();
+    let before = reads();
+    let (status, v) = ssf.call("POST", &path, Some(json!({}))).await;
+    assert_eq!((status, sets(&v)), (200, Some(vec![])), "nothing came in its 5 s: {v}");
+    let idle = reads() - before;
+    if backend() == "postgres" {
+        assert!(idle <= 1, "with no notice, the poll read again only at its end: {idle} reads");
+    } else {
+        assert!(idle >= 10, "on SQLite the poll looks every 250 ms: {idle} reads");
+    }
+
+    // On PostgreSQL the event comes from another instance on the same database.
+    let second =
+        (backend() == "postgres").then(|| TestServer::start_with(|c| c.data_dir = server.dir.path().to_path_buf()));
+    let second = match second {
+        Some(starting) => Some(starting.await),
+        None => None,
+    };
+    let store = second.as_ref().map_or(server.store(), |s| s.store());
+    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let poll = ssf.call("POST", &path, Some(json!({})));
+    let event = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        store.request_verification(&stream_id, Some("woken"), now, 0).await.expect("verify").expect("queued");
+    };
+    let ((status, v), ()) = tokio::join!(poll, event);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(sets(&v).map(|s| s.len()), Some(1), "the event made while it waited: {v}");
+}

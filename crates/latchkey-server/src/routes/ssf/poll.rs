@@ -17,10 +17,8 @@ use std::time::Duration;
 
 /// At most this many SETs per answer, whatever `maxEvents` asks.
 const MAX_EVENTS: i64 = 100;
-/// How long a poll with `returnImmediately: false` waits for an event.
+/// How long a poll with `returnImmediately: false` waits for an event (woken as `crate::long_polls` says).
 const LONG_POLL: Duration = Duration::from_secs(5);
-/// How often a waiting poll looks again.
-const LONG_POLL_STEP: Duration = Duration::from_millis(250);
 
 /// An error a receiver reports for a SET (RFC 8936 §2.4).
 #[derive(Deserialize)]
@@ -64,6 +62,10 @@ pub(super) async fn poll_post(
     let store_error = crate::admin::AdminError::from;
     // The acknowledgements and errors are recorded once (a write only when there are some); a long poll then only
     // reads while it waits.
+    // RFC 8936 §2.1: returnImmediately defaults to false (a long poll), one at a time per stream. Its place is
+    // taken before the first read, so that a notice of an event that comes after that read wakes it.
+    let long = body.return_immediately != Some(true) && max > 0;
+    let waiting = if long { state.long_polls.enter(&stream_id) } else { None };
     let now = state.clock.now();
     let (mut sets, mut more) = if ack.is_empty() && errors.is_empty() {
         state.store.pollable(&stream_id, max).await
@@ -71,15 +73,16 @@ pub(super) async fn poll_post(
         state.store.poll_deliveries(&stream_id, &ack, &errors, max, now).await
     }
     .map_err(store_error)?;
-    // RFC 8936 §2.1: returnImmediately defaults to false (a long poll), one at a time per stream.
-    let wait = body.return_immediately != Some(true) && max > 0 && sets.is_empty();
-    let busy =
-        || ConsoleApiError::too_many("A long poll of this stream is already waiting: one at a time per stream.", 1);
-    let _waiting = wait.then(|| state.long_polls.enter(&stream_id).ok_or_else(busy)).transpose()?;
-    let deadline = tokio::time::Instant::now() + LONG_POLL;
-    while sets.is_empty() && wait && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(LONG_POLL_STEP).await;
-        (sets, more) = state.store.pollable(&stream_id, max).await.map_err(store_error)?;
+    if long && sets.is_empty() {
+        let busy =
+            || ConsoleApiError::too_many("A long poll of this stream is already waiting: one at a time per stream.", 1);
+        let waiting = waiting.ok_or_else(busy)?;
+        let deadline = tokio::time::Instant::now() + LONG_POLL;
+        while sets.is_empty() && tokio::time::Instant::now() < deadline {
+            waiting.next(deadline).await;
+            crate::metrics::LONG_POLL_READS.inc();
+            (sets, more) = state.store.pollable(&stream_id, max).await.map_err(store_error)?;
+        }
     }
     if !sets.is_empty() && state.keys.get().event_signer().is_none() {
         // The first event key was made elsewhere (another instance, the admin CLI): load it.

@@ -1,0 +1,2 @@
+-- PostgreSQL announces new deliveries with NOTIFY; SQLite has no channel between processes, so a long poll on
+-- SQLite looks again on a timer. Nothing to change here.
