@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/count-instructions.sh LABEL SERVER_BIN BENCH_CMD WORKLOAD [PORT]
 # The instruction count is the same on a busy machine as on a quiet one, so an A/B of two builds is exact where
-# timed runs spread by 10-50% (docs/perf-notes.md, "Seventh session"). Needs valgrind (apt-get install valgrind).
+# timed runs spread by 10-50% (docs/performance.md, "How to measure"). Needs valgrind (apt-get install valgrind).
 # Set CG_KEEP=FILE to keep the callgrind profile (callgrind_annotate FILE).
 # Instructions per request of `SERVER_BIN serve` under callgrind (deterministic: usable on a busy machine).
 # BENCH_CMD is the load generator's command prefix, e.g. "/path/latchkey bench" or "/path/latchkey-bench".

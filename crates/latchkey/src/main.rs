@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// mimalloc instead of glibc's malloc: 6-16% more requests per second on every hot path (docs/perf-notes.md, fifth
-/// session). Built without transparent huge pages, which would otherwise take idle RSS from 19 to 32 MB.
+/// mimalloc instead of glibc's malloc: 6-16% more requests per second on every hot path (docs/performance.md, "What
+/// the figures rest on"). Built without transparent huge pages, which would otherwise take idle RSS from 19 to 32 MB.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
