@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The fuzz targets of the hand-written parsers (fuzz/, issue 24), with cargo-fuzz (libFuzzer) on the stable
-# toolchain: RUSTC_BOOTSTRAP=1 lets stable rustc take the -Z flags cargo-fuzz passes. Sanitizer none: the parsers
-# are safe Rust (unsafe_code is forbidden), so what a run looks for is a panic, an overflow (debug assertions are
-# on) or a broken invariant the target asserts; without ASan a run is two to three times faster.
+# The fuzz targets of the hand-written parsers (fuzz/, docs/security.md#fuzzing), with cargo-fuzz (libFuzzer) on the
+# stable toolchain: RUSTC_BOOTSTRAP=1 lets stable rustc take the -Z flags cargo-fuzz passes. Sanitizer none: the parsers
+# are safe Rust (unsafe_code is forbidden), so what a run looks for is a panic, an overflow (debug assertions are on) or
+# a broken invariant the target asserts; without ASan a run is two to three times faster.
 #
 #   scripts/fuzz.sh [--runs N] [TARGET...]   run each target (default: all) for N executions (default 10,000,000),
 #                                            on the corpus in fuzz/corpus/TARGET (read with the hand-written

@@ -109,7 +109,7 @@ const provider = new Provider(issuer, {
     revocation: { enabled: true },
     userinfo: { enabled: true },
   },
-  // latchkey does not rotate refresh tokens (the spec's refresh token stays valid).
+  // latchkey does not rotate refresh tokens (docs/decisions.md, "Refresh tokens": the refresh token stays valid).
   rotateRefreshToken: false,
   ttl: {
     AccessToken: 3600,

@@ -464,7 +464,7 @@ async function child() {
       if (!result) info(`refresh with another key${retried ? ' (after a use_dpop_nonce retry)' : ''}: ${res?.status} ${describe(error)}`);
     }
 
-    // Not an assertion (the spec does not say whether a wrong-key attempt revokes the grant): the right key again.
+    // Not an assertion (RFC 9449 does not say whether a wrong-key attempt revokes the grant): the right key again.
     {
       const { result, error } = await refresh(oauth, as, client, clientAuth, refreshToken, DPoP);
       info(`after the failed attempts, a refresh with the original key ${result ? 'still succeeds' : `fails: ${describe(error)}`}`);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Interop: operating the real latchkey binary (issue 25).
+"""Interop: operating the real latchkey binary (docs/operations.md).
 
 - `/metrics`, scraped with the bearer token from LATCHKEY_METRICS_TOKEN, parses with Prometheus's own text-format
   parser (`prometheus_client.parser`), and its counters move with the requests sent.

@@ -1,4 +1,4 @@
-//! `latchkey-bench seed-grants`: bulk loading for load tests (issue 7: the figures with 10 million grants).
+//! `latchkey-bench seed-grants`: bulk loading for load tests (`docs/performance.md`, "Large stores").
 //!
 //! The grants go through the store's bulk loading ([`Seed::seed`](latchkey_store::seed::Seed::seed)) in batches,
 //! with users made for them (`per_user` grants each), under a project and desktop client of their own. Their

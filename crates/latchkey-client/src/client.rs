@@ -271,8 +271,9 @@ impl OAuthClient {
             let mut headers = Vec::new();
             if let Some(key) = dpop {
                 let nonce = self.cached_nonce();
-                // The spec's rule for a code exchange: jti = Base64url(SHA-256(code)), needing no nonce. After a
-                // use_dpop_nonce answer, a fresh jti with the nonce (RFC 9449's generic rule).
+                // latchkey's rule for a code exchange (docs/decisions.md, "DPoP"): jti = Base64url(SHA-256(code)),
+                // needing no nonce. After a use_dpop_nonce answer, a fresh jti with the nonce (RFC 9449's generic
+                // rule).
                 let jti = match grant {
                     Grant::Code(code) if !retried => code_jti(code),
                     _ => random_jti(),

@@ -113,7 +113,7 @@ impl DpopKey {
     }
 }
 
-/// Base64url(SHA-256(code)): the `jti` of a code-exchange proof (the spec's rule).
+/// Base64url(SHA-256(code)): the `jti` of a code-exchange proof that needs no nonce (`docs/decisions.md`, "DPoP").
 pub(crate) fn code_jti(code: &str) -> String {
     URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, code.as_bytes()))
 }

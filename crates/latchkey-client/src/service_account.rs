@@ -1,4 +1,4 @@
-//! A content owner's server-side tool (issue 23): [`ServiceAccountCredentials`] loads a service account's key
+//! A content owner's server-side tool: [`ServiceAccountCredentials`] loads a service account's key
 //! file and keeps a valid access token, exchanging a fresh signed assertion (RFC 7523 §2.1) at the file's
 //! `token_uri` when the cached token is about to expire. However many tasks ask at once, one request is in flight;
 //! the others wait for it and share its token.

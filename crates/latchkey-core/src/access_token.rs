@@ -5,7 +5,7 @@
 //! checking one needs no lookup but the grant's state, which a revocation changes. The token is opaque to clients.
 //!
 //! Layout before base64url: `version(1) | key_id(4) | holder(16 or 20) | expires_at(8) | scopes(4) | salt(8) |
-//! mac(32)`. Version 1 names a user's grant (16 bytes), version 2 a service account's key (20 bytes, issue 23): a
+//! mac(32)`. Version 1 names a user's grant (16 bytes), version 2 a service account's key (20 bytes): a
 //! service account's token names the key that signed its assertion, so disabling or deleting either the key or
 //! the account stops it at its next use.
 

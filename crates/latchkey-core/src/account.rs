@@ -127,7 +127,7 @@ pub struct AccountEvent {
 }
 
 /// The periods a person may choose on the consent page when the project offers time-based access
-/// (`DECISIONS.md`), in seconds; 0 is "until I remove it".
+/// (`docs/decisions.md`, "Time-based access"), in seconds; 0 is "until I remove it".
 pub const ACCESS_PERIODS: [(i64, &str); 5] =
     [(0, "Until I remove it"), (3600, "1 hour"), (86_400, "1 day"), (604_800, "1 week"), (2_592_000, "30 days")];
 

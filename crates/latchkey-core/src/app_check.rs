@@ -1,6 +1,6 @@
-//! App Check for mobile-platform clients (spec "App Check (mobile-platform client)"): the state machine with its
+//! App Check for mobile-platform clients (`docs/decisions.md`, "App Check"): the state machine with its
 //! propagation delay, the check of App Check tokens (ES256 or RS256 JWTs), and the classification of token
-//! requests into the spec's four metric categories.
+//! requests into the four metric categories of `docs/api.md`, "App Check (mobile-platform clients)".
 
 pub use crate::app_check_setting::{AppCheck, AppCheckState};
 use crate::client::{Client, ClientType};
@@ -10,7 +10,7 @@ use base64::Engine;
 use ring::signature;
 use serde::Deserialize;
 
-/// An action of the spec's table.
+/// An action of the App Check state table (`docs/decisions.md`, "App Check").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppCheckAction {
     /// disabled → enabled, not enforced.
@@ -97,7 +97,7 @@ pub fn apply(
     Ok(AppCheck { state, pending: Some((to, now.plus(propagation_secs))) })
 }
 
-/// The spec's metric categories of a token request from a client with App Check on.
+/// The metric categories (`docs/api.md`, "App Check") of a token request from a client with App Check on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Category {
     /// A valid App Check token.

@@ -1,9 +1,9 @@
-//! A client's App Check setting (spec "App Check (mobile-platform client)"): the state in force and the change
+//! A client's App Check setting (`docs/decisions.md`, "App Check"): the state in force and the change
 //! on its way. The rules that change it and check tokens are in `app_check`.
 
 use crate::time::UnixTime;
 
-/// The states of the spec's table.
+/// The states of the App Check table (`docs/decisions.md`, "App Check").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum AppCheckState {
     /// No monitoring, no enforcement.

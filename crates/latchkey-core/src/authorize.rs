@@ -1,4 +1,4 @@
-//! The authorization endpoint's rules (the spec's "Authorize" section, RFC 6749 §4.1.1, RFC 7636 §4.3).
+//! The authorization endpoint's rules (`docs/api.md`, "Authorization"; RFC 6749 §4.1.1, RFC 7636 §4.3).
 //!
 //! The checks run in one visible order. Until the client and its redirect URI are known to be good, every
 //! failure is user-facing (an error page, never a redirect); after that, failures travel back to the redirect
@@ -161,7 +161,7 @@ pub struct Context<'a> {
     pub api_enabled: bool,
     /// The scopes the server knows.
     pub registry: &'a ScopeRegistry,
-    /// Whether a request without PKCE is refused (RFC 9700; `DECISIONS.md`).
+    /// Whether a request without PKCE is refused (RFC 9700; `docs/decisions.md`, "PKCE").
     pub require_pkce: bool,
     /// The `User-Agent` header.
     pub user_agent: &'a str,

@@ -1,8 +1,8 @@
-//! OAuth clients (the spec's "OAuth client (credential)"): the four client types and their records.
+//! OAuth clients (`docs/decisions.md`, "Clients"): the four client types and their records.
 
 use crate::time::UnixTime;
 
-/// The four client types of the spec.
+/// The four client types (`docs/decisions.md`, "Clients").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ClientType {
     /// A phone or tablet app (bundle identifier, App Check).
@@ -45,7 +45,7 @@ impl ClientType {
     }
 }
 
-/// The type-specific fields of a client; each applies to the types the spec names.
+/// The type-specific fields of a client; each applies to the types `docs/decisions.md` ("Clients") names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClientDetails {
@@ -180,7 +180,8 @@ fn field_error(field: &'static str, message: impl Into<String>) -> FieldError {
     FieldError { field, message: message.into() }
 }
 
-/// The message of the spec's refusal of a custom URI scheme (browser extensions, the spec's Chrome apps).
+/// The message refusing a custom URI scheme to a browser extension, in the words developers know from the
+/// best-known provider (which names Android and Chrome apps).
 pub const CUSTOM_SCHEME_UNSUPPORTED: &str = "Custom URI scheme is not supported on Android or Chrome apps";
 
 /// Whether `uri` (whose scheme is `scheme`) has the one shape of a universal desktop app's redirect URI,
@@ -192,9 +193,9 @@ pub fn is_package_sid_uri(uri: &str, scheme: &str, package_sid: Option<&str>) ->
 }
 
 /// Why a client of `kind` cannot register `uri` (whose scheme is `scheme`), following the redirect methods of
-/// the spec: loopback for desktop apps only, `<scheme>://<package_sid_lowercase>` with at most 39 characters of
-/// scheme for universal desktop apps, the browser's identity API (an `https` redirect) for extensions, and no
-/// out-of-band flow.
+/// `docs/decisions.md` ("Clients"): loopback for desktop apps only, `<scheme>://<package_sid_lowercase>` with at most
+/// 39 characters of scheme for universal desktop apps, the browser's identity API (an `https` redirect) for extensions,
+/// and no out-of-band flow.
 fn redirect_refusal(kind: ClientType, scheme: &str, uri: &str, d: &ClientDetails) -> Option<&'static str> {
     let loopback = ["http://127.0.0.1", "http://[::1]", "http://localhost"].iter().any(|p| uri.starts_with(p));
     if scheme.eq_ignore_ascii_case("urn") && uri.starts_with("urn:ietf:wg:oauth:2.0:oob") {
@@ -218,7 +219,8 @@ fn redirect_refusal(kind: ClientType, scheme: &str, uri: &str, d: &ClientDetails
     }
 }
 
-/// Checks the fields of a client of `kind` against the spec's rules; every broken rule is reported.
+/// Checks the fields of a client of `kind` against its type's rules (`docs/decisions.md`, "Clients"); every
+/// broken rule is reported.
 pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d: &ClientDetails) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let name = name.trim();

@@ -1,4 +1,4 @@
-//! DPoP proofs (RFC 9449 §4.3, as the spec narrows it) and server nonces (§8).
+//! DPoP proofs (RFC 9449 §4.3, as `docs/decisions.md`, "DPoP", narrows it) and server nonces (§8).
 //!
 //! [`verify`] runs every check that needs no state: the JWS form, `typ`, `alg` (ES256 only), the public `jwk`,
 //! the raw R|S signature over the exact bytes received, `htm`, `htu` and `iat`. What needs state, the `jti` and
@@ -23,7 +23,7 @@ const MAX_PROOF: usize = 4096;
 /// The longest `jti` accepted.
 const MAX_JTI: usize = 256;
 
-/// The window in which a proof's `iat` is accepted (`DECISIONS.md`: 60 s past, 5 s future).
+/// The window in which a proof's `iat` is accepted (`docs/decisions.md`, "DPoP": 60 s past, 5 s future).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
     /// Seconds a proof may be old.
@@ -335,7 +335,7 @@ fn normal_percent(path: &str) -> String {
     out
 }
 
-/// Base64url(SHA-256(code)): the `jti` of a code-exchange proof that needs no nonce (the spec's rule).
+/// Base64url(SHA-256(code)): the `jti` of a code-exchange proof that needs no nonce (`docs/decisions.md`, "DPoP").
 pub fn code_jti(code: &str) -> String {
     URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, code.as_bytes()))
 }

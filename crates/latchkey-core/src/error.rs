@@ -3,7 +3,8 @@
 use latchkey_proto::ErrorCode;
 use std::borrow::Cow;
 
-/// A protocol error: a code from the spec or the RFCs and a description for the developer.
+/// A protocol error: a code from the RFCs or one of latchkey's own (`docs/decisions.md`, "Errors") and a
+/// description for the developer.
 ///
 /// Only `code` and `description` reach the client; `redirectable` tells the authorization endpoint whether
 /// the error may travel back to the redirect URI or must be shown to the user on an error page.

@@ -1,4 +1,5 @@
-//! latchkey's protocol core: the rules of the spec and of RFC 6749, 7636, 8252 and 9449, with no I/O.
+//! latchkey's protocol core: the rules of RFC 6749, 7636, 8252 and 9449 as `docs/decisions.md` settles them, with no
+//! I/O.
 //!
 //! Handlers in `latchkey-server` look records up in the store, hand them to the functions here, and act on the
 //! outcome. Nothing in this crate reads the clock, the network or a database: time comes in as [`time::UnixTime`].

@@ -19,9 +19,9 @@
 //! 4. **Consent**: a trusted app gets all its requested scopes or none (no per-scope choice); every other app
 //!    keeps granular consent.
 //!
-//! The same function judges a grant already issued when a policy changes ([`decide`] with the grant's
-//! scopes): a grant it refuses is revoked, the strict answer of `DECISIONS.md`. Accounts outside any
-//! organisation are judged by the audience check alone.
+//! The same function judges a grant already issued when a policy changes ([`decide`] with the grant's scopes): a grant
+//! it refuses is revoked, the strict answer (`docs/decisions.md`, "Organisations"). Accounts outside any organisation
+//! are judged by the audience check alone.
 
 use crate::client::Client;
 use crate::scope::{ScopeRegistry, ScopeSet, IDENTITY};

@@ -42,7 +42,7 @@ pub fn is_valid_verifier(s: &str) -> bool {
 }
 
 /// Checks a `code_challenge` for its method: an S256 challenge is 43 base64url characters; a plain one
-/// follows the verifier's rules. A bad challenge is `invalid_grant`, as the spec's table says.
+/// follows the verifier's rules. A bad challenge is `invalid_grant` (`docs/decisions.md`, "PKCE").
 pub fn check_challenge(method: ChallengeMethod, challenge: &str) -> Result<(), OAuthError> {
     let ok = match method {
         ChallengeMethod::S256 => {

@@ -1,5 +1,5 @@
-//! Redirect URIs: which URI a client may use (RFC 6749 §3.1.2, RFC 8252 §7, `DECISIONS.md`), and how the
-//! authorization response is added to it.
+//! Redirect URIs: which URI a client may use (RFC 6749 §3.1.2, RFC 8252 §7, `docs/decisions.md`, "Redirect URIs"), and
+//! how the authorization response is added to it.
 //!
 //! URIs are compared as exact strings, never after URL normalisation. The one exception is RFC 8252 §7.3: for a
 //! loopback IP literal only the port may differ, and desktop apps need not register loopback URIs at all.

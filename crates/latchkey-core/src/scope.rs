@@ -1,4 +1,4 @@
-//! Scopes: the seven data-API scopes of `DECISIONS.md` and the OpenID Connect identity scopes.
+//! Scopes: the seven data-API scopes (`docs/decisions.md`, "Scopes") and the OpenID Connect identity scopes.
 //!
 //! A granted set is a [`ScopeSet`], a bit set over the registry, so that it can travel inside an access token
 //! and be checked without string work on the data-API path.
@@ -83,7 +83,7 @@ impl Scope {
     }
 }
 
-/// The scopes that allow `channels.list`: readonly, force-ssl, manage or partner (`DECISIONS.md`).
+/// The scopes that allow `channels.list`: readonly, force-ssl, manage or partner (`docs/decisions.md`, "Scopes").
 pub const CHANNELS_LIST: ScopeSet =
     ScopeSet(Scope::Readonly.set().0 | Scope::ForceSsl.set().0 | Scope::Manage.set().0 | Scope::Partner.set().0);
 

@@ -1,10 +1,10 @@
-//! Service accounts of content owners (issue 23): their identifiers and the RFC 7523 JWT bearer grant's assertion
+//! Service accounts of content owners: their identifiers and the RFC 7523 JWT bearer grant's assertion
 //! (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`), checked here without I/O: the server finds the
 //! account and its key by the assertion's `iss` and `kid`, then hands them over.
 //!
-//! The rules (`DECISIONS.md`): RS256 or ES256, `exp - iat` at most 3600 s, 60 s of clock skew either way, `aud`
-//! the token endpoint, a `scope`, single use within the assertion's lifetime (`jti`, or the assertion itself when
-//! it has none). The error descriptions are those developers search for (the best-known provider's).
+//! The rules (`docs/decisions.md`, "Service accounts"): RS256 or ES256, `exp - iat` at most 3600 s, 60 s of clock skew
+//! either way, `aud` the token endpoint, a `scope`, single use within the assertion's lifetime (`jti`, or the assertion
+//! itself when it has none). The error descriptions are those developers search for (the best-known provider's).
 
 mod assertion;
 

@@ -115,8 +115,8 @@ pub struct ClientAuth {
 
 impl ClientAuth {
     /// Checks the secret, if one was sent, against the client's enabled secrets in constant time. A wrong (or
-    /// disabled) secret is `invalid_client`; no secret is fine (`DECISIONS.md`: issued to every client, never
-    /// required).
+    /// disabled) secret is `invalid_client`; no secret is fine (`docs/decisions.md`, "Clients": issued to every
+    /// client, never required).
     pub fn check_secret(&self, client: &Client) -> Result<(), OAuthError> {
         match &self.secret {
             Some(s) if !client.accepts_secret(s.expose()) => {
@@ -326,7 +326,7 @@ fn pkce_verified(code: &AuthCode, verifier: Option<&Secret>) -> Result<(), OAuth
 }
 
 /// The scopes of the new access token on refresh: the intersection of `scope` with the grant's, ignoring
-/// scopes never granted (`DECISIONS.md`). Nothing in common is `invalid_scope`.
+/// scopes never granted (`docs/decisions.md`, "Refresh tokens"). Nothing in common is `invalid_scope`.
 pub fn narrow(registry: &ScopeRegistry, granted: ScopeSet, scope: Option<&str>) -> Result<ScopeSet, OAuthError> {
     let Some(scope) = scope else {
         return Ok(granted);

@@ -1,4 +1,4 @@
-//! Property tests of the redirect and PKCE rules (issue 24), against a reference model simple enough to read:
+//! Property tests of the redirect and PKCE rules, against a reference model simple enough to read:
 //! a redirect URI matches only a registered string exactly, or, for a desktop app, a loopback IP literal (RFC 8252
 //! §7.3) or a registered `localhost` URI with another port; a PKCE verifier passes only with its own challenge.
 

@@ -1,4 +1,4 @@
-//! The core reads no randomness of its own (issue 19): every function that needs random bytes takes a
+//! The core reads no randomness of its own: every function that needs random bytes takes a
 //! `latchkey_core::secret::Random` from its caller, and the operating system's source lives in the server. The
 //! check reads the core's sources (tests left out) for the names of the ways to reach the operating system's
 //! generator.

@@ -1,4 +1,5 @@
-//! OAuth error codes (RFC 6749 §4.1.2.1, §5.2; RFC 7009 §2.2.1; RFC 9449 §8) and the spec's own codes.
+//! OAuth error codes (RFC 6749 §4.1.2.1, §5.2; RFC 7009 §2.2.1; RFC 9449 §8) and latchkey's own codes
+//! (`docs/decisions.md`, "Errors").
 
 use std::fmt;
 
@@ -42,13 +43,13 @@ pub enum ErrorCode {
     /// The authorization server requires a DPoP nonce; the response carries a `DPoP-Nonce` header (RFC 9449 §8).
     UseDpopNonce,
     /// The redirect URI does not match an authorized redirect URI of the client, is invalid for the client
-    /// type, or refers to the deprecated out-of-band flow (the spec's user-facing error).
+    /// type, or refers to the deprecated out-of-band flow (a user-facing error page).
     RedirectUriMismatch,
-    /// The OAuth client was deleted; it can be restored within 30 days (the spec's user-facing error).
+    /// The OAuth client was deleted; it can be restored within 30 days (a user-facing error page).
     DeletedClient,
-    /// The page is shown in a forbidden embedded user agent (the spec's user-facing error).
+    /// The page is shown in a forbidden embedded user agent (a user-facing error page).
     DisallowedUseragent,
-    /// The client belongs to a project limited to the accounts of one organisation (the spec's user-facing error).
+    /// The client belongs to a project limited to the accounts of one organisation (a user-facing error page).
     OrgInternal,
     /// An administrator's policy prevents the account from authorizing a requested scope for this client.
     AdminPolicyEnforced,

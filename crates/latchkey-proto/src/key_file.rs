@@ -1,4 +1,4 @@
-//! The service-account key file (issue 23): the JSON the operator hands a content owner's tool once, in the field
+//! The service-account key file: the JSON the operator hands a content owner's tool once, in the field
 //! names of the best-known provider's service-account key files, so that its client libraries load it unmodified.
 //! latchkey keeps only the public half of the key.
 

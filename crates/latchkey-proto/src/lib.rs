@@ -1,7 +1,7 @@
 //! Wire types shared by the latchkey server and the installed-app SDK.
 //!
 //! Everything here is what travels on the wire: the RFC 6749 §5.1 token response, the §5.2 error body and
-//! the error codes of the spec's error tables, the RFC 8414 metadata document, and the security event types.
+//! the error codes (`docs/decisions.md`, "Errors"), the RFC 8414 metadata document, and the security event types.
 
 mod error_code;
 pub mod event_type;

@@ -1,4 +1,5 @@
-//! The token endpoint's success body (RFC 6749 §5.1, with the spec's fields) and error body (§5.2).
+//! The token endpoint's success body (RFC 6749 §5.1, with `refresh_token_expires_in` and `id_token`) and error body
+//! (§5.2).
 
 use serde::{Deserialize, Serialize};
 

@@ -342,7 +342,7 @@ pub async fn client_purge(store: &dyn Store, lifecycle: Lifecycle, now: UnixTime
     Ok(Purged { deleted_unused, purged })
 }
 
-/// Applies an App Check action (spec "App Check (mobile-platform client)"); the change takes effect after
+/// Applies an App Check action (`docs/decisions.md`, "App Check"); the change takes effect after
 /// `propagation_secs` (`app_check_propagation_secs`).
 pub async fn client_app_check(
     store: &dyn Store,

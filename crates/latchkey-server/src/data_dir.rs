@@ -1,6 +1,6 @@
 //! The data directory and the files only the server's account may read: the directory is created 0700, the SQLite
 //! database files and the system secret file 0600, and looser ones found at start are tightened with a warning
-//! (issue 18). Elsewhere than on Unix the platform's defaults apply.
+//! (`docs/design.md`, "Design choices"). Elsewhere than on Unix the platform's defaults apply.
 
 use crate::clock::OsRandom;
 use latchkey_core::secret::random_b64;

@@ -1,5 +1,5 @@
-//! The server's metrics (issue 25), in the process's Prometheus registry beside the store's
-//! (`latchkey_store`'s `measured` module) and the process's own (`process_*`); `/metrics` renders them all
+//! The server's metrics (`docs/operations.md`, "Metrics and alerts"), in the process's Prometheus registry beside the
+//! store's (`latchkey_store`'s `measured` module) and the process's own (`process_*`); `/metrics` renders them all
 //! ([`crate::routes`]).
 //!
 //! Every series a request touches is resolved once and then observed with atomics alone: the labelled families'

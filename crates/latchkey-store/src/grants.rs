@@ -1,12 +1,12 @@
 //! Authorization codes and the grants issued from them: redemption under the refresh-token limits, lookup,
 //! revocation with its audit record.
 //!
-//! The refresh-token limits (`DECISIONS.md`: issuing one more invalidates the oldest of that set) are one rule,
-//! written here once: [`redeem`] stores the grant, then [`enforce_limit`] invalidates all but the newest live
-//! grants of each set. The triggers' count of unrevoked grants (`grant_counts`) is read first: at or under a
-//! limit nothing can be over it, and the usual issuance costs an index lookup instead of a walk over the user's
-//! grants. PostgreSQL runs the usual case as one function call instead ([`Engine::redeem_fast`]), which stores
-//! nothing when a limit is reached and leaves that case to the unit below.
+//! The refresh-token limits (`docs/decisions.md`, "Refresh tokens": issuing one more invalidates the oldest of that
+//! set) are one rule, written here once: [`redeem`] stores the grant, then [`enforce_limit`] invalidates all but the
+//! newest live grants of each set. The triggers' count of unrevoked grants (`grant_counts`) is read first: at or under
+//! a limit nothing can be over it, and the usual issuance costs an index lookup instead of a walk over the user's
+//! grants. PostgreSQL runs the usual case as one function call instead ([`Engine::redeem_fast`]), which stores nothing
+//! when a limit is reached and leaves that case to the unit below.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::records::{GrantLimits, GrantState, Redeemed, Redemption};

@@ -12,11 +12,11 @@ pub struct Project {
     pub id: String,
     /// Its name.
     pub name: String,
-    /// Whether the data API is enabled (the spec's prerequisite).
+    /// Whether the data API is enabled (needed for data scopes: `docs/decisions.md`, "The authorization request").
     pub api_enabled: bool,
     /// When it was created.
     pub created_at: UnixTime,
-    /// Whether its clients' consent page offers time-based access (`DECISIONS.md`).
+    /// Whether its clients' consent page offers time-based access (`docs/decisions.md`, "Time-based access").
     pub time_based_access: bool,
     /// The organisation it belongs to, if any.
     pub org_id: Option<String>,
@@ -134,7 +134,8 @@ pub struct Session {
     pub expires_at: UnixTime,
 }
 
-/// The refresh-token limits (`DECISIONS.md`): issuing one more invalidates the oldest of the set.
+/// The refresh-token limits (`docs/decisions.md`, "Refresh tokens"): issuing one more invalidates the oldest of the
+/// set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GrantLimits {
     /// Live refresh tokens per (client, user).

@@ -1,4 +1,4 @@
-//! Content owners and the service accounts that act for them (issue 23): the channels an owner manages, the
+//! Content owners and the service accounts that act for them: the channels an owner manages, the
 //! service accounts of a project with their public keys (never a private key; at most [`MAX_KEYS`] each), and the
 //! owners each account may act for.
 

@@ -62,8 +62,8 @@ pub fn code_known(record: Option<AuthCode>) -> Result<AuthCode, OAuthError> {
     record.ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or has expired."))
 }
 
-/// The nonce rule of a code-exchange proof. The spec's rule: a proof whose `jti` is the code's hash needs no
-/// nonce. Generic RFC 9449 clients send another unique `jti`; they are accepted with a server nonce, unless the
+/// The nonce rule of a code-exchange proof (`docs/decisions.md`, "DPoP"): a proof whose `jti` is the code's hash needs
+/// no nonce. Generic RFC 9449 clients send another unique `jti`; they are accepted with a server nonce, unless the
 /// strict setting is on.
 pub fn nonce_rule(proof: &Proof, code: &Secret, strict: bool) -> Result<NonceRule, OAuthError> {
     if proof.jti == dpop::code_jti(code.expose()) {

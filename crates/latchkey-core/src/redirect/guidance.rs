@@ -1,4 +1,4 @@
-//! What an app's developer reads on the error page when a redirect URI is refused (issue 25): the forms of URI the
+//! What an app's developer reads on the error page when a redirect URI is refused: the forms of URI the
 //! client accepts and a hint for the likely cause. Only the client's own data: the page is about the `client_id`
 //! the request named.
 

@@ -243,7 +243,8 @@ mod tests {
 
     #[test]
     fn every_truncation_and_every_changed_character_of_an_assertion_is_refused_without_a_panic() {
-        // A deterministic sweep until the fuzz targets of issue 24 take over: no mutation panics, none verifies.
+        // A deterministic sweep (the `service_account_assertion` fuzz target goes further): no mutation panics, none
+        // verifies.
         let (key, public) = es256();
         let raw = signed(&key, claims());
         let refused =

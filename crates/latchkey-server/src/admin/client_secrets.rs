@@ -1,4 +1,4 @@
-//! Client secret rotation (issue 25): add a second secret, move the app to it while both work, disable the old
+//! Client secret rotation: add a second secret, move the app to it while both work, disable the old
 //! one, then delete it. The rules are the core's (`latchkey_core::client::change_secrets`); the console's pages,
 //! its JSON API and `latchkey admin client secret` all call these. Tokens issued before a change keep working:
 //! a secret authenticates the client at the token endpoint, it is not bound to the grants.

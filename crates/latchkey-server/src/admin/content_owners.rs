@@ -1,4 +1,4 @@
-//! Content owners (issue 23): an entity that owns and manages several channels (a record label, a film studio),
+//! Content owners: an entity that owns and manages several channels (a record label, a film studio),
 //! the channels linked to it, its administrators, and the service accounts its administrators let act for it.
 //! The operator makes owners, links channels (with their users' consent, given outside latchkey) and names
 //! administrators; an owner's administrator, or the operator, grants and revokes the content-owner role. To any

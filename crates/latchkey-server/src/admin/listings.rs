@@ -71,7 +71,7 @@ impl ListingDirectory for StoreDirectory<'_> {
     }
 }
 
-/// Owner verification (spec Authentication 8): succeeds when a listing with the browser-extension client's
+/// Owner verification (`docs/decisions.md`, "Clients"): succeeds when a listing with the browser-extension client's
 /// item ID is registered and `developer_email` is its publisher or a member of its group publisher; records
 /// `ownership_verified_at`.
 pub async fn verify_ownership(

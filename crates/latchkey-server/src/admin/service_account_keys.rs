@@ -1,4 +1,4 @@
-//! The keys of a service account (issue 23): made here and handed out once as a key file (its private half is
+//! The keys of a service account: made here and handed out once as a key file (its private half is
 //! never stored nor logged), or uploaded as a public key (RSA or P-256); listed, disabled and deleted, by the
 //! members of the account's project (the operator at the CLI). At most ten per account.
 

@@ -1,4 +1,4 @@
-//! Service accounts of a project (issue 23), for the operator's CLI and the console: made, listed, disabled,
+//! Service accounts of a project, for the operator's CLI and the console: made, listed, disabled,
 //! deleted by the project's members (content owners are [`super::content_owners`]').
 
 use super::{Actor, AdminError, AdminResult, Right};

@@ -13,7 +13,7 @@ pub struct EventsConfig {
     /// Extra PEM trust anchors for push receivers (beside the system's roots).
     pub push_ca_file: Option<PathBuf>,
     /// Seconds an event may wait for delivery (a receiver down, a paused stream, a poll receiver that does not
-    /// poll) before it is dead-lettered. Default 86400 (24 hours, `DECISIONS.md`).
+    /// poll) before it is dead-lettered. Default 86400 (24 hours, `docs/decisions.md`, "Security events").
     pub max_age_secs: i64,
     /// Seconds a push may take before it counts as failed and is retried. Default 10.
     pub push_timeout_secs: u64,

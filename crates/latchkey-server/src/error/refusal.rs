@@ -1,8 +1,8 @@
-//! Refusals made before a handler reads the request, or by the web framework on its behalf (a body over the limit,
-//! a method the path does not have, an unknown path): each answered in the error format of the endpoint asked,
-//! never the framework's plain text (issue 24). [`Surface::of`] decides the format from the path; [`admit`] and
-//! [`reword`] apply it around every request, in the router's one middleware (which also logs), so that no layer of
-//! its own adds to each request's cost.
+//! Refusals made before a handler reads the request, or by the web framework on its behalf (a body over the limit, a
+//! method the path does not have, an unknown path): each answered in the error format of the endpoint asked, never the
+//! framework's plain text (`docs/security.md`, "Bad input"). [`Surface::of`] decides the format from the path;
+//! [`admit`] and [`reword`] apply it around every request, in the router's one middleware (which also logs), so that no
+//! layer of its own adds to each request's cost.
 
 use super::{ApiError, ConsoleApiError, TokenError};
 use crate::extract::ClientAddr;

@@ -1,5 +1,5 @@
 //! The data API: `GET /video/v3/channels` (`channels.list`), bearer-protected (RFC 6750). A token acts for a user
-//! (through their grant) or for a service account (through its key, issue 23); [`bearer`] checks either.
+//! (through their grant) or for a service account (through its key); [`bearer`] checks either.
 
 pub(crate) mod channels;
 

@@ -1,4 +1,4 @@
-//! The console's pages of a project's service accounts (issue 23): the list with the form that makes one, and an
+//! The console's pages of a project's service accounts: the list with the form that makes one, and an
 //! account's page with its keys.
 
 use super::console::Layout;

@@ -1,6 +1,6 @@
-//! The store's metrics (issue 25): every statement and unit of work timed by backend and kind, every failure
-//! counted by kind, and the SQLite writer's queue and group commits. Registered in the process's Prometheus
-//! registry, which the server's `/metrics` renders.
+//! The store's metrics (`docs/operations.md`, "Metrics and alerts"): every statement and unit of work timed by backend
+//! and kind, every failure counted by kind, and the SQLite writer's queue and group commits. Registered in the
+//! process's Prometheus registry, which the server's `/metrics` renders.
 //!
 //! Observing costs atomics only: each engine resolves its labelled series once, when it opens, so that no
 //! request takes the label map's lock.

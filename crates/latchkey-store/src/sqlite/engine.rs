@@ -66,8 +66,9 @@ const HAND_OVER_AT: usize = 16;
 const GATHER: Duration = Duration::from_micros(200);
 /// How long a statement waits for a lock held by another process (the admin CLI) before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// The writer connection's page cache, in KiB: room for a full batch's pages and the indexes' inner pages. At
-/// 32 MiB it filled up in write-heavy runs and held most of the server's memory (issue 26: 38 MB of 65 MB).
+/// The writer connection's page cache, in KiB: room for a full batch's pages and the indexes' inner pages. At 32 MiB it
+/// filled up in write-heavy runs and held most of the server's memory (38 MB of 65 MB; `docs/performance.md`, "What the
+/// figures rest on").
 const WRITER_CACHE_KIB: u32 = 8 * 1024;
 /// Prepared statements cached per connection.
 const STATEMENT_CACHE: usize = 64;

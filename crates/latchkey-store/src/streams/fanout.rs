@@ -14,10 +14,10 @@ static INSERT_EVENT: Sql = Sql::new(
     "INSERT INTO account_events (at, kind, user_id, client_id) VALUES ($1, $2, $3, $4) RETURNING CAST(id AS BIGINT)",
 );
 /// The streams that hear about an account: not disabled, of a client holding a grant of the account at `$4`
-/// (`DECISIONS.md`: "only apps holding a grant from the user hear about that user"; a grant this very change
-/// revoked counts, since its revocation is the news), and not leaving the account out. `$2` narrows them to one
-/// client when `$3` is false. `email_grants` counts those of the grants that hold the `email` scope (`$5`, its bit):
-/// only they let the stream name the account by its address.
+/// (`docs/decisions.md`, "Security events": "only apps holding a grant from the user hear about that user"; a grant
+/// this very change revoked counts, since its revocation is the news), and not leaving the account out. `$2` narrows
+/// them to one client when `$3` is false. `email_grants` counts those of the grants that hold the `email` scope (`$5`,
+/// its bit): only they let the stream name the account by its address.
 static STREAMS_OF_ACCOUNT: Sql = Sql::new(
     "SELECT s.stream_id, s.subject_format, s.events_requested, u.email, \
      (SELECT COUNT(*) FROM grants e WHERE e.user_id = $1 AND e.client_id = s.client_id AND (e.scopes & $5) <> 0 \

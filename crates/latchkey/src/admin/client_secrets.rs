@@ -1,5 +1,5 @@
-//! `latchkey admin client secret`: a client's secrets, rotated (issue 25): `add` a second secret (printed once),
-//! move the app to it, `disable` the old one, then `delete` it.
+//! `latchkey admin client secret`: a client's secrets, rotated (`docs/api.md`, "Client secrets: rotation"): `add` a
+//! second secret (printed once), move the app to it, `disable` the old one, then `delete` it.
 
 use super::out;
 use clap::Subcommand;

@@ -1,4 +1,4 @@
-//! Security events on many instances (issue 22): instances sharing PostgreSQL share the outbox and deliver each
+//! Security events on many instances (`docs/events.md`): instances sharing PostgreSQL share the outbox and deliver each
 //! event once in a run without faults; a `kill -9` of an instance and a receiver down for a while lose none (each
 //! arrives, duplicates only under the same `jti`), in order.
 

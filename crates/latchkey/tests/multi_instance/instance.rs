@@ -81,7 +81,8 @@ impl Instance {
             .arg(&spec.tls.key)
             .env("LATCHKEY_LOG", "info,sqlx=warn")
             .env("LATCHKEY_SECRETS_SYSTEM", SYSTEM_SECRET)
-            // Every test's requests come from one loopback address: no rate limit (spec's `rate_limits` tests them).
+            // Every test's requests come from one loopback address: no rate limit (`tests/spec/rate_limits.rs` tests
+            // them).
             .env("LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS", "0")
             .env("LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT", "0")
             .stdin(Stdio::null())

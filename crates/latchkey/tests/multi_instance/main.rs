@@ -1,6 +1,6 @@
-//! Many instances, one truth (issue 5): real `latchkey serve` processes on one PostgreSQL database, each test on
-//! a fresh, empty database that the instances migrate themselves. A round-robin TCP balancer made here stands in
-//! for the operator's load balancer, and its address is the instances' shared public URL.
+//! Many instances, one truth (`docs/scaling.md`): real `latchkey serve` processes on one PostgreSQL database, each test
+//! on a fresh, empty database that the instances migrate themselves. A round-robin TCP balancer made here stands in for
+//! the operator's load balancer, and its address is the instances' shared public URL.
 //!
 //! - a code issued through one instance is redeemed exactly once, even when both redeem it at the same moment;
 //! - a grant revoked at one instance is refused at the other's token endpoint at once, and at its data API

@@ -1,4 +1,4 @@
-//! Service accounts on many instances (issue 23): an assertion is single use across instances (once at one, then
+//! Service accounts on many instances: an assertion is single use across instances (once at one, then
 //! refused at the other; sent to both at the same moment, accepted by exactly one), and a key disabled with the
 //! operator's CLI stops the token another instance issued at its next use.
 

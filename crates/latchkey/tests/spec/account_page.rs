@@ -1,6 +1,6 @@
-//! People, "the account page" (issue 20): the apps with access to an account, "Remove access", a new password,
-//! "Sign out of all other sessions", the operator's disable, and the same operations in the admin CLI's functions
-//! and the console's JSON API.
+//! People, "the account page" (`docs/api.md`, "The account page"): the apps with access to an account, "Remove access",
+//! a new password, "Sign out of all other sessions", the operator's disable, and the same operations in the admin CLI's
+//! functions and the console's JSON API.
 
 use crate::login_consent::{exchange, follow, is_sign_in, url_with, ALICE, BOB, REDIRECT};
 use crate::support::*;

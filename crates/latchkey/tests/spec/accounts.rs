@@ -1,6 +1,6 @@
-//! People, "several accounts per browser" (issue 20, `DECISIONS.md`): the account chooser, `login_hint` by e-mail
-//! address and by `sub`, `authuser`, `prompt=none`, sign-out of one account or all, the limit per browser, and a
-//! cookie we did not set.
+//! People, "several accounts per browser" (`docs/decisions.md`, "Accounts and sessions"): the account chooser,
+//! `login_hint` by e-mail address and by `sub`, `authuser`, `prompt=none`, sign-out of one account or all, the limit
+//! per browser, and a cookie we did not set.
 
 use crate::login_consent::{attr, follow, input_named, is_consent, is_sign_in, set_cookies, url_with, ALICE, BOB};
 use crate::support::*;

@@ -1,8 +1,8 @@
-//! Spec "App Check (mobile-platform client)": the state table (enable, enforce and unenforce confirmed, disable)
+//! App Check (`docs/decisions.md`, "App Check"): the state table (enable, enforce and unenforce confirmed, disable)
 //! with its propagation delay; the debug provider; an external provider's JWKS (a file, or a URL fetched over
 //! HTTPS); the four metric categories of
 //! token requests; enforcement (401 `invalid_client` without a valid token); and owner verification of
-//! browser-extension clients (Authentication 8).
+//! browser-extension clients (`docs/decisions.md`, "Clients").
 
 use crate::support::*;
 use latchkey_core::app_check::AppCheckAction;

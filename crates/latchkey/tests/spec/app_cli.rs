@@ -1,4 +1,4 @@
-//! Issue 4, "The installed-app side", end to end: the real `latchkey app` binary is the installed app, the real
+//! The installed-app side, end to end: the real `latchkey app` binary is the installed app, the real
 //! server runs over HTTPS, and headless Chromium is the system browser. The CLI "opens the browser" through
 //! `$BROWSER`, set to a script that writes the URL to a file; the test then drives Chromium to that URL, signs in,
 //! ticks scopes and decides, and Chromium's redirect reaches the CLI's own loopback listener.

@@ -1,4 +1,5 @@
-//! Spec "1. Authorize" and "Errors / Authorization endpoint (user-facing errors)": one test per rule.
+//! The authorization endpoint (`docs/api.md`, "Authorization") and its user-facing errors (`docs/decisions.md`,
+//! "Errors"): one test per rule.
 //!
 //! Until the client and its redirect URI are known good, a faulty request gets an error page (never a
 //! redirect); after that the error travels back to the app's redirect URI with `state` and `iss` (RFC 9207).

@@ -1,6 +1,6 @@
 //! "What the service does", steps 2 to 5, in a real browser: headless Chromium, driven over WebDriver
 //! (ChromeDriver), plays the user, and the test plays an installed app with its own loopback listener
-//! (spec, Endpoints 1, "Loopback IP address"). The pages are also photographed into `target/screenshots/`.
+//! (RFC 8252 §7.3, the loopback redirect). The pages are also photographed into `target/screenshots/`.
 //!
 //! Needs `/usr/bin/chromium` and `/usr/bin/chromedriver` (Debian: `chromium`, `chromium-driver`; elsewhere set
 //! `LATCHKEY_CHROMIUM` and `LATCHKEY_CHROMEDRIVER`). Without them the tests are skipped, except under `CI=true`,

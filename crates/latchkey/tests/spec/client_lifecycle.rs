@@ -1,4 +1,4 @@
-//! Spec "OAuth client (credential)" lifecycle and `DECISIONS.md`: a deleted client is refused (tokens and the
+//! The OAuth client's lifecycle (`docs/decisions.md`, "Clients"): a deleted client is refused (tokens and the
 //! authorization page) and restorable for 30 days, after which it is purged with its grants; a client unused
 //! for 180 days is deleted automatically; edits re-run the type's rules, the bundle ID frozen once App Check is
 //! used; the `latchkey admin client restore|update|purge` commands.

@@ -1,5 +1,6 @@
-//! Client secret rotation (issue 25): a second secret, both working, then the old one disabled and deleted; in the
-//! console's JSON API, the CLI and the console in headless Chromium. Tokens issued before keep working.
+//! Client secret rotation (`docs/api.md`, "Client secrets: rotation"): a second secret, both working, then the old one
+//! disabled and deleted; in the console's JSON API, the CLI and the console in headless Chromium. Tokens issued before
+//! keep working.
 
 use crate::browser::with_chrome;
 use crate::cli::{admin, json};

@@ -1,4 +1,4 @@
-//! The console's pages (issue 6) over real HTTPS with a cookie-keeping client: sign-in and back, projects and
+//! The console's pages (`docs/console.md`) over real HTTPS with a cookie-keeping client: sign-in and back, projects and
 //! their members (a developer sees only their projects), the client form of each type with a message next to
 //! each invalid field, the secret shown once, delete and restore, App Check and owner verification, API keys,
 //! CSRF refusal and the pages' security headers.

@@ -1,7 +1,6 @@
-//! Cross-account protection (issue 22): the Shared Signals transmitter. A real HTTPS receiver verifies every SET
-//! against the JWKS and gets each event after the action that causes it, in order, only about accounts that
-//! granted its app access; the framework's management endpoints refuse bad input; poll receivers fetch and
-//! acknowledge.
+//! Cross-account protection (`docs/events.md`): the Shared Signals transmitter. A real HTTPS receiver verifies every
+//! SET against the JWKS and gets each event after the action that causes it, in order, only about accounts that granted
+//! its app access; the framework's management endpoints refuse bad input; poll receivers fetch and acknowledge.
 
 use crate::account_page::{form_input, granted};
 use crate::login_consent::{ALICE, BOB};

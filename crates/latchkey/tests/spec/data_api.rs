@@ -1,5 +1,5 @@
-//! Spec "Endpoints" §5, call the data API with a token: `GET /video/v3/channels` with a bearer token
-//! (RFC 6750), its scopes (`DECISIONS.md`), and the access-token states (valid, expired, revoked).
+//! The data API (`docs/api.md`, "Data API"): `GET /video/v3/channels` with a bearer token (RFC 6750), its scopes
+//! (`docs/decisions.md`, "Scopes"), and the access-token states (valid, expired, revoked).
 
 use crate::support::*;
 use latchkey_core::time::{Clock, UnixTime};

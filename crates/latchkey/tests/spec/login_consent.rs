@@ -1,5 +1,6 @@
-//! Spec "States and transitions / Authorization request" and "Authentication" 2 and 7: the sign-in page,
-//! the browser session, and the consent page where the user grants some, all or none of the requested scopes.
+//! The authorization request's pages (`docs/api.md`, "Pages"; `docs/decisions.md`, "The authorization request"): the
+//! sign-in page, the browser session, and the consent page where the user grants some, all or none of the requested
+//! scopes.
 
 use crate::support::*;
 use url::Url;

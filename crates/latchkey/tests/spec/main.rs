@@ -1,4 +1,5 @@
-//! Integration tests: the real server over HTTPS, one module per spec section (and per RFC).
+//! Integration tests: the real server over HTTPS, one module per area of `docs/api.md` and `docs/decisions.md` (and
+//! per RFC).
 
 #[path = "../common/set_receiver.rs"]
 mod set_receiver;

@@ -1,6 +1,6 @@
-//! Discovery (RFC 8414, OpenID Connect Discovery 1.0) and identity: the spec's id_token ("returned only when
-//! the request included an identity scope ... digitally signed identity information"), checked as an OpenID
-//! Connect Core §3.1.3.7 client would, the JWKS across a key rotation, and UserInfo.
+//! Discovery (RFC 8414, OpenID Connect Discovery 1.0) and identity: the id_token (returned only when an identity scope
+//! was granted, `docs/decisions.md`, "Scopes"), checked as an OpenID Connect Core §3.1.3.7 client would, the JWKS
+//! across a key rotation, and UserInfo.
 
 use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

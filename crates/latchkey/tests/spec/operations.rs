@@ -1,7 +1,7 @@
-//! Operations (issue 25): `/metrics` behind its bearer token, its counters moving with the requests sent; the
-//! authorization endpoint's error page with its request details and request id; the id on refused responses.
-//! (The metrics are parsed with Prometheus's own Python parser, and the log line of a refusal found by the id its
-//! page shows in Chromium, in `tests/interop/python_operations.py`.)
+//! Operations (`docs/operations.md`): `/metrics` behind its bearer token, its counters moving with the requests sent;
+//! the authorization endpoint's error page with its request details and request id; the id on refused responses. (The
+//! metrics are parsed with Prometheus's own Python parser, and the log line of a refusal found by the id its page shows
+//! in Chromium, in `tests/interop/python_operations.py`.)
 
 use crate::support::*;
 use latchkey_server::config::SecretList;

@@ -1,7 +1,7 @@
-//! Organisations (spec: the authorization endpoint's `org_internal` and `admin_policy_enforced` rows, "Granted
-//! scopes" 7; `DECISIONS.md`): an internal project's audience, restricted scopes, app access (trusted all or none,
-//! limited, specific, blocked), domain-wide delegation, the strict revocation of what a changed policy no longer
-//! allows, and the operator CLI.
+//! Organisations (`docs/organisations.md`, `docs/decisions.md`, "Organisations": the authorization endpoint's
+//! `org_internal` and `admin_policy_enforced`, trusted apps' all-or-none consent): an internal project's audience,
+//! restricted scopes, app access (trusted all or none, limited, specific, blocked), domain-wide delegation, the strict
+//! revocation of what a changed policy no longer allows, and the operator CLI.
 
 use crate::login_consent::{exchange, is_consent, page_error_code, scope_checkboxes, url_with, ALICE, REDIRECT};
 use crate::support::*;
@@ -187,7 +187,7 @@ async fn blocking_an_app_refuses_new_authorizations_and_revokes_what_it_had() {
     let tokens = exchange(&server, &app, &done.redirect_param("code").expect("code"), &pkce).await;
     let rt = tokens.refresh_token.expect("refresh token");
     assert_eq!(server.refresh(&app, &rt).await.status(), 200);
-    // The app's backend listens to security events (issue 22): the policy's revocation is one.
+    // The app's backend listens to security events (`docs/events.md`): the policy's revocation is one.
     let streaming = latchkey_server::admin::streams::Streaming {
         store: server.store(),
         keys: &server.running.state.keys,

@@ -1,4 +1,4 @@
-//! Rate limits on `/token` and `/revoke` (issue 24, `docs/security.md`): per client address and per client id,
+//! Rate limits on `/token` and `/revoke` (`docs/security.md`, "Rate limits"): per client address and per client id,
 //! answered 429 `temporarily_unavailable` with `Retry-After`, over real HTTP from two loopback addresses.
 
 use crate::support::*;

@@ -1,5 +1,5 @@
-//! Spec "Endpoints" §3, refresh access token (RFC 6749 §6), and the "Refresh token" and "Access token" state
-//! tables: not rotated, narrowed by `scope`, invalid after revocation, a disabled user or a limit.
+//! Refreshing an access token (RFC 6749 §6; `docs/decisions.md`, "Refresh tokens"), and the refresh and access
+//! tokens' states: not rotated, narrowed by `scope`, invalid after revocation, a disabled user or a limit.
 
 use crate::support::*;
 use latchkey_core::time::UnixTime;

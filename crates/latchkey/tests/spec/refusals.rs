@@ -1,6 +1,7 @@
-//! "Bad input gets a clear error in the protocol's own format" (issue 24): refusals made before a handler reads the
-//! request, or by the web framework (a body too large, a method the path does not have, a content type the endpoint
-//! does not read, an unknown path), answered in the endpoint's own format with the right status, over real HTTP.
+//! "Bad input gets a clear error in the protocol's own format" (`docs/security.md`, "Bad input"): refusals made before
+//! a handler reads the request, or by the web framework (a body too large, a method the path does not have, a content
+//! type the endpoint does not read, an unknown path), answered in the endpoint's own format with the right status, over
+//! real HTTP.
 
 use crate::support::*;
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Spec "Endpoints" §4, revoke token (RFC 7009): revoking an access or a refresh token revokes the grant,
+//! Revocation (RFC 7009; `docs/api.md`, "Revocation"): revoking an access or a refresh token revokes the grant,
 //! unknown tokens are fine, malformed requests are 400.
 
 use crate::support::*;

@@ -1,6 +1,6 @@
-//! RFC 7523 §2.1, the JWT bearer grant for service accounts (issue 23): a content owner's service account signs an
-//! assertion with its key file, exchanges it at `/token` for an access token, and lists the owner's channels on its
-//! behalf. Every refusal of the grant, and of the data API on behalf of an owner, under its condition.
+//! RFC 7523 §2.1, the JWT bearer grant for service accounts (`docs/service-accounts.md`): a content owner's service
+//! account signs an assertion with its key file, exchanges it at `/token` for an access token, and lists the owner's
+//! channels on its behalf. Every refusal of the grant, and of the data API on behalf of an owner, under its condition.
 
 use crate::support::*;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};

@@ -1,5 +1,5 @@
-//! RFC 7636 (PKCE) at the code exchange: the spec's code_verifier and code_challenge resources, S256 and plain,
-//! the verifier's length and character limits, and the PKCE-less mode of `require_pkce = false`.
+//! RFC 7636 (PKCE) at the code exchange (`docs/decisions.md`, "PKCE"): code_verifier and code_challenge, S256 and
+//! plain, the verifier's length and character limits, and the PKCE-less mode of `require_pkce = false`.
 
 use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -1,6 +1,6 @@
-//! RFC 8252 §7.3 and §8.3 (loopback redirects of native apps), with the spec's "Loopback IP address" redirect
-//! method and `DECISIONS.md`: desktop clients may use any port of `127.0.0.1` or `[::1]` without registering,
-//! `localhost` only when registered, and every other URI is compared as an exact string.
+//! RFC 8252 §7.3 and §8.3 (loopback redirects of native apps), as `docs/decisions.md` ("Redirect URIs") settles them:
+//! desktop clients may use any port of `127.0.0.1` or `[::1]` without registering, `localhost` only when registered,
+//! and every other URI is compared as an exact string.
 
 use crate::support::*;
 

@@ -1,7 +1,8 @@
-//! DPoP (RFC 9449) at the token endpoint, as the spec narrows it: the "DPoP proof" resource, the DPoP header of
-//! the code exchange (§2) and of the refresh (§3), the DPoP rows of the token endpoint's error table, and the DPoP
-//! bullets of `DECISIONS.md` (ES256 only, a 60 s / 5 s `iat` window, single-use 5-minute nonces, the code-hash
-//! `jti` needing no nonce, replay state that holds across instances, a code presented again revoking its grant).
+//! DPoP (RFC 9449) at the token endpoint, as `docs/decisions.md` ("DPoP") narrows it: the proof (RFC 9449 §4.2), the
+//! DPoP header of the code exchange and of the refresh, the DPoP rows of the token endpoint's errors (`docs/api.md`,
+//! "DPoP (RFC 9449)"), and latchkey's rules (ES256 only, a 60 s / 5 s `iat` window, single-use 5-minute nonces, the
+//! code-hash `jti` needing no nonce, replay state that holds across instances, a code presented again revoking its
+//! grant).
 //!
 //! Each RFC 9449 §4.3 check has a test whose proof is valid but for the one thing checked, so the test fails if
 //! the check goes; a control request with a good proof then succeeds, which also shows the refusals changed no
@@ -51,7 +52,7 @@ impl Key {
         serde_json::to_value(&self.jwk).expect("jwk")
     }
 
-    /// The header the spec prescribes: typ, alg ES256 and the public jwk.
+    /// The header latchkey accepts: typ, alg ES256 and the public jwk.
     fn header(&self) -> Value {
         json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk() })
     }
@@ -201,7 +202,7 @@ async fn some_nonce(server: &TestServer, app: &App) -> String {
 }
 
 /// A server, an app, alice, a client key, and a refresh token bound to that key by a code exchange with the
-/// spec's proof (jti = code hash, no nonce); `nonce` is the one that exchange returned.
+/// code-hash proof (jti = code hash, no nonce); `nonce` is the one that exchange returned.
 struct Bound {
     server: TestServer,
     app: App,
@@ -272,7 +273,7 @@ async fn the_metadata_advertises_es256_as_the_only_dpop_signing_algorithm() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Code exchange (spec §2)
+// Code exchange
 
 #[tokio::test]
 async fn a_code_exchange_with_the_code_hash_jti_needs_no_nonce_and_answers_with_one() {
@@ -396,7 +397,7 @@ async fn the_code_hash_jti_of_another_code_is_just_another_jti() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// A code presented a second time (DECISIONS.md)
+// A code presented a second time (docs/decisions.md, "Lifetimes")
 
 #[tokio::test]
 async fn a_code_presented_again_with_the_same_proof_is_invalid_grant_and_revokes_its_grant() {
@@ -438,7 +439,7 @@ mod proof_checks;
 mod refresh;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Replay state lives in the store (DECISIONS.md)
+// Replay state lives in the store (docs/decisions.md, "DPoP")
 
 /// A second instance on the first one's store (and issuer), with its token endpoint's URL.
 async fn second_instance(first: &TestServer) -> (TestServer, String) {

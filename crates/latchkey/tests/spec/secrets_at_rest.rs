@@ -1,8 +1,8 @@
-//! Secrets safe at rest (issue 18, part 5): the data directory is the server's alone (0700), the database files and
-//! the system secret file 0600; the signing and MAC keys are stored encrypted under the system secret, keys an
-//! earlier version stored in the clear are encrypted at the next start, and the system secret rotates with one
-//! command while the server keeps working. On PostgreSQL the raw check reads the `keys` table (the database
-//! files are the database server's).
+//! Secrets safe at rest (`docs/security.md`, "What is stored, and how"): the data directory is the server's alone
+//! (0700), the database files and the system secret file 0600; the signing and MAC keys are stored encrypted under the
+//! system secret, keys an earlier version stored in the clear are encrypted at the next start, and the system secret
+//! rotates with one command while the server keeps working. On PostgreSQL the raw check reads the `keys` table (the
+//! database files are the database server's).
 
 use crate::support::{backend, channels, TestServer, READONLY};
 use latchkey_core::access_token::{self, MacKey};

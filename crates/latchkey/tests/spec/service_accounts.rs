@@ -1,5 +1,5 @@
-//! Service accounts for content owners (issue 23), as the operator sets them up with the CLI: content owners and
-//! the channels they manage, service accounts of a project, and the owners each may act for. (The JWT bearer
+//! Service accounts for content owners (`docs/service-accounts.md`), as the operator sets them up with the CLI: content
+//! owners and the channels they manage, service accounts of a project, and the owners each may act for. (The JWT bearer
 //! grant and the data API on behalf of an owner come with the next steps.)
 
 use crate::cli::{admin, json};

@@ -1,4 +1,4 @@
-//! Service accounts and content owners in the console's JSON API (issue 23): a project's members make accounts and
+//! Service accounts and content owners in the console's JSON API: a project's members make accounts and
 //! keys (the key file handed out once; a P-256 public key uploaded and used for ES256 assertions); operators make
 //! owners, name administrators and link channels; an owner's administrator grants and revokes the role, which
 //! holds from the account's next call.

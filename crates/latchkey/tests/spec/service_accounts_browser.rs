@@ -1,4 +1,4 @@
-//! A project's service accounts on the console's pages, in headless Chromium (issue 23): a developer makes a service
+//! A project's service accounts on the console's pages, in headless Chromium: a developer makes a service
 //! account (a bad name first, its message next to the field), creates a key and sees its key file once, uploads a
 //! P-256 public key, disables and deletes a key, then disables and deletes the account. The key file shown works at
 //! the token endpoint. Photographed into `target/screenshots/console-service-account*.png`.

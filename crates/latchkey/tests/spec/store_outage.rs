@@ -1,4 +1,5 @@
-//! A store that cannot take a write is an outage, not a failure (issue 24): `503 temporarily_unavailable` with
+//! A store that cannot take a write is an outage, not a failure (`docs/security.md`, "Store outages"): `503
+//! temporarily_unavailable` with
 //! `Retry-After`, nothing issued and nothing changed, and the service recovers by itself. On SQLite, another
 //! process holding the database file's write lock (an operator's `sqlite3` session, a backup tool); PostgreSQL's
 //! outages (server gone, connections refused, database dropped, pool exhausted) are tested with `latchkey serve`

@@ -1,5 +1,5 @@
-//! "Time-based access" (spec: "What the service does" 7, the refresh token's `valid -> expired`,
-//! `refresh_token_expires_in`; `DECISIONS.md`): the project's switch, the periods offered on the consent page, the
+//! Time-based access (`docs/decisions.md`, "Time-based access"; `docs/api.md`, "Time-based access": the refresh
+//! token's end, `refresh_token_expires_in`): the project's switch, the periods offered on the consent page, the
 //! counting down, and the end, with a clock moved by hand.
 
 use crate::login_consent::{exchange, url_with, ALICE};

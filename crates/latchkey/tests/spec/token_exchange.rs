@@ -1,4 +1,4 @@
-//! Spec "Endpoints" §2, exchange authorization code (RFC 6749 §4.1.3, §5.1, §5.2), and the token endpoint's
+//! The code exchange (`docs/api.md`, "Token"; RFC 6749 §4.1.3, §5.1, §5.2), and the token endpoint's
 //! errors: one negative test per rule.
 
 use crate::support::*;
@@ -365,7 +365,7 @@ enum Fault {
 
 #[tokio::test]
 async fn a_second_use_of_a_code_revokes_the_tokens_even_when_the_second_request_is_otherwise_faulty() {
-    // DECISIONS.md: "whatever else is wrong with the request".
+    // docs/decisions.md, "Lifetimes": "whatever else is wrong with the second request".
     let (server, app) = setup().await;
     let other = server.app().await;
     let wrong = Pkce::new();

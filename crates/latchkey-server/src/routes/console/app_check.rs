@@ -1,6 +1,6 @@
-//! A client's page with its App Check panel (mobile-platform clients: the spec's state table with its
-//! confirmations and propagation delay, a debug secret, metrics per category and hour) and its ownership panel
-//! (browser-extension clients: Verify Ownership).
+//! A client's page with its App Check panel (mobile-platform clients: the state table of `docs/decisions.md`, "App
+//! Check", with its confirmations and propagation delay, a debug secret, metrics per category and hour) and its
+//! ownership panel (browser-extension clients: Verify Ownership).
 
 use super::auth::{Developer, Posted};
 use super::projects::row;
@@ -203,7 +203,7 @@ fn parse_action(name: &str) -> Option<AppCheckAction> {
     }
 }
 
-/// `GET .../app-check/{enforce|unenforce}`: the confirmation the spec asks for.
+/// `GET .../app-check/{enforce|unenforce}`: the confirmation enforcing and unenforcing ask for.
 pub async fn confirm_get(
     State(state): State<AppState>,
     dev: Developer,
@@ -319,7 +319,7 @@ pub async fn debug_secret_post(
     }
 }
 
-/// `POST .../verify-ownership`: the spec's Verify Ownership, for the signed-in developer.
+/// `POST .../verify-ownership`: Verify Ownership (`docs/decisions.md`, "Clients"), for the signed-in developer.
 pub async fn verify_ownership_post(
     State(state): State<AppState>,
     Path((project, client)): Path<(String, String)>,

@@ -1,4 +1,4 @@
-//! A client's secrets on its console page (issue 25): add a second secret (shown once, with a copy button and its
+//! A client's secrets on its console page: add a second secret (shown once, with a copy button and its
 //! `client_secret.json`), disable, enable and delete. The rules are `crate::admin::client_secrets`.
 
 use super::app_check::refused;

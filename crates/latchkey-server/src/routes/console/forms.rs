@@ -1,4 +1,4 @@
-//! The client form of each type: exactly the spec's fields ("OAuth client (credential)"), their hints, and the
+//! The client form of each type: exactly its fields (`docs/decisions.md`, "Clients"), their hints, and the
 //! conversion of a posted form into the operations' input.
 
 use super::auth::Posted;

@@ -1,4 +1,4 @@
-//! The console's pages of a project's service accounts (issue 23): the list and the form that makes one, an
+//! The console's pages of a project's service accounts: the list and the form that makes one, an
 //! account's page with its keys (a key made here is shown once as its key file; a public key uploaded), and the
 //! changes (disable, enable, delete), each a POST with the CSRF token that answers with a redirect.
 

@@ -1,6 +1,6 @@
-//! `app login --no-browser --port N` (issue 25): the CLI opens nothing, prints the address to open on any machine,
-//! and takes the address the browser was finally sent to, pasted on its standard input, with `state` and PKCE
-//! checked as for the loopback redirect. The person on the other machine is the test's HTTP browser; nothing
+//! `app login --no-browser --port N` (README, "Sign in as an app"): the CLI opens nothing, prints the address to open
+//! on any machine, and takes the address the browser was finally sent to, pasted on its standard input, with `state`
+//! and PKCE checked as for the loopback redirect. The person on the other machine is the test's HTTP browser; nothing
 //! reaches the CLI's listener.
 
 use super::{server_with_user, AppSide, COMMAND_LIMIT, EMAIL};

@@ -1,10 +1,10 @@
-//! DPoP at the refresh (spec §3): a bound refresh token needs a proof by its key with a nonce of this server,
-//! single-use proofs and nonces, and the DPoP-Nonce on every answer.
+//! DPoP at the refresh (`docs/decisions.md`, "DPoP"): a bound refresh token needs a proof by its key with a nonce of
+//! this server, single-use proofs and nonces, and the DPoP-Nonce on every answer.
 
 use super::*;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Refresh (spec §3)
+// Refresh
 
 #[tokio::test]
 async fn a_refresh_with_a_bound_token_and_no_proof_fails() {

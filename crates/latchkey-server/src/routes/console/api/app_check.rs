@@ -44,7 +44,7 @@ pub(super) struct AppCheckBody {
     confirm: bool,
 }
 
-/// Apply an App Check action of the spec's state table.
+/// Apply an App Check action: a step of its state table.
 ///
 /// enable (disabled → enabled: needs a team ID and a bundle ID without *), enforce (enabled → enforced, confirm),
 /// unenforce (enforced → enabled, confirm), disable. Each change takes effect after the propagation delay (15

@@ -1,4 +1,4 @@
-//! The API's client secret rotation (issue 25): add a second secret (shown once), then disable and delete the old
+//! The API's client secret rotation: add a second secret (shown once), then disable and delete the old
 //! one. The rules are `crate::admin::client_secrets`.
 
 use super::doc::{BadRequest, ClientPath, Conflict, NotFound, SecretPath, Unauthorized};

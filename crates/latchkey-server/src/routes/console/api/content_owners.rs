@@ -1,4 +1,4 @@
-//! The API's content owners (issue 23). Operators (the `operators` setting) make owners, name their
+//! The API's content owners. Operators (the `operators` setting) make owners, name their
 //! administrators and link channels; an owner's administrators, and operators, see the owner and grant or revoke
 //! the content-owner role of service accounts. To anyone else an owner does not exist (404).
 

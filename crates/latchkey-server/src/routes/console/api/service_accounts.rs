@@ -1,4 +1,4 @@
-//! The API's service accounts of a project (issue 23): made, listed, disabled and deleted by its members, with their
+//! The API's service accounts of a project: made, listed, disabled and deleted by its members, with their
 //! keys (made and handed out once as a key file, or uploaded as a public key; disabled; deleted).
 
 use super::doc::{BadRequest, Conflict, NotFound, ProjectPath, Unauthorized};
