@@ -1,4 +1,5 @@
-//! The token endpoint's and the revocation endpoint's flows: each an ordered list of named checks over
+//! The authorization endpoint's, the token endpoint's and the revocation endpoint's flows: each an ordered list
+//! of named checks over
 //! [`Ports`], what the server provides (the store's records, its keys, App Check, randomness). Nothing here does
 //! I/O itself; the server implements the ports with its store and maps the outcome to HTTP.
 //!
@@ -7,9 +8,12 @@
 //!   account's assertion, which authenticates itself (no client).
 //! - [`revoke::revoke`]: RFC 7009.
 //! - [`proof`]: DPoP at the token endpoint, the stateless checks, the nonce rule and single use.
+//! - [`authorize`]: the authorization endpoint, over its own ports ([`authorize::AuthorizePorts`]): the request,
+//!   the browser's accounts, the organisation's policy and consent, in one order.
 //!
 //! Adding a grant type means one module with its list of checks and one arm in [`token`].
 
+pub mod authorize;
 pub mod exchange;
 pub mod jwt_bearer;
 pub mod proof;

@@ -16,7 +16,7 @@ use std::task::{Context, Poll, Waker};
 const NOW: UnixTime = UnixTime(1_700_000_000);
 
 /// Runs a future whose ports never wait (the in-memory ones below).
-fn block_on<F: Future>(future: F) -> F::Output {
+pub(super) fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(out) => out,

@@ -1,11 +1,9 @@
 //! `GET /o/oauth2/v2/auth` (the request, then the sign-in, account-chooser or consent page) and
 //! `POST /o/oauth2/v2/auth` (the user's decision on the consent page).
 //!
-//! Which account a request continues as is decided once, in [`choose`]: `prompt=login` signs in (again); an
-//! `authuser` (set by the chooser and after signing in) names a signed-in account; `prompt=select_account` shows
-//! the chooser; a `login_hint` selects the signed-in account whose e-mail address or `sub` it is, or pre-fills the
-//! sign-in form with an e-mail address (never with a `sub`); one signed-in account goes straight on, several show
-//! the chooser.
+//! What the endpoint does is decided once, in order, by `latchkey_core::flow::authorize` (its module doc lists the
+//! checks); the handlers here read the request, the browser's accounts and the form, call it, and render its
+//! outcome: a page, a redirect back to the app, or a code.
 
 use super::AUTHORIZE_PATH;
 use crate::clock::OsRandom;
@@ -18,176 +16,99 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use latchkey_core::account::{self, ACCESS_PERIODS};
-use latchkey_core::authorize::{self, AuthorizeParams, Context, ValidRequest};
+use latchkey_core::account::ACCESS_PERIODS;
+use latchkey_core::authorize::AuthorizeParams;
 use latchkey_core::client::Client;
-use latchkey_core::org::{self, Audience, Consent, Placement};
+use latchkey_core::flow::authorize::{
+    self as flow, Account, AuthorizePorts, Checked, Decision, Outcome, ProjectFacts, Refused, Unreadable,
+};
+use latchkey_core::org::{Consent, Membership};
 use latchkey_core::redirect;
-use latchkey_core::scope::ScopeSet;
+use latchkey_core::scope::{ScopeRegistry, ScopeSet};
 use latchkey_core::secret::Secret;
+use latchkey_core::time::UnixTime;
 use latchkey_core::token::AuthCode;
-use latchkey_core::{ErrorCode, OAuthError};
+use latchkey_core::ErrorCode;
+use latchkey_store::StoreError;
 
 /// The API service named on the consent page.
 const API_NAME: &str = "Video Data API";
 
-/// A request that passed the checks, with what its pages depend on.
-struct Checked {
-    client: Client,
-    request: ValidRequest,
-    /// Whether the client's project offers time-based access.
-    time_based: bool,
-    /// The client's project's organisation, if any.
-    org_id: Option<String>,
-    /// Who the client's project serves.
-    audience: Audience,
-}
+/// The flow's lookups, from the store.
+struct Ports<'a>(&'a AppState);
 
-impl Checked {
-    /// Runs the checks that need the account (`latchkey_core::org`'s order: audience, delegation, app access)
-    /// with its organisation's policy for this client, read once. A refusal is a page, never a redirect, but with
-    /// `prompt=none`, which may show no page (OIDC Core §3.1.2.6): then the refusal goes back to the app.
-    async fn policy(&self, state: &AppState, user_id: &str) -> Result<Consent, Response> {
-        let issuer = &state.urls.issuer;
-        let member = match state.store.member_policy(user_id, &self.client.client_id).await {
-            Ok(m) => m,
-            Err(e) => return Err(AuthorizeFailure::page(store_error(e), issuer).into_response()),
-        };
-        let identity_assured = self.client.identity_assured(state.clock.now());
-        let placement = Placement { org_id: self.org_id.as_deref(), audience: self.audience, identity_assured };
-        match org::decide(placement, member.as_ref(), self.request.scopes) {
-            Ok(consent) => Ok(consent),
-            Err(refusal) => {
-                let error = refusal.error(&self.client, &state.scopes);
-                if self.request.prompt.none {
-                    // Its redirect URI was checked: the refusal may go back to the app.
-                    return Err(back_with(state, &self.request, OAuthError { redirectable: true, ..error }));
-                }
-                Err(AuthorizeFailure::page(error, issuer).into_response())
-            }
-        }
+impl AuthorizePorts for Ports<'_> {
+    type Error = StoreError;
+
+    fn registry(&self) -> &ScopeRegistry {
+        &self.0.scopes
+    }
+
+    fn require_pkce(&self) -> bool {
+        self.0.config.require_pkce
+    }
+
+    fn now(&self) -> UnixTime {
+        self.0.clock.now()
+    }
+
+    async fn client(&self, client_id: &str) -> Result<Option<(Client, ProjectFacts)>, StoreError> {
+        let Some(client) = self.0.store.client(client_id).await? else { return Ok(None) };
+        let project = self.0.store.project(&client.project_id).await?.map(|p| ProjectFacts {
+            api_enabled: p.api_enabled,
+            time_based_access: p.time_based_access,
+            org_id: p.org_id,
+            audience: p.audience,
+        });
+        Ok(Some((client, project.unwrap_or_default())))
+    }
+
+    async fn membership(&self, user_id: &str, client_id: &str) -> Result<Option<Membership>, StoreError> {
+        self.0.store.member_policy(user_id, client_id).await
     }
 }
 
-/// What the request shows next, once the browser's accounts are known.
-enum Next<'b> {
-    /// Go on as this account.
-    Account(&'b SignedIn),
-    /// The sign-in page, pre-filled with this address.
-    SignIn(&'b str),
-    /// The account chooser.
-    Chooser,
-    /// `authuser` names an account that is not signed in in this browser.
-    Unknown,
+/// The browser's accounts as the flow reads them, in the same order.
+fn accounts_of(browser: &Browser) -> Vec<Account<'_>> {
+    fn of(s: &SignedIn) -> Account<'_> {
+        Account { user_id: &s.user.id, email: &s.user.email, signed_in_at: s.session.created_at }
+    }
+    browser.accounts.iter().map(of).collect()
 }
 
-/// Decides which account the request continues as (the order is the module's doc).
-fn choose<'b>(browser: &'b Browser, request: &'b ValidRequest, params: &AuthorizeParams) -> Next<'b> {
-    let hint = request.login_hint.as_deref();
-    let prefill = hint.filter(|h| h.contains('@')).unwrap_or("");
-    if request.prompt.login {
-        return Next::SignIn(prefill);
-    }
-    if let Some(id) = params.authuser.as_deref() {
-        return browser.find(id).map_or(Next::Unknown, Next::Account);
-    }
-    if request.prompt.select_account {
-        return if browser.accounts.is_empty() { Next::SignIn(prefill) } else { Next::Chooser };
-    }
-    if let Some(h) = hint {
-        return browser.hinted(h).map_or(Next::SignIn(prefill), Next::Account);
-    }
-    match browser.accounts.as_slice() {
-        [] => Next::SignIn(""),
-        [one] => Next::Account(one),
-        _ => Next::Chooser,
-    }
+fn user_agent(headers: &HeaderMap) -> &str {
+    headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-/// Shows the page the request needs next.
+/// Shows the page the request needs next (`latchkey_core::flow::authorize::show` decides which).
 pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     let pairs = extract::pairs(query.unwrap_or_default().as_bytes());
     let params = AuthorizeParams::from_pairs(extract::borrowed(&pairs));
-    let checked = match validate(&state, &params, &headers).await {
-        Ok(ok) => ok,
-        Err(failure) => return failure.into_response(),
-    };
-    let request = &checked.request;
-    let none = request.prompt.none;
     let browser = match session::accounts(&state, &headers).await {
-        Ok(b) => b,
-        Err(BrowserError::Tampered) if none => {
-            let mut r = back(&state, request, ErrorCode::LoginRequired, "The user must sign in.");
-            r.headers_mut().append(header::SET_COOKIE, session::clear_session_cookie());
-            return r;
-        }
+        Ok(b) => Some(b),
+        Err(BrowserError::Tampered) => None,
         Err(e) => return browser_failure(&state, e),
     };
-    let mut next = choose(&browser, request, &params);
-    // OIDC Core §3.1.2.1 `max_age`: an account that signed in longer ago signs in again.
-    if let (Next::Account(s), Some(max_age)) = (&next, request.max_age) {
-        if state.clock.now().0 - s.session.created_at.0 > max_age {
-            next = Next::SignIn(&s.user.email);
+    let accounts = browser.as_ref().map(accounts_of);
+    let readable = accounts.as_deref().ok_or(Unreadable);
+    let outcome = flow::show(&Ports(&state), &params, user_agent(&headers), readable).await;
+    // The account that goes on becomes the browser's first (and a cookie naming ended sessions is written anew).
+    let shown = match &outcome {
+        Ok(Outcome::Consent { account, .. } | Outcome::IssueCode { account, .. }) => Some(*account),
+        _ => None,
+    };
+    let mut page = render(&state, &headers, &params, browser.as_ref(), outcome).await;
+    if let (Some(browser), Some(i)) = (&browser, shown) {
+        let id = &browser.accounts[i].user.id;
+        if browser.stale || i != 0 {
+            let cookie = browser.cookie_with_first(id, state.config.session_lifetime);
+            page.headers_mut().append(header::SET_COOKIE, cookie);
         }
     }
-    match next {
-        Next::Account(s) => {
-            let consent = match checked.policy(&state, &s.user.id).await {
-                Ok(c) => c,
-                Err(refused) => return refused,
-            };
-            let mut page = match consent {
-                Consent::Skip => issue_code(&state, &checked, s, request.scopes, None).await,
-                _ if none => {
-                    return back(&state, request, ErrorCode::ConsentRequired, "The user must consent to this request.")
-                }
-                _ => consent_page(&state, &checked, &params, s, consent, None),
-            };
-            if browser.stale || browser.accounts.first().is_some_and(|f| f.user.id != s.user.id) {
-                let cookie = browser.cookie_with_first(&s.user.id, state.config.session_lifetime);
-                page.headers_mut().append(header::SET_COOKIE, cookie);
-            }
-            page
-        }
-        Next::SignIn(_) if none => back(&state, request, ErrorCode::LoginRequired, "The user must sign in."),
-        Next::SignIn(email) => super::login::login_page(
-            &headers,
-            StatusCode::OK,
-            Some(&checked.client.name),
-            None,
-            &continue_url(&params, Mode::Continue),
-            email,
-        ),
-        Next::Chooser if none => back(
-            &state,
-            request,
-            ErrorCode::AccountSelectionRequired,
-            "The browser is signed in to several accounts: the user must choose one.",
-        ),
-        Next::Chooser => {
-            let accounts = browser
-                .accounts
-                .iter()
-                .map(|s| Choice {
-                    email: &s.user.email,
-                    name: s.user.name.as_deref(),
-                    href: continue_url(&params, Mode::As(&s.user.id)),
-                })
-                .collect();
-            let switch_href = continue_url(&params, Mode::SignInAgain);
-            views::page(
-                StatusCode::OK,
-                &SelectAccountPage { app_name: &checked.client.name, accounts, switch_href: &switch_href },
-            )
-        }
-        Next::Unknown if none => {
-            back(&state, request, ErrorCode::LoginRequired, "The account named by authuser is not signed in here.")
-        }
-        Next::Unknown => unknown_account(),
-    }
+    page
 }
 
-/// Takes the user's decision on the consent page.
+/// Takes the user's decision on the consent page (`latchkey_core::flow::authorize::decide`).
 pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let form = match extract::form(&headers, &body) {
         Ok(f) => f,
@@ -200,118 +121,111 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
         Ok(b) => b,
         Err(e) => return browser_failure(&state, e),
     };
-    let signed_in = match params.authuser.as_deref() {
-        Some(id) => browser.find(id),
-        None => browser.accounts.first().filter(|_| browser.accounts.len() == 1),
+    let mut scopes = ScopeSet::EMPTY;
+    for (_, id) in form.iter().filter(|(k, _)| k == "scope") {
+        if let Some(i) = state.scopes.index_of(id) {
+            scopes.0 |= 1 << i;
+        }
+    }
+    let decision = Decision {
+        decision: field("decision"),
+        all_or_none: field("mode") == Some("all"),
+        duration: field("duration"),
+        scopes,
     };
-    let Some(signed_in) = signed_in else {
-        return super::login::login_page(
-            &headers,
+    let csrf = field("csrf").unwrap_or("");
+    let csrf_ok = |i: usize| session::csrf_ok(&state, &browser.accounts[i].session, csrf);
+    let accounts = accounts_of(&browser);
+    let outcome = flow::decide(&Ports(&state), &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
+    render(&state, &headers, &params, Some(&browser), outcome).await
+}
+
+/// The response for what the flow decided.
+async fn render(
+    state: &AppState,
+    headers: &HeaderMap,
+    params: &AuthorizeParams,
+    browser: Option<&Browser>,
+    outcome: Result<Outcome, StoreError>,
+) -> Response {
+    let issuer = &state.urls.issuer;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => return AuthorizeFailure::page(store_error(e), issuer).into_response(),
+    };
+    let signed_in = |i: usize| browser.and_then(|b| b.accounts.get(i));
+    match outcome {
+        Outcome::SignIn(checked, prefill) => super::login::login_page(
+            headers,
+            StatusCode::OK,
+            Some(&checked.client.name),
+            None,
+            &continue_url(params, Mode::Continue),
+            &prefill,
+        ),
+        Outcome::ChooseAccount(checked) => {
+            let accounts = browser
+                .map(|b| b.accounts.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|s| Choice {
+                    email: &s.user.email,
+                    name: s.user.name.as_deref(),
+                    href: continue_url(params, Mode::As(&s.user.id)),
+                })
+                .collect();
+            let switch_href = continue_url(params, Mode::SignInAgain);
+            views::page(
+                StatusCode::OK,
+                &SelectAccountPage { app_name: &checked.client.name, accounts, switch_href: &switch_href },
+            )
+        }
+        Outcome::Consent { checked, account, consent, again } => match signed_in(account) {
+            Some(s) => consent_page(state, &checked, params, s, consent, again),
+            None => unknown_account(),
+        },
+        Outcome::IssueCode { checked, account, scopes, lifetime } => match signed_in(account) {
+            Some(s) => issue_code(state, &checked, s, scopes, lifetime).await,
+            None => unknown_account(),
+        },
+        Outcome::Refused(refused) => refusal(state, params, refused),
+        Outcome::UnknownAccount => unknown_account(),
+        Outcome::Unreadable => browser_failure(state, BrowserError::Tampered),
+        Outcome::SessionEnded => super::login::login_page(
+            headers,
             StatusCode::OK,
             None,
             Some("Your session ended. Sign in again to continue."),
-            &continue_url(&params, Mode::Continue),
+            &continue_url(params, Mode::Continue),
             "",
-        );
-    };
-    if !session::csrf_ok(&state, &signed_in.session, field("csrf").unwrap_or("")) {
-        return views::notice(
+        ),
+        Outcome::FormExpired => views::notice(
             StatusCode::FORBIDDEN,
             "This page has expired",
             "The form could not be verified. Go back to the app and start again.",
-        );
-    }
-    let checked = match validate(&state, &params, &headers).await {
-        Ok(ok) => ok,
-        Err(failure) => return failure.into_response(),
-    };
-    let request = &checked.request;
-    let consent = match checked.policy(&state, &signed_in.user.id).await {
-        Ok(c) => c,
-        Err(refused) => return refused,
-    };
-    match field("decision") {
-        Some("deny") => back(&state, request, ErrorCode::AccessDenied, "The user denied the request."),
-        Some("allow") if (consent == Consent::AllOrNone) != (field("mode") == Some("all")) => {
-            // The app became trusted, or stopped being, while the page was open: the choice shown no longer fits.
-            let again = Some("This app's access changed while the page was open. Review it again.");
-            consent_page(&state, &checked, &params, signed_in, consent, again)
-        }
-        Some("allow") => {
-            let Ok(lifetime) = account::access_period(field("duration"), checked.time_based) else {
-                return AuthorizeFailure::page(
-                    OAuthError::invalid_request("The access period chosen is not one this app offers."),
-                    &state.urls.issuer,
-                )
-                .into_response();
-            };
-            let mut granted = ScopeSet::EMPTY;
-            for (_, id) in form.iter().filter(|(k, _)| k == "scope") {
-                if let Some(i) = state.scopes.index_of(id) {
-                    granted.0 |= 1 << i;
-                }
-            }
-            let granted = match consent {
-                Consent::Granular => granted.intersection(request.scopes),
-                Consent::AllOrNone | Consent::Skip => request.scopes,
-            };
-            if granted.is_empty() {
-                let again = Some("Select at least one permission to allow, or choose Cancel.");
-                return consent_page(&state, &checked, &params, signed_in, consent, again);
-            }
-            issue_code(&state, &checked, signed_in, granted, lifetime).await
-        }
-        _ => AuthorizeFailure::page(OAuthError::invalid_request("Choose Allow or Cancel."), &state.urls.issuer)
-            .into_response(),
+        ),
     }
 }
 
-/// Looks up what the checks depend on and runs them.
-async fn validate(
-    state: &AppState,
-    params: &AuthorizeParams,
-    headers: &HeaderMap,
-) -> Result<Checked, AuthorizeFailure> {
-    let issuer = &state.urls.issuer;
-    let page = |e| AuthorizeFailure::page(store_error(e), issuer);
-    let client = match params.client_id.as_deref() {
-        Some(id) if !id.is_empty() => state.store.client(id).await.map_err(page)?,
-        _ => None,
-    };
-    let project = match &client {
-        Some(c) => state.store.project(&c.project_id).await.map_err(page)?,
-        None => None,
-    };
-    let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let cx = Context {
-        client: client.as_ref(),
-        api_enabled: project.as_ref().is_some_and(|p| p.api_enabled),
-        registry: &state.scopes,
-        require_pkce: state.config.require_pkce,
-        user_agent,
-    };
-    let failure = |e: authorize::AuthorizeError| AuthorizeFailure {
-        details: Some(request_details(params, client.as_ref(), e.error.code)),
-        error: e.error,
-        redirect: e.redirect,
-        issuer: issuer.clone(),
-    };
-    let request = authorize::validate(params, cx).map_err(failure)?;
-    match client {
-        Some(client) => Ok(Checked {
-            client,
-            request,
-            time_based: project.as_ref().is_some_and(|p| p.time_based_access),
-            audience: project.as_ref().map_or(Audience::External, |p| p.audience),
-            org_id: project.and_then(|p| p.org_id),
-        }),
-        None => Err(AuthorizeFailure {
-            details: Some(request_details(params, None, ErrorCode::InvalidClient)),
-            ..AuthorizeFailure::page(
-                OAuthError::new(ErrorCode::InvalidClient, "The OAuth client was not found."),
-                issuer,
-            )
-        }),
+/// A refusal: back to the app, or a page (with the request's details when the request itself was refused).
+fn refusal(state: &AppState, params: &AuthorizeParams, refused: Refused) -> Response {
+    let issuer = state.urls.issuer.clone();
+    match refused {
+        Refused::Request { error, redirect, client } => AuthorizeFailure {
+            details: Some(request_details(params, client.as_deref(), error.code)),
+            error,
+            redirect,
+            issuer,
+        }
+        .into_response(),
+        Refused::Back { error, redirect, clear_cookie } => {
+            let mut r = AuthorizeFailure { details: None, error, redirect: Some(redirect), issuer }.into_response();
+            if clear_cookie {
+                r.headers_mut().append(header::SET_COOKIE, session::clear_session_cookie());
+            }
+            r
+        }
+        Refused::Page(error) => AuthorizeFailure::page(error, &issuer).into_response(),
     }
 }
 
@@ -354,22 +268,6 @@ pub fn unknown_account() -> Response {
         "That account is not signed in",
         "The account chosen is not signed in in this browser. Go back to the app and start again, or sign in to it.",
     )
-}
-
-/// Sends an error back to the app.
-fn back(state: &AppState, request: &ValidRequest, code: ErrorCode, text: &'static str) -> Response {
-    back_with(state, request, OAuthError::new(code, text))
-}
-
-/// Sends `error` back to the app.
-fn back_with(state: &AppState, request: &ValidRequest, error: OAuthError) -> Response {
-    AuthorizeFailure {
-        details: None,
-        error,
-        redirect: Some((request.redirect_uri.clone(), request.state.clone())),
-        issuer: state.urls.issuer.clone(),
-    }
-    .into_response()
 }
 
 /// Where a page of the flow leads back to.
@@ -428,9 +326,9 @@ fn consent_page(
     let scopes = state
         .scopes
         .iter(checked.request.scopes)
-        .map(|s| ConsentScope { id: &s.id, summary: s.summary, checked: false })
+        .map(|s| ConsentScope { id: &s.id, summary: s.summary, checked: false, api: (!s.identity).then_some(API_NAME) })
         .collect();
-    let periods = match checked.time_based {
+    let periods = match checked.project.time_based_access {
         true => ACCESS_PERIODS.iter().map(|(secs, label)| Period { secs: *secs, label }).collect(),
         false => Vec::new(),
     };
@@ -439,7 +337,6 @@ fn consent_page(
         status,
         &ConsentPage {
             app_name: &checked.client.name,
-            api_name: API_NAME,
             user_email: &signed_in.user.email,
             switch_href: &continue_url(params, Mode::Chooser),
             periods,

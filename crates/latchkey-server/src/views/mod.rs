@@ -42,6 +42,8 @@ pub struct ConsentScope<'a> {
     pub summary: &'a str,
     /// Whether the box is ticked.
     pub checked: bool,
+    /// The API service it gives access to (`None` for an identity scope: `openid`, `email`, `profile`).
+    pub api: Option<&'a str>,
 }
 
 /// One access period offered on the consent page (time-based access).
@@ -58,8 +60,6 @@ pub struct Period {
 pub struct ConsentPage<'a> {
     /// The client's name.
     pub app_name: &'a str,
-    /// The API service.
-    pub api_name: &'a str,
     /// Who is signed in.
     pub user_email: &'a str,
     /// The account chooser, to continue as another account.
