@@ -389,7 +389,7 @@ async function child() {
       require_('the code exchange with DPoP succeeds', false, describe(err));
     });
     check(
-      'the first code exchange (random jti, no nonce) is answered use_dpop_nonce, as DECISIONS.md says',
+      'the first code exchange (random jti, no nonce) is answered use_dpop_nonce, as docs/decisions.md says',
       nonceError !== null,
       'no use_dpop_nonce round trip happened',
     );

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Interop: service-account client libraries (unmodified) against the real latchkey binary (issue 23).
+"""Interop: service-account client libraries (unmodified) against the real latchkey binary (docs/service-accounts.md).
 
 A content owner's tool loads the key file `latchkey admin service-account key create` wrote, as it is, and gets an
 access token with the JWT bearer grant (RFC 7523) at the file's `token_uri`, then lists the owner's channels on its
@@ -48,9 +48,9 @@ def channels(http, server, owner, token=None, query="managedByMe=true"):
 
 
 def run(binary):
+    # The server runs on a port of its own, named by `serve --listen` alone: the key file's token_uri is the one
+    # `serve` recorded in the store, with no configuration of `admin`'s to match it.
     server = Latchkey(binary)
-    # `admin` reads the listen address for the token_uri it writes into key files.
-    os.environ["LATCHKEY_LISTEN"] = f"127.0.0.1:{server.port}"
     # requests prefers REQUESTS_CA_BUNDLE over a session's `verify`: name the server's certificate there, as an
     # operator of a private CA would for these libraries.
     os.environ["REQUESTS_CA_BUNDLE"] = server.cert

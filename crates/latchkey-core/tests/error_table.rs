@@ -36,7 +36,7 @@ fn names_code(text: &str, code: &str) -> bool {
 #[test]
 fn every_named_function_exists_and_its_file_names_the_code() {
     let rows = rows();
-    assert!(rows.len() >= 14, "the spec's rows are there ({} rows)", rows.len());
+    assert!(rows.len() >= 14, "the error tables' rows are there ({} rows)", rows.len());
     for (code, raised_by) in &rows {
         if raised_by.starts_with("not yet: issue ") || raised_by == "not raised" {
             continue;

@@ -226,6 +226,14 @@ pub struct Lifecycle {
     pub restore_days: i64,
 }
 
+impl crate::config::Config {
+    /// The client-lifecycle settings. (Here rather than beside the settings, so that the configuration names no
+    /// admin module.)
+    pub fn client_lifecycle(&self) -> Lifecycle {
+        Lifecycle { unused_days: self.client_unused_days, restore_days: self.client_restore_days }
+    }
+}
+
 impl Default for Lifecycle {
     fn default() -> Self {
         Self { unused_days: 180, restore_days: 30 }
@@ -285,7 +293,7 @@ pub async fn client_update(
     edit: ClientEdit,
 ) -> AdminResult<ClientView> {
     let client_id = at.id;
-    let old = actor.client(store, at, Right::Edit).await?;
+    let old = actor.client_to_edit(store, at).await?;
     let foreign = foreign_fields(
         old.client_type,
         &[
@@ -299,9 +307,6 @@ pub async fn client_update(
     );
     if !foreign.is_empty() {
         return Err(AdminError::Fields(foreign));
-    }
-    if old.deleted_at.is_some() {
-        return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
     }
     let mut new = old.clone();
     if let Some(name) = edit.name {
@@ -354,10 +359,7 @@ pub async fn client_app_check(
     now: UnixTime,
 ) -> AdminResult<AppCheckStatus> {
     let client_id = at.id;
-    let mut c = actor.client(store, at, Right::Edit).await?;
-    if c.deleted_at.is_some() {
-        return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
-    }
+    let mut c = actor.client_to_edit(store, at).await?;
     c.app_check = app_check::apply(&c, c.app_check, action, confirmed, now, propagation_secs).map_err(|e| match e {
         AppCheckError::NotConfirmed(what) => AdminError::Unconfirmed(what),
         e => AdminError::Invalid(format!("client {client_id}: {e}")),

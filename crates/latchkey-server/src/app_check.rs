@@ -7,9 +7,13 @@
 //! `app_check_jwks_url` (behind [`JwksSource`]).
 
 use crate::config::Urls;
+use crate::error::TokenError;
 use async_trait::async_trait;
-use axum::http::header;
-use latchkey_core::app_check::Jwks;
+use axum::http::{header, HeaderMap};
+use latchkey_core::app_check::{self as core, AppCheckState, Category, Jwk, Jwks};
+use latchkey_core::client::{Client, ClientType};
+use latchkey_core::time::UnixTime;
+use latchkey_core::{ErrorCode, OAuthError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -194,4 +198,92 @@ pub struct External {
 /// The debug provider's `iss`.
 pub fn debug_issuer(urls: &Urls) -> String {
     format!("{}/appcheck", urls.issuer)
+}
+
+/// What the token endpoint's App Check step reads: the store (the counts), the server's keys (the debug
+/// provider's tokens are signed with its id_token key), its URLs and the external provider, if any.
+#[derive(Clone, Copy)]
+pub struct TokenEndpoint<'a> {
+    /// The store.
+    pub store: &'a dyn latchkey_store::Store,
+    /// The server's keys.
+    pub keys: &'a crate::keys::KeyRing,
+    /// The server's URLs.
+    pub urls: &'a Urls,
+    /// The external provider, when one is configured.
+    pub provider: Option<&'a External>,
+}
+
+/// Whether `token` is a valid App Check token for `client_id` from either provider.
+async fn app_check_verify(at: &TokenEndpoint<'_>, token: &str, client_id: &str, now: UnixTime) -> bool {
+    let keys = at.keys.get();
+    let own = Jwks {
+        keys: keys
+            .id_token
+            .iter()
+            .map(|k| {
+                let j = k.public_jwk();
+                Jwk {
+                    kty: j.kty.clone(),
+                    kid: Some(k.kid().to_owned()),
+                    crv: Some(j.crv.clone()),
+                    x: Some(j.x.clone()),
+                    y: Some(j.y.clone()),
+                    n: None,
+                    e: None,
+                }
+            })
+            .collect(),
+    };
+    if core::verify_token(token, &own, &debug_issuer(at.urls), client_id, now).is_ok() {
+        return true;
+    }
+    let Some(provider) = at.provider else { return false };
+    let keys = provider.keys.jwks();
+    if core::verify_token(token, &keys, &provider.issuer, client_id, now).is_ok() {
+        return true;
+    }
+    // The provider may have rotated its keys since they were fetched.
+    let Some(kid) = core::key_id(token).filter(|kid| !keys.has_key(kid)) else { return false };
+    provider.keys.refresh().await;
+    let keys = provider.keys.jwks();
+    keys.has_key(&kid) && core::verify_token(token, &keys, &provider.issuer, client_id, now).is_ok()
+}
+
+/// The token endpoint's App Check step: classifies and counts a token request of `client` when App Check is on for it, and refuses an unverified one
+/// when it is enforced: 401 `invalid_client` (the App Check token is part of authenticating the app).
+pub async fn check_token_request(
+    at: TokenEndpoint<'_>,
+    client: &Client,
+    headers: &HeaderMap,
+    now: UnixTime,
+) -> Result<(), TokenError> {
+    if client.client_type != ClientType::Mobile {
+        return Ok(());
+    }
+    let in_force = client.app_check.effective(now);
+    if in_force == AppCheckState::Disabled {
+        return Ok(());
+    }
+    let token = match headers.get(HEADER).map(|v| v.to_str().map(str::trim)) {
+        None => None,
+        Some(Ok(t)) => Some(app_check_verify(&at, t, &client.client_id, now).await),
+        Some(Err(_)) => Some(false),
+    };
+    let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
+    let category = core::classify(token, user_agent);
+    crate::metrics::APP_CHECK.inc(category.as_str());
+    let hour = UnixTime(now.0 - now.0.rem_euclid(3600));
+    if let Err(e) = at.store.count_app_check(&client.client_id, hour, category).await {
+        tracing::warn!(error = %e, client_id = %client.client_id, "counting an App Check request");
+    }
+    if in_force == AppCheckState::Enforced && category != Category::Verified {
+        tracing::info!(client_id = %client.client_id, category = category.as_str(), "App Check refused a request");
+        return Err(OAuthError::new(
+            ErrorCode::InvalidClient,
+            "App Check is enforced for this client: send a valid App Check token in the X-Latchkey-AppCheck header.",
+        )
+        .into());
+    }
+    Ok(())
 }

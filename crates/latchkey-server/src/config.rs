@@ -11,7 +11,6 @@ pub use events::EventsConfig;
 pub use metrics::MetricsConfig;
 pub use rate_limits::RateLimitsConfig;
 
-use crate::secrets::{SecretSource, SecretsError};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -84,7 +83,8 @@ pub struct Config {
     pub dpop_max_future: i64,
     /// Lifetime of a DPoP server nonce in seconds. Default 300.
     pub dpop_nonce_lifetime: i64,
-    /// The spec's rule, strictly: a code-exchange proof's `jti` must be Base64url(SHA-256(code)). Default false:
+    /// The code-hash rule (`docs/decisions.md`, "DPoP"), strictly: a code-exchange proof's `jti` must be
+    /// Base64url(SHA-256(code)). Default false:
     /// a proof with another unique `jti` is accepted together with a valid server nonce (RFC 9449 clients).
     pub dpop_strict_code_jti: bool,
     /// Days without tokens after which a client is deleted automatically (restorably). Default 180.
@@ -334,21 +334,6 @@ impl Config {
         rest.split('?').next().filter(|p| !p.is_empty()).map(PathBuf::from)
     }
 
-    /// Where the system secrets come from: `secrets_system`, else `secrets_system_file`, else the default file in
-    /// `data_dir`.
-    pub fn secret_source(&self) -> Result<SecretSource, SecretsError> {
-        SecretSource::from_settings(
-            self.secrets_system.as_ref().map(SecretList::expose),
-            self.secrets_system_file.as_deref(),
-            &self.data_dir,
-        )
-    }
-
-    /// The client-lifecycle settings.
-    pub fn client_lifecycle(&self) -> crate::admin::Lifecycle {
-        crate::admin::Lifecycle { unused_days: self.client_unused_days, restore_days: self.client_restore_days }
-    }
-
     /// The connection-pool settings (PostgreSQL).
     pub fn pool_settings(&self) -> latchkey_store::PoolSettings {
         latchkey_store::PoolSettings {
@@ -444,7 +429,7 @@ impl Config {
             return Err(ConfigError("set secrets_system or secrets_system_file, not both".into()));
         }
         if let Some(list) = &self.secrets_system {
-            let min = crate::secrets::MIN_SECRET_LEN;
+            let min = MIN_SECRET_LEN;
             if list.expose().is_empty() || list.expose().iter().any(|s| s.chars().count() < min) {
                 return Err(ConfigError(format!("secrets_system: each secret has at least {min} characters")));
             }
@@ -456,8 +441,14 @@ impl Config {
     }
 }
 
-/// The longest `access_token_lifetime`: a day less than a retired key verifies ([`crate::keys::RETIRED_VERIFIES_FOR`]).
-pub const MAX_ACCESS_TOKEN_LIFETIME: i64 = crate::keys::RETIRED_VERIFIES_FOR - 86_400;
+/// How long a retired key still verifies (and stays published): a week.
+pub const RETIRED_VERIFIES_FOR: i64 = 7 * 86_400;
+
+/// The longest `access_token_lifetime`: a day less than a retired key verifies ([`RETIRED_VERIFIES_FOR`]).
+pub const MAX_ACCESS_TOKEN_LIFETIME: i64 = RETIRED_VERIFIES_FOR - 86_400;
+
+/// The shortest system secret, in characters.
+pub const MIN_SECRET_LEN: usize = 32;
 
 /// An environment variable's value as TOML: a number or boolean when it reads as one, else a string.
 fn env_value(raw: &str) -> toml::Value {
@@ -500,10 +491,32 @@ impl Urls {
         let token = or_issuer(&config.token_url);
         Self {
             auth: or_issuer(&config.auth_url),
-            token_endpoint: format!("{token}{}", crate::routes::paths::TOKEN_PATH),
+            token_endpoint: format!("{token}{}", crate::paths::TOKEN_PATH),
             token,
             api: or_issuer(&config.api_base_url),
             issuer,
+        }
+    }
+
+    /// The URLs a running server recorded in the store.
+    pub fn from_served(served: &latchkey_store::ServedUrls) -> Self {
+        Self {
+            issuer: served.issuer.clone(),
+            auth: served.auth.clone(),
+            token_endpoint: format!("{}{}", served.token, crate::paths::TOKEN_PATH),
+            token: served.token.clone(),
+            api: served.api.clone(),
+        }
+    }
+
+    /// What a server records in the store at start, at `now`.
+    pub fn to_served(&self, now: latchkey_core::time::UnixTime) -> latchkey_store::ServedUrls {
+        latchkey_store::ServedUrls {
+            issuer: self.issuer.clone(),
+            auth: self.auth.clone(),
+            token: self.token.clone(),
+            api: self.api.clone(),
+            recorded_at: now,
         }
     }
 }

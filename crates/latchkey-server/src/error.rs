@@ -117,12 +117,7 @@ impl From<StoreError> for TokenError {
 
 impl IntoResponse for TokenError {
     fn into_response(self) -> Response {
-        let status = self.status.unwrap_or(match self.error.code {
-            ErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
-            ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            _ => StatusCode::BAD_REQUEST,
-        });
+        let status = self.status.unwrap_or_else(|| status_of(self.error.code));
         let code = self.error.code.as_str();
         let body =
             ErrorResponse { error: code.to_owned(), error_description: Some(self.error.description.into_owned()) };
@@ -168,6 +163,20 @@ pub struct AuthorizeFailure {
     pub details: Option<Box<views::RequestDetails>>,
 }
 
+/// The HTTP status of an OAuth error code, wherever it is answered (the token and revocation endpoints' JSON,
+/// the authorization endpoint's pages): 401 for a client that did not authenticate (RFC 6749 §5.2), 500 and 503
+/// for the server's own failures, 403 for what the user or an organisation's policy refused (codes only the
+/// authorization endpoint's pages carry), 400 for the rest.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
+        ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::AccessDenied | ErrorCode::AdminPolicyEnforced | ErrorCode::OrgInternal => StatusCode::FORBIDDEN,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
 impl AuthorizeFailure {
     /// A failure shown on a page.
     pub fn page(error: OAuthError, issuer: &str) -> Self {
@@ -190,15 +199,7 @@ impl IntoResponse for AuthorizeFailure {
                 noted(response, self.error.code.as_str(), &self.error.description, client_id)
             }
             _ => {
-                let status = match self.error.code {
-                    ErrorCode::InvalidClient => StatusCode::UNAUTHORIZED,
-                    ErrorCode::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
-                    ErrorCode::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-                    ErrorCode::AccessDenied | ErrorCode::AdminPolicyEnforced | ErrorCode::OrgInternal => {
-                        StatusCode::FORBIDDEN
-                    }
-                    _ => StatusCode::BAD_REQUEST,
-                };
+                let status = status_of(self.error.code);
                 let mut response = views::error_page(status, &self.error, self.details.as_deref());
                 if status == StatusCode::SERVICE_UNAVAILABLE {
                     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
@@ -377,6 +378,10 @@ fn sentence(m: &str) -> String {
     s
 }
 
+/// What a console API key the service does not know is told.
+const UNKNOWN_KEY: &str = "This API key is not one the service knows: it was revoked, its account is disabled, or it \
+                           is mistyped. Make a new key on the console's API keys page.";
+
 /// An error of the console's JSON API: `{"error", "error_description", "field", "fields"}` with the status of
 /// [`admin_status`]; 401 with `WWW-Authenticate` when the API key is missing or wrong.
 #[derive(Debug)]
@@ -399,6 +404,11 @@ impl ConsoleApiError {
             fields: Vec::new(),
             retry_after: None,
         }
+    }
+
+    /// 401: an API key was sent, but not one the service knows (revoked, its account disabled, or mistyped).
+    pub fn unknown_key() -> Self {
+        Self { description: UNKNOWN_KEY.into(), ..Self::unauthenticated() }
     }
 
     /// 429: the API key is over its rate limit (or a stream already has a long poll waiting); retry after `secs`.
@@ -493,7 +503,13 @@ impl IntoResponse for ConsoleApiError {
         let h = response.headers_mut();
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if self.status == StatusCode::UNAUTHORIZED {
-            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"latchkey-console\""));
+            // RFC 6750 §3.1: a key that was sent and refused is an `invalid_token`; no key, no error code.
+            let challenge = if self.description == UNKNOWN_KEY {
+                "Bearer realm=\"latchkey-console\", error=\"invalid_token\""
+            } else {
+                "Bearer realm=\"latchkey-console\""
+            };
+            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
         }
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             h.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));

@@ -15,11 +15,11 @@ use latchkey_core::time::UnixTime;
 use latchkey_store::{KeyKind, Store, StoreError, StoreResult};
 use std::sync::{Arc, RwLock};
 
-/// How long a retired key still verifies: an id_token or event key stays published, so that tokens it signed still
-/// verify (and events in flight, signed when they are sent, were signed by a key still published); an HMAC key
-/// still verifies the access tokens, CSRF tokens and DPoP nonces it made, so that a rotation signs nobody out and
-/// breaks no form left open. Access tokens live at most this long (`access_token_lifetime`).
-pub const RETIRED_VERIFIES_FOR: i64 = 7 * 86_400;
+/// How long a retired key still verifies (the configuration's, which bounds `access_token_lifetime` by it): an
+/// id_token or event key stays published, so that tokens it signed still verify (and events in flight, signed
+/// when they are sent, were signed by a key still published); an HMAC key still verifies the access tokens, CSRF
+/// tokens and DPoP nonces it made, so that a rotation signs nobody out and breaks no form left open.
+pub use crate::config::RETIRED_VERIFIES_FOR;
 
 /// One loaded set of keys.
 #[derive(Debug)]

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod openapi;
 mod outbound;
 pub mod password;
+pub mod paths;
 
 /// The hand-written parsers of untrusted input, one entry point each: what the fuzz targets (`fuzz/`) drive.
 pub mod parsers {
@@ -144,6 +145,12 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
              addresses, over http:// too. For tests and local development only"
         );
     }
+    // The admin CLI and other tools on this store name the server that runs, whatever their own configuration.
+    state
+        .store
+        .record_served_urls(&state.urls.to_served(state.clock.now()))
+        .await
+        .context("recording the served URLs")?;
     match state.store.delivery_notices().await {
         Ok(Some(notices)) => state.long_polls.listen(notices),
         Ok(None) => {}

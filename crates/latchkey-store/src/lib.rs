@@ -35,6 +35,7 @@ mod replay;
 mod rows;
 #[cfg(any(test, feature = "seed"))]
 pub mod seed;
+mod served;
 mod service_accounts;
 mod sql;
 pub mod sqlite;
@@ -57,6 +58,7 @@ pub use records::{
     OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
 };
 pub use replay::Replay;
+pub use served::{Served, ServedUrls};
 pub use service_accounts::{ContentOwner, ServiceAccount, ServiceAccountKey, ServiceAccounts, MAX_KEYS};
 pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
 pub use users::{LoginCount, LoginWindows, Users, LONGEST_LOGIN_WINDOW};
@@ -67,8 +69,8 @@ use std::time::Duration;
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, ServiceAccounts, Store, Streams,
-        Users,
+        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, Served, ServiceAccounts, Store,
+        Streams, Users,
     };
 }
 
@@ -82,7 +84,21 @@ macro_rules! store_of {
     };
 }
 
-store_of!(Clients, Grants, Users, Accounts, Orgs, Console, Keys, Replay, Audit, Maintenance, Streams, ServiceAccounts);
+store_of!(
+    Clients,
+    Grants,
+    Users,
+    Accounts,
+    Orgs,
+    Console,
+    Keys,
+    Replay,
+    Audit,
+    Maintenance,
+    Streams,
+    ServiceAccounts,
+    Served
+);
 
 /// A storage failure.
 #[derive(Debug, thiserror::Error)]

@@ -23,6 +23,7 @@ mod clients;
 mod ids;
 mod keys;
 mod orgs;
+mod served;
 mod service_accounts;
 mod streams;
 mod users;

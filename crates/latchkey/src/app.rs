@@ -286,6 +286,11 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
         );
     }
     eprintln!("Waiting for the sign-in (up to {} seconds; Ctrl-C cancels)...", args.timeout);
+    eprintln!(
+        "If the browser shows an error page instead of the sign-in (an unknown client id, a redirect the client does \
+         not accept), it cannot come back here: read what the page says, press Ctrl-C, and run app login again with \
+         the settings corrected."
+    );
     let timeout = Duration::from_secs(args.timeout);
     let response = tokio::select! {
         r = listener.receive(pending.state(), timeout) => r?,
@@ -322,16 +327,18 @@ async fn pasted(pending: &Authorization) -> Result<AuthorizationResponse, Failur
 /// Sends an authenticated GET and prints the body as it came, also with an error status.
 async fn call(dir: &Path, url: &str) -> Result<(), Failure> {
     let (_, session, saved) = open(dir).await?;
-    let token = session.access_token().await?;
     let http = ReqwestHttp::with_ca_file(saved.ca_file.as_deref())?;
-    let response = http
-        .send(HttpRequest {
-            method: "GET",
-            url: url.to_owned(),
-            headers: vec![("authorization".into(), format!("Bearer {token}"))],
-            body: Vec::new(),
-        })
-        .await?;
+    let get = |token: String| {
+        let headers = vec![("authorization".into(), format!("Bearer {token}"))];
+        http.send(HttpRequest { method: "GET", url: url.to_owned(), headers, body: Vec::new() })
+    };
+    let mut response = get(session.access_token().await?).await?;
+    if response.status == 401 {
+        // The access token was refused before its expiry (its grant revoked elsewhere, the server's keys
+        // replaced): one refresh, then one more try. A refused refresh is `invalid_grant`: sign in again.
+        let fresh = session.refresh().await?;
+        response = get(fresh.access_token).await?;
+    }
     let body = String::from_utf8_lossy(&response.body);
     println!("{body}");
     if (200..300).contains(&response.status) {

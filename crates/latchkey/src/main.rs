@@ -128,7 +128,11 @@ fn main() -> ExitCode {
                 let mut command = <Cli as clap::CommandFactory>::command();
                 let mut script = Vec::new();
                 clap_complete::generate(shell, &mut command, "latchkey", &mut script);
-                std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+                match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                    // The reader stopped early (`latchkey completions bash | head`): what it read is what it wanted.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                    written => written?,
+                }
                 Ok(ExitCode::SUCCESS)
             }
         }

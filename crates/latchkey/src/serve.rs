@@ -7,6 +7,33 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
+/// The file a server on a SQLite data directory holds locked while it runs.
+const SERVE_LOCK: &str = "serve.lock";
+
+/// Locks the SQLite data directory for this server (the lock goes with the returned file, when the process
+/// ends whichever way): a second `serve` on it would serve the same store under another issuer, beside a writer
+/// it does not know. Refused with what to do when another server holds it. (PostgreSQL takes many instances.)
+fn only_server(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    std::fs::create_dir_all(data_dir)?;
+    let path = data_dir.join(SERVE_LOCK);
+    let mut file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+    if let Err(std::fs::TryLockError::WouldBlock) = file.try_lock() {
+        let mut pid = String::new();
+        let _ = file.read_to_string(&mut pid);
+        anyhow::bail!(
+            "another `latchkey serve` (process {}) is running on the data directory {}: stop it first, or give \
+             this one another --data-dir (a SQLite store has one server; PostgreSQL takes several)",
+            pid.trim(),
+            data_dir.display()
+        );
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    write!(file, "{}", std::process::id())?;
+    Ok(file)
+}
+
 /// The log lines that may wait for the log's writer thread.
 const LOG_QUEUE_LINES: usize = 4096;
 
@@ -34,6 +61,10 @@ pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
         subscriber.init();
     }
     let data_dir = config.data_dir.clone();
+    let _only_server = match config.sqlite_path() {
+        Some(_) => Some(only_server(&data_dir)?),
+        None => None,
+    };
     // The signal handlers are in place before the start-up output says the server is up, so that a SIGTERM
     // sent right after it always stops the server gracefully.
     let signals = Signals::install()?;

@@ -200,7 +200,7 @@ async fn a_dpop_exchange_proves_with_the_code_hash_jti_and_binds_the_token_set_t
     let t = c.exchange(a, &r, Some(&key)).await.expect("tokens");
     let sent = http.requests();
     let claims = proof_claims(header(&sent[0], "dpop").expect("a DPoP proof"));
-    assert_eq!(claims["jti"], crate::dpop::code_jti("lkc_1"), "the spec's jti for a code exchange");
+    assert_eq!(claims["jti"], crate::dpop::code_jti("lkc_1"), "the code-hash jti of a code exchange");
     assert_eq!((claims["htm"].as_str(), claims["htu"].as_str()), (Some("POST"), Some("https://as.example/token")));
     assert!(claims.get("nonce").is_none(), "no nonce known yet");
     assert_eq!(t.dpop_jkt.as_deref(), Some(key.thumbprint()));

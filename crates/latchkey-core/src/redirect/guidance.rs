@@ -35,7 +35,7 @@ pub fn accepted_forms(client: &Client) -> Vec<String> {
 pub fn hint(client: Option<&Client>, uri: Option<&str>) -> Option<&'static str> {
     let Some(client) = client else {
         return Some(
-            "No client has this client_id: copy it from the console's client page (it ends in the project's domain).",
+            "No client has this client_id: copy it whole from the console's client page (it starts with lkapp-).",
         );
     };
     let uri = uri.filter(|u| !u.is_empty())?;
@@ -49,7 +49,7 @@ pub fn hint(client: Option<&Client>, uri: Option<&str>) -> Option<&'static str> 
                 Some("Desktop clients use a loopback redirect: http://127.0.0.1:PORT/ or http://[::1]:PORT/, any port. A custom scheme is for mobile clients.")
             }
             Some(l) if l.host == "localhost" => Some(
-                "localhost is matched as registered, port included: use http://127.0.0.1:PORT/ (any port is accepted) or register this URI.",
+                "localhost is accepted only when a localhost redirect with this path is registered (then on any port): use http://127.0.0.1:PORT/ (any port is accepted) or register this URI.",
             ),
             _ => Some("Desktop clients use a loopback redirect: http://127.0.0.1:PORT/ or http://[::1]:PORT/, any port."),
         },

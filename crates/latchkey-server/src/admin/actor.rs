@@ -113,6 +113,16 @@ impl Actor {
         Ok(self.client_in_project(store, at, right).await?.1)
     }
 
+    /// The client, to change it: [`Actor::client`] with [`Right::Edit`], refused while it is deleted (it is
+    /// restored first). Every operation that edits a client starts here.
+    pub async fn client_to_edit(&self, store: &dyn Store, at: ClientRef<'_>) -> Result<Client, AdminError> {
+        let client = self.client(store, at, Right::Edit).await?;
+        if client.deleted_at.is_some() {
+            return Err(AdminError::Invalid(format!("client {} is deleted: restore it first", at.id)));
+        }
+        Ok(client)
+    }
+
     /// [`Actor::client`], with the actor's access to the client's project (the console's pages show both).
     pub async fn client_in_project(
         &self,

@@ -5,7 +5,7 @@
 
 use super::results::ClientView;
 use super::{random_id, AdminError, AdminResult};
-use super::{Actor, ClientRef, Right};
+use super::{Actor, ClientRef};
 use crate::clock::OsRandom;
 use latchkey_core::client::{change_secrets, ClientSecret, SecretChange, SecretRefusal};
 use latchkey_core::secret::Secret;
@@ -66,10 +66,7 @@ pub async fn client_secret_change(
     change: SecretChange,
 ) -> AdminResult<ClientView> {
     let client_id = at.id;
-    let mut client = actor.client(store, at, Right::Edit).await?;
-    if client.deleted_at.is_some() {
-        return Err(AdminError::Invalid(format!("client {client_id} is deleted: restore it first")));
-    }
+    let mut client = actor.client_to_edit(store, at).await?;
     let after = change_secrets(&client.secrets, &change).map_err(|refusal| match refusal {
         SecretRefusal::Unknown => AdminError::NotFound(format!("secret of client {client_id}")),
         other => AdminError::Conflict(other.to_string()),

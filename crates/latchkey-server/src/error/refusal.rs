@@ -6,8 +6,8 @@
 
 use super::{ApiError, ConsoleApiError, TokenError};
 use crate::extract::ClientAddr;
+use crate::paths::{APP_CHECK_DEBUG_PATH, JWKS_PATH, METRICS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 use crate::rate_limit::RateLimits;
-use crate::routes::paths::{APP_CHECK_DEBUG_PATH, JWKS_PATH, METRICS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};

@@ -11,7 +11,6 @@ mod identity;
 mod login;
 mod metadata;
 mod metrics;
-pub(crate) mod paths;
 mod ports;
 mod revoke;
 mod ssf;
@@ -31,7 +30,7 @@ use axum::Router;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use paths::{APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+pub use crate::paths::{APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
 
 /// Every route of the service.
 pub fn router(state: AppState) -> Router {
@@ -68,7 +67,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ssf::router())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
-        .route(paths::METRICS_PATH, get(metrics::metrics_get))
+        .route(crate::paths::METRICS_PATH, get(metrics::metrics_get))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(refusal::BODY_LIMIT))
         .layer(middleware::from_fn(move |request: Request, next: Next| {

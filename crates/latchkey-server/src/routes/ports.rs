@@ -2,21 +2,18 @@
 //! `latchkey_core::flow::Ports` for one request. Each method is one lookup or one write; the rules are the core's.
 
 use super::id_token;
-use crate::app_check::{debug_issuer, HEADER};
 use crate::clock::OsRandom;
 use crate::error::TokenError;
 use crate::state::AppState;
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use latchkey_core::access_token::{GrantId, MacKey};
-use latchkey_core::app_check::{self as core, AppCheckState, Category, Jwk, Jwks};
-use latchkey_core::client::{Client, ClientType};
+use latchkey_core::client::Client;
 use latchkey_core::dpop::Window;
 use latchkey_core::flow::{Ports, Settings};
 use latchkey_core::secret::Random;
 use latchkey_core::service_account::ServiceKeyState;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant, GrantState};
-use latchkey_core::{ErrorCode, OAuthError};
 use latchkey_store::{Redeemed, User};
 
 /// One request's view of the server for the core's flows.
@@ -69,7 +66,14 @@ impl Ports for StorePorts<'_> {
     }
 
     async fn app_check(&self, client: &Client, now: UnixTime) -> Result<(), TokenError> {
-        app_check(self.state, client, self.headers, now).await
+        let state = self.state;
+        let at = crate::app_check::TokenEndpoint {
+            store: &*state.store,
+            keys: &state.keys,
+            urls: &state.urls,
+            provider: state.app_check_provider.as_ref(),
+        };
+        crate::app_check::check_token_request(at, client, self.headers, now).await
     }
 
     async fn code(&self, code_hash: &[u8]) -> Result<Option<AuthCode>, TokenError> {
@@ -135,72 +139,4 @@ impl Ports for StorePorts<'_> {
     async fn service_account_exists(&self, email: &str) -> Result<bool, TokenError> {
         Ok(self.state.store.service_account(email).await?.is_some_and(|a| a.email == email))
     }
-}
-/// Whether `token` is a valid App Check token for `client_id` from either provider.
-async fn app_check_verify(state: &AppState, token: &str, client_id: &str, now: UnixTime) -> bool {
-    let keys = state.keys.get();
-    let own = Jwks {
-        keys: keys
-            .id_token
-            .iter()
-            .map(|k| {
-                let j = k.public_jwk();
-                Jwk {
-                    kty: j.kty.clone(),
-                    kid: Some(k.kid().to_owned()),
-                    crv: Some(j.crv.clone()),
-                    x: Some(j.x.clone()),
-                    y: Some(j.y.clone()),
-                    n: None,
-                    e: None,
-                }
-            })
-            .collect(),
-    };
-    if core::verify_token(token, &own, &debug_issuer(&state.urls), client_id, now).is_ok() {
-        return true;
-    }
-    let Some(provider) = &state.app_check_provider else { return false };
-    let keys = provider.keys.jwks();
-    if core::verify_token(token, &keys, &provider.issuer, client_id, now).is_ok() {
-        return true;
-    }
-    // The provider may have rotated its keys since they were fetched.
-    let Some(kid) = core::key_id(token).filter(|kid| !keys.has_key(kid)) else { return false };
-    provider.keys.refresh().await;
-    let keys = provider.keys.jwks();
-    keys.has_key(&kid) && core::verify_token(token, &keys, &provider.issuer, client_id, now).is_ok()
-}
-
-/// Classifies and counts a token request of `client` when App Check is on for it, and refuses an unverified one
-/// when it is enforced: 401 `invalid_client` (the App Check token is part of authenticating the app).
-async fn app_check(state: &AppState, client: &Client, headers: &HeaderMap, now: UnixTime) -> Result<(), TokenError> {
-    if client.client_type != ClientType::Mobile {
-        return Ok(());
-    }
-    let in_force = client.app_check.effective(now);
-    if in_force == AppCheckState::Disabled {
-        return Ok(());
-    }
-    let token = match headers.get(HEADER).map(|v| v.to_str().map(str::trim)) {
-        None => None,
-        Some(Ok(t)) => Some(app_check_verify(state, t, &client.client_id, now).await),
-        Some(Err(_)) => Some(false),
-    };
-    let user_agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok());
-    let category = core::classify(token, user_agent);
-    crate::metrics::APP_CHECK.inc(category.as_str());
-    let hour = UnixTime(now.0 - now.0.rem_euclid(3600));
-    if let Err(e) = state.store.count_app_check(&client.client_id, hour, category).await {
-        tracing::warn!(error = %e, client_id = %client.client_id, "counting an App Check request");
-    }
-    if in_force == AppCheckState::Enforced && category != Category::Verified {
-        tracing::info!(client_id = %client.client_id, category = category.as_str(), "App Check refused a request");
-        return Err(OAuthError::new(
-            ErrorCode::InvalidClient,
-            "App Check is enforced for this client: send a valid App Check token in the X-Latchkey-AppCheck header.",
-        )
-        .into());
-    }
-    Ok(())
 }

@@ -3,6 +3,7 @@
 use super::accounts::*;
 use super::clients::*;
 use super::orgs::*;
+use super::served::*;
 use super::service_accounts::*;
 use super::streams::*;
 use super::throttle::*;
@@ -75,4 +76,5 @@ checks! {
     content_owners_manage_linked_channels_and_grant_service_accounts: by_ref,
     service_accounts_hold_at_most_ten_public_keys: by_ref,
     concurrent_key_additions_stop_at_ten: shared,
+    the_served_urls_are_the_last_recorded: by_ref,
 }

@@ -1,4 +1,4 @@
-//! Client secrets (issue 25): stored as their hashes, changed only while they are the list read.
+//! Client secrets: stored as their hashes, changed only while they are the list read.
 
 use super::*;
 use latchkey_core::client::ClientSecret;

@@ -1,6 +1,6 @@
 //! `latchkey admin content-owner` and `latchkey admin service-account`: content owners, the channels they manage,
-//! and the service accounts of a project that act for them (issue 23; the names are the issue's, which scripts
-//! depend on).
+//! and the service accounts of a project that act for them (the command and field names are fixed: scripts
+//! depend on them).
 
 use super::out;
 use clap::Subcommand;
@@ -228,7 +228,7 @@ async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> 
             if path.exists() {
                 return Err(exists());
             }
-            let urls = latchkey_server::config::Urls::new(config, config.listen);
+            let urls = super::served::served_urls(store, config).await;
             let auth_uri = format!("{}{}", urls.auth, latchkey_server::routes::AUTHORIZE_PATH);
             let file = keys::key_create(store, op, &account, (&auth_uri, &urls.token_endpoint), now).await?;
             let json = serde_json::to_vec_pretty(&file).unwrap_or_default();

@@ -8,7 +8,7 @@ use latchkey_core::events::SubjectFormat;
 use latchkey_core::time::UnixTime;
 use latchkey_server::admin::streams::{StreamSettings, Streaming};
 use latchkey_server::admin::{Actor, AdminError, AdminResult};
-use latchkey_server::config::{Config, Urls};
+use latchkey_server::config::Config;
 use latchkey_server::keys::KeyRing;
 use latchkey_store::Store;
 use serde_json::json;
@@ -92,7 +92,7 @@ pub(super) async fn stream(
     now: UnixTime,
 ) -> anyhow::Result<AdminResult> {
     let keys = KeyRing::load(store, config.secret_source()?, now).await?;
-    let urls = Urls::new(config, config.listen);
+    let urls = super::served::served_urls(store, config).await;
     let cx = Streaming {
         store,
         keys: &keys,

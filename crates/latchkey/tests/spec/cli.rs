@@ -381,4 +381,81 @@ fn completions_are_printed_for_bash_zsh_and_fish() {
     }
     let out = Command::new(BIN).args(["completions", "tcsh"]).output().expect("run");
     assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
+    // A reader that stops early (`| head`): the pipe is closed before the script is written.
+    let mut child = Command::new(BIN)
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "a closed pipe is no failure: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The admin CLI names the server that runs on its store, as `serve` recorded it at start: a server given its port
+/// by `--listen` alone gets that port in the key files' `token_uri` and in the streams' `iss` and poll endpoint,
+/// with no configuration of the admin command's to match; a configuration that names another server is warned of.
+#[tokio::test]
+async fn admin_commands_name_the_server_that_runs_not_their_own_configuration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let served = Served::start(d);
+    assert!(!served.base.ends_with(":8443"), "a port of its own: {}", served.base);
+    let project =
+        json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
+    admin(d, &["project", "enable-api", "--project", &project], "");
+    let client =
+        json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
+    let client_id = client["client_id"].as_str().expect("id");
+
+    let account = json(&admin(d, &["service-account", "create", "--project", &project, "--name", "uploader"], "").1);
+    let key_path = d.join("sa-key.json");
+    let key_path_text = key_path.to_str().expect("utf-8 path");
+    let email = account["email"].as_str().expect("email");
+    let (code, _, err) =
+        admin(d, &["service-account", "key", "create", "--account", email, "--out", key_path_text], "");
+    assert_eq!(code, 0, "{err}");
+    let key = json(&std::fs::read_to_string(&key_path).expect("key file"));
+    assert_eq!(key["token_uri"], format!("{}/token", served.base));
+
+    let (code, out, err) = admin(d, &["stream", "create", "--client", client_id, "--poll"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "the command's configuration names no server: no warning ({err})");
+    let stream = json(&out);
+    assert_eq!(stream["iss"], served.base.as_str(), "{stream}");
+    let endpoint = stream["delivery"]["endpoint_url"].as_str().expect("poll endpoint");
+    assert!(endpoint.starts_with(&format!("{}/", served.base)), "{endpoint}");
+
+    let other = d.join("other.toml");
+    std::fs::write(&other, "listen = \"127.0.0.1:9\"\n").expect("config");
+    let stream_id = stream["stream_id"].as_str().expect("id");
+    let (code, out, err) =
+        admin(d, &["--config", other.to_str().expect("utf-8 path"), "stream", "show", stream_id], "");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["iss"], served.base.as_str(), "the running server's URLs, still");
+    assert!(err.contains("https://127.0.0.1:9") && err.contains(&served.base), "warned: {err}");
+}
+
+/// A second `serve` on the data directory of a running one is refused, saying which process holds it and what to
+/// do, instead of serving the same SQLite store under another issuer.
+#[tokio::test]
+async fn a_second_serve_on_the_same_sqlite_data_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = Served::start(dir.path());
+    let second = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run a second serve");
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_ne!(second.status.code(), Some(0), "refused: {stderr}");
+    let pid = first.child.id().to_string();
+    assert!(stderr.contains("another `latchkey serve`") && stderr.contains(&pid), "{stderr}");
+    assert!(String::from_utf8_lossy(&second.stdout).is_empty(), "it never said it was serving");
+    let (code, _) = first.stop();
+    assert_eq!(code, Some(0));
+    // Once the first has stopped, the directory takes a server again.
+    Served::start(dir.path());
 }

@@ -407,6 +407,17 @@ async fn a_revoked_key_or_a_disabled_developer_is_refused() {
     admin::user_set_disabled(server.store(), ALICE, false, SystemClock.now()).await.expect("enable");
     api_keys::api_key_revoke(server.store(), ALICE, &key_id).await.expect("revoke");
     assert_error(&alice.get("/console/api/v1/projects").await, 401, "unauthorized");
+    // A key it does not know is told apart from no key: what to do, and RFC 6750's invalid_token.
+    let r =
+        server.http().get(server.url("/console/api/v1/projects")).bearer_auth(&alice.key).send().await.expect("get");
+    let challenge = r.headers()["www-authenticate"].to_str().expect("text").to_owned();
+    assert_eq!(challenge, "Bearer realm=\"latchkey-console\", error=\"invalid_token\"");
+    let revoked: Value = r.json().await.expect("json");
+    assert!(revoked["error_description"].as_str().expect("text").contains("not one the service knows"), "{revoked}");
+    let r = server.http().get(server.url("/console/api/v1/projects")).send().await.expect("get");
+    assert_eq!(r.headers()["www-authenticate"], "Bearer realm=\"latchkey-console\"", "no key, no error code");
+    let none: Value = r.json().await.expect("json");
+    assert!(none["error_description"].as_str().expect("text").contains("Send a console API key"), "{none}");
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ mod connections;
 mod console_browser;
 mod flow;
 mod interop_oauth2_rs;
+mod narrow_screens;
 mod org_browser;
 mod token_exchange;
 

@@ -64,6 +64,7 @@ async fn login_without_a_browser_completes_with_the_redirect_address_pasted_on_a
     BufReader::new(stderr).read_to_string(&mut rest).expect("stderr");
     assert!(status.success(), "{status:?}: {rest}");
     assert!(rest.contains("That is not an address starting with"), "a wrong line is answered: {rest}");
+    assert!(rest.contains("error page instead of the sign-in"), "what to look for while it waits: {rest}");
     let report: Value = serde_json::from_str(&out).expect("one JSON object");
     assert_eq!(report["granted"], serde_json::json!([READONLY]), "{report}");
     assert!(side.tokens()["refresh_token"].as_str().is_some_and(|t| t.starts_with("lkr_")));

@@ -105,13 +105,24 @@ async fn a_refused_refresh_exits_5_invalid_grant_and_an_api_error_status_maps_as
     let side = AppSide::new(&server, &app);
     let url = server.url("/video/v3/channels?part=snippet&mine=true");
 
-    // The API answers 401 to a token it does not know: refused, with the API's body still on stdout.
+    // The API answers 401 to a token it does not know: the app refreshes once and calls again.
     sign_in(&server, &app, &side, |t| t.access_token = "lka_unknown".into()).await;
     let out = side.run(&["call", &url]).await;
-    assert_eq!(out.code, Some(5), "{out:?}");
-    assert_eq!(out.stderr, "{\"error\":\"http_error\",\"error_description\":\"The API answered HTTP 401.\"}\n");
+    assert_eq!(out.code, Some(0), "{out:?}");
     let body: Value = serde_json::from_str(&out.stdout).expect("the API's JSON");
-    assert_eq!(body["error"]["code"], 401, "{body}");
+    assert!(body["items"].is_array(), "{body}");
+    // Another error status maps as for admin (404: 3), with the API's body still on stdout.
+    let out = side.run(&["call", &server.url("/video/v3/nothing")]).await;
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert_eq!(out.stderr, "{\"error\":\"http_error\",\"error_description\":\"The API answered HTTP 404.\"}\n");
+    assert!(!out.stdout.trim().is_empty(), "the API's body: {out:?}");
+
+    // A 401 whose refresh is refused (the grant revoked elsewhere): 5, invalid_grant, sign in again.
+    let tokens = sign_in(&server, &app, &side, |t| t.access_token = "lka_unknown".into()).await;
+    let r = server.http().post(server.url("/revoke")).form(&[("token", &tokens.refresh_token.expect("rt"))]).send();
+    assert_eq!(r.await.expect("revoke").status(), 200);
+    let why = side.run(&["call", &url]).await.failure(5, "invalid_grant");
+    assert!(why.starts_with("Sign in again ("), "{why}");
 
     // An expired access token whose grant was revoked elsewhere: the refresh gets invalid_grant.
     let tokens = sign_in(&server, &app, &side, |t| t.expires_at = 1_700_000_000).await;

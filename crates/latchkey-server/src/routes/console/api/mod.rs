@@ -172,7 +172,7 @@ impl FromRequestParts<AppState> for Caller {
         };
         let caller = match api_keys::authenticate(&*state.store, key, state.clock.now()).await? {
             Some(user) => Self(user),
-            None => return Err(ConsoleApiError::unauthenticated()),
+            None => return Err(ConsoleApiError::unknown_key()),
         };
         // A known key is counted against its developer's limit, all their keys together (an unknown key spends
         // nothing of anyone's).
