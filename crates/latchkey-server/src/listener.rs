@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
@@ -117,7 +117,7 @@ async fn connection(
     app: Router,
     builder: &auto::Builder<TokioExecutor>,
     limits: ConnectionsConfig,
-    mut stopping: watch::Receiver<bool>,
+    stopping: watch::Receiver<bool>,
 ) {
     // HTTP/2 when ALPN chose it; a connection that skipped ALPN gets HTTP/1.1's shorter wait between requests.
     let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
@@ -141,37 +141,68 @@ async fn connection(
     });
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(app));
     tokio::pin!(conn);
-    let mut closing: Option<Instant> = None;
-    // The requests in flight are woken this often to look at their own limit.
-    let tick = limits.request() / 4;
+    // The watchdog runs as a task of its own, so that the connection's many wake-ups poll one channel, not its
+    // timer and the server's stop signal.
+    let (ask, mut asked) = mpsc::channel(2);
+    let watchdog = tokio::spawn(keep_limits(activity, limits, between_requests, stopping, ask));
     loop {
-        let wake = closing.map_or_else(
-            || activity.deadline(limits.first_request(), between_requests).min(Instant::now() + tick),
-            |asked| asked + CLOSE_GRACE,
-        );
         tokio::select! {
+            biased;
             ended = conn.as_mut() => {
                 if let Err(e) = ended {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
-                return;
+                break;
             }
-            () = tokio::time::sleep_until(wake) => {
-                if closing.is_some() {
-                    return;
-                }
-                activity.tick.notify_waiters();
-                if activity.deadline(limits.first_request(), between_requests) <= Instant::now() {
-                    conn.as_mut().graceful_shutdown();
-                    closing = Some(Instant::now());
-                }
-            }
-            _ = stopping.changed(), if closing.is_none() => {
-                conn.as_mut().graceful_shutdown();
-                closing = Some(Instant::now() + DRAIN_TIMEOUT);
-            }
+            asked = asked.recv() => match asked {
+                Some(Ask::Close) => conn.as_mut().graceful_shutdown(),
+                Some(Ask::Drop) | None => break,
+            },
         }
     }
+    watchdog.abort();
+}
+
+/// What a connection's watchdog asks of it.
+enum Ask {
+    /// Finish the requests in flight and close (HTTP/2: `GOAWAY`).
+    Close,
+    /// Drop the connection now.
+    Drop,
+}
+
+/// A connection's watchdog: wakes at the connection's next deadline, and every quarter of the request limit to
+/// wake the requests in flight; asks it to close once it is past its limit (or the server stops), and drops it
+/// when it has not closed within its grace.
+async fn keep_limits(
+    activity: Arc<Activity>,
+    limits: ConnectionsConfig,
+    between_requests: Duration,
+    mut stopping: watch::Receiver<bool>,
+    ask: mpsc::Sender<Ask>,
+) {
+    let tick = limits.request() / 4;
+    let grace = loop {
+        let wake = activity.deadline(limits.first_request(), between_requests).min(Instant::now() + tick);
+        tokio::select! {
+            () = tokio::time::sleep_until(wake) => {
+                activity.tick.notify_waiters();
+                if activity.deadline(limits.first_request(), between_requests) <= Instant::now() {
+                    break CLOSE_GRACE;
+                }
+            }
+            _ = stopping.changed() => break DRAIN_TIMEOUT,
+        }
+    };
+    if ask.send(Ask::Close).await.is_err() {
+        return;
+    }
+    let dropped_at = Instant::now() + grace;
+    while Instant::now() < dropped_at {
+        tokio::time::sleep_until(dropped_at.min(Instant::now() + tick)).await;
+        activity.tick.notify_waiters();
+    }
+    let _ = ask.send(Ask::Drop).await;
 }
 
 /// What a connection has done: when it opened, its requests in flight, and when its last one ended.
