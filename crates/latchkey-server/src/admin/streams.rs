@@ -181,7 +181,10 @@ impl Streaming<'_> {
                 "the project's clients have {MAX_STREAMS_PER_PROJECT} streams, the most a project may have"
             )));
         }
-        let mut s = StreamRecord::new(random_b64(16, &crate::clock::OsRandom), client.client_id, now);
+        // A letter first: a random Base64url id may start with `-`, which a command line reads as a flag
+        // (`latchkey admin stream show -k...`).
+        let id = format!("s{}", random_b64(16, &crate::clock::OsRandom));
+        let mut s = StreamRecord::new(id, client.client_id, now);
         self.apply(&mut s, settings)?;
         keys::ensure_event_key(self.keys, self.store, now).await?;
         if !self.store.create_stream(&s).await? {

@@ -20,10 +20,16 @@ async fn fits(browser: &Client, page: &str, controls: &str) {
                   return [document.documentElement.scrollWidth, w, out, \
                           document.querySelectorAll(arguments[0]).length];";
     let seen = browser.execute(script, vec![controls.into()]).await.expect("measure the page");
+    // What sticks out, to say so when the page is too wide.
+    let wide = "return [...document.body.querySelectorAll('*')] \
+                  .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5) \
+                  .map(e => e.tagName + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '') \
+                    + ' ' + Math.round(e.getBoundingClientRect().width)).slice(0, 8);";
+    let wide = browser.execute(wide, vec![]).await.expect("what sticks out");
     let [scroll, width, outside, count] =
         [0, 1, 2, 3].map(|i| seen[i].as_f64().unwrap_or_else(|| panic!("{page}: a number: {seen}")));
     assert!(width <= f64::from(WIDTH), "{page}: the screen is {width} px wide");
-    assert!(scroll <= width, "{page} scrolls sideways: {scroll} px of content on a {width} px screen");
+    assert!(scroll <= width, "{page} scrolls sideways: {scroll} px of content on a {width} px screen ({wide})");
     assert!(count > 0.0, "{page}: no control matched {controls}");
     assert_eq!(outside, 0.0, "{page}: {outside} of {count} controls ({controls}) lie outside the screen");
 }
@@ -45,7 +51,9 @@ async fn sign_in_chooser_consent_account_and_error_pages_fit_a_390_pixel_screen(
         fits(&browser, "the consent page", "input[type=checkbox], button").await;
         find(&browser, &scope_box(READONLY)).await.click().await.expect("tick readonly");
         find(&browser, "button[name=decision][value=allow]").await.click().await.expect("click Allow");
-        assert!(loopback.callback().await.contains_key("code"), "the app got its code");
+        let callback = loopback.callback().await;
+        let code = callback.get("code").expect("the app got its code");
+        server.exchange(&app, code, &pkce, &redirect_uri).await;
 
         let chooser =
             format!("{}&prompt=select_account", authorize_url(&server, &app, &[READONLY], &pkce, &redirect_uri, "s"));
