@@ -31,6 +31,16 @@ pub(crate) fn admin(dir: &Path, args: &[&str], stdin: &str) -> (i32, String, Str
     )
 }
 
+/// A project with the API enabled and a desktop client, made with the admin CLI: its id and the client's JSON.
+fn project_with_desktop_client(d: &Path) -> (String, serde_json::Value) {
+    let project =
+        json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
+    admin(d, &["project", "enable-api", "--project", &project], "");
+    let client =
+        json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
+    (project, client)
+}
+
 pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not one JSON object ({e}): {text}"))
 }
@@ -207,11 +217,7 @@ async fn a_full_flow_against_the_binary_leaves_no_secret_in_the_logs() {
     let d = dir.path();
     let served = Served::start(d);
     // The admin CLI works on the same store while the server runs.
-    let project =
-        json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
-    admin(d, &["project", "enable-api", "--project", &project], "");
-    let client =
-        json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
+    let (_, client) = project_with_desktop_client(d);
     let client_id = client["client_id"].as_str().expect("id");
     let secret = client["client_secret"].as_str().expect("secret");
     admin(d, &["user", "create", "--email", "log@example.com", "--password-stdin"], &format!("{PASSWORD}\n"));
@@ -403,11 +409,7 @@ async fn admin_commands_name_the_server_that_runs_not_their_own_configuration() 
     let d = dir.path();
     let served = Served::start(d);
     assert!(!served.base.ends_with(":8443"), "a port of its own: {}", served.base);
-    let project =
-        json(&admin(d, &["project", "create", "--name", "P"], "").1)["project_id"].as_str().expect("id").to_owned();
-    admin(d, &["project", "enable-api", "--project", &project], "");
-    let client =
-        json(&admin(d, &["client", "create", "--project", &project, "--type", "desktop", "--name", "A"], "").1);
+    let (project, client) = project_with_desktop_client(d);
     let client_id = client["client_id"].as_str().expect("id");
 
     let account = json(&admin(d, &["service-account", "create", "--project", &project, "--name", "uploader"], "").1);
