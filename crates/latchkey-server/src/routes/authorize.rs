@@ -225,6 +225,11 @@ fn refusal(state: &AppState, params: &AuthorizeParams, refused: Refused) -> Resp
             }
             r
         }
+        // An organisation refused this account: another account may be let in.
+        Refused::Page(error) if matches!(error.code, ErrorCode::OrgInternal | ErrorCode::AdminPolicyEnforced) => {
+            let page = AuthorizeFailure::page(error, &issuer).into_response();
+            views::offering_another_account(page, continue_url(params, Mode::Chooser))
+        }
         Refused::Page(error) => AuthorizeFailure::page(error, &issuer).into_response(),
     }
 }

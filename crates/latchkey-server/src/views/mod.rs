@@ -128,6 +128,8 @@ struct ErrorPage<'a> {
     code: &'a str,
     description: &'a str,
     details: Option<&'a RequestDetails>,
+    /// Where to continue as another account, if another may be let in.
+    another_account: Option<&'a str>,
     /// The request's id, also in the log line of the refusal.
     request_id: &'a str,
 }
@@ -189,6 +191,7 @@ pub fn error_page(status: StatusCode, error: &OAuthError, details: Option<&Reque
         code: error.code.as_str(),
         description: error.description.clone().into_owned(),
         details: details.cloned(),
+        another_account: None,
     };
     let mut response = page(status, &parts.page(""));
     response.extensions_mut().insert(parts);
@@ -203,6 +206,8 @@ pub struct ErrorPageParts {
     code: &'static str,
     description: String,
     details: Option<RequestDetails>,
+    /// Where to continue as another account, when another account may be let in (an organisation's refusal).
+    another_account: Option<String>,
 }
 
 impl ErrorPageParts {
@@ -213,9 +218,24 @@ impl ErrorPageParts {
             code: self.code,
             description: &self.description,
             details: self.details.as_ref(),
+            another_account: self.another_account.as_deref(),
             request_id,
         }
     }
+}
+
+/// An error page that offers to continue as another account (`href`, the account chooser): an organisation
+/// refused this account, and another may be let in. Any other response as it is.
+pub fn offering_another_account(mut response: Response, href: String) -> Response {
+    let Some(parts) = response.extensions_mut().get_mut::<ErrorPageParts>() else { return response };
+    parts.another_account = Some(href);
+    // Rendered again now, and once more with the request's id by `with_request_id`.
+    match parts.page("").render() {
+        Ok(html) => *response.body_mut() = axum::body::Body::from(html),
+        Err(e) => tracing::error!(error = %e, "rendering a page"),
+    }
+    response.headers_mut().remove(header::CONTENT_LENGTH);
+    response
 }
 
 /// An error page's body again, now with the request's id; any other response as it is.

@@ -66,6 +66,9 @@ async fn an_internal_projects_client_shows_org_internal_to_any_other_account_bef
     let (outside, ..) = authorize(&server, &app, ALICE, &[READONLY]).await;
     assert_refused(&outside, "org_internal");
     assert!(!is_consent(&outside));
+    // Another account may be let in: the page offers the account chooser.
+    let another = outside.body.split("id=\"another-account\"").nth(1).expect("a link to use another account");
+    assert!(another.contains("prompt=select_account"), "{}", outside.body);
     let (member, ..) = authorize(&server, &app, CAROL, &[READONLY]).await;
     assert!(is_consent(&member), "a member gets the consent page: {}", member.body);
 }
