@@ -118,7 +118,8 @@ async fn command(dir: &Path, command: AppCommand) -> Result<Option<Value>, Failu
     match command {
         AppCommand::Login(login_args) => login(dir, login_args).await.map(Some),
         AppCommand::Token => {
-            let (_, session, _) = open(dir).await?;
+            let (client, session, saved) = open(dir).await?;
+            check_grant(&client, &session, &saved).await?;
             let access_token = session.access_token().await?;
             let expires_at = session.tokens().await?.map(|t| t.expires_at);
             Ok(Some(json!({ "access_token": access_token, "token_type": "Bearer", "expires_at": expires_at })))
@@ -348,9 +349,30 @@ async fn call(dir: &Path, url: &str) -> Result<(), Failure> {
     }
 }
 
+/// Asks the server whether the grant still stands, so that `status` and `token` never show a sign-in that was
+/// ended elsewhere (access removed on the account page, a revocation) as valid: the access token goes to the
+/// userinfo endpoint, which answers 401 only for a token it refuses (a 403 is a grant without `openid`: it
+/// stands). A refused token is refreshed once; a refused refresh is `invalid_grant` (sign in again). Without a
+/// userinfo endpoint in the server's metadata nothing is checked, and stderr says so.
+async fn check_grant(client: &OAuthClient, session: &Session, saved: &Saved) -> Result<(), Failure> {
+    let Some(userinfo) = client.discovery().userinfo_endpoint.clone() else {
+        eprintln!("warning: the server names no userinfo endpoint: the sign-in could not be checked with it");
+        return Ok(());
+    };
+    let token = session.access_token().await?;
+    let http = ReqwestHttp::with_ca_file(saved.ca_file.as_deref())?;
+    let headers = vec![("authorization".into(), format!("Bearer {token}"))];
+    let answer = http.send(HttpRequest { method: "GET", url: userinfo, headers, body: Vec::new() }).await?;
+    if answer.status == 401 {
+        session.refresh().await?;
+    }
+    Ok(())
+}
+
 /// The stored sign-in's [`report`].
 async fn status(dir: &Path) -> Result<Value, Failure> {
-    let (_, session, saved) = open(dir).await?;
+    let (client, session, saved) = open(dir).await?;
+    check_grant(&client, &session, &saved).await?;
     let tokens = session.tokens().await?.ok_or(Error::NotSignedIn)?;
     Ok(report(&tokens, &saved))
 }

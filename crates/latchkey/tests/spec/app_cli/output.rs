@@ -132,4 +132,15 @@ async fn a_refused_refresh_exits_5_invalid_grant_and_an_api_error_status_maps_as
     let why = side.run(&["token"]).await.failure(5, "invalid_grant");
     assert!(why.starts_with("Sign in again (") && why.ends_with("): run `latchkey app login ...`."), "{why}");
     assert!(!side.state().join("tokens.json").exists(), "the dead tokens are forgotten");
+
+    // A grant ended elsewhere while the stored access token is far from its expiry: status and token ask the
+    // server, and say sign in again instead of showing the dead token as valid.
+    for command in ["status", "token"] {
+        let tokens = sign_in(&server, &app, &side, |_| {}).await;
+        let rt = tokens.refresh_token.expect("a refresh token");
+        let r = server.http().post(server.url("/revoke")).form(&[("token", &rt)]).send().await;
+        assert_eq!(r.expect("revoke").status(), 200);
+        let why = side.run(&[command]).await.failure(5, "invalid_grant");
+        assert!(why.starts_with("Sign in again ("), "{command}: {why}");
+    }
 }
