@@ -111,7 +111,7 @@ async fn not_found(uri: axum::http::Uri) -> Response {
 /// description and client with the request's id (which its error page shows); counts the request in the metrics;
 /// refuses what the framework, the size limits or the address's rate limit refuse, and a request that takes longer
 /// than `timeout` (408: its handler is dropped), in the endpoint's own format ([`refusal`]).
-async fn log_request(limits: Arc<RateLimits>, timeout: Duration, request: Request, next: Next) -> Response {
+async fn log_request(limits: Arc<RateLimits>, timeout: Duration, mut request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     // The route's series, found once (before the request moves on): no copy of the pattern is kept.
@@ -121,7 +121,8 @@ async fn log_request(limits: Arc<RateLimits>, timeout: Duration, request: Reques
     // The timeout covers the admission too: a body over the limit is drained there, and a client trickling it must
     // not hold the connection for ever. The connection's watchdog keeps it (no timer per request); a request that
     // came another way (the router called directly) gets a timer of its own.
-    let deadline = request.extensions().get::<RequestDeadline>().cloned();
+    // Taken out of the request (nothing after this reads it): no clone of its handle per request.
+    let deadline = request.extensions_mut().remove::<RequestDeadline>();
     let answered = async {
         match refusal::admit(request, surface, &limits).await {
             Ok(request) => refusal::reword(surface, next.run(request).await),
