@@ -7,13 +7,13 @@
 
 use crate::setup::store_config;
 use crate::StoreArgs;
+use latchkey_admin::clock::{OsRandom, SystemClock};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::client::{Client, ClientDetails, ClientType};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::secret::{random_b64, random_bytes};
 use latchkey_core::time::{Clock, UnixTime};
 use latchkey_core::token::Grant;
-use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_store::seed::SeedStore;
 use latchkey_store::{Channel, NewUser, Project};
 use serde_json::{json, Value};

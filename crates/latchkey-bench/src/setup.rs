@@ -3,11 +3,11 @@
 
 use crate::{BenchArgs, StoreArgs, TargetKind};
 use anyhow::{anyhow, bail, Context};
+use latchkey_admin::clock::{OsRandom, SystemClock};
+use latchkey_admin::Actor;
+use latchkey_admin::{self as ops, NewClient};
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::Clock;
-use latchkey_server::admin::Actor;
-use latchkey_server::admin::{self as ops, NewClient};
-use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_server::config::Config;
 use std::io::Read;
 use std::path::PathBuf;

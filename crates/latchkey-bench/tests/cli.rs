@@ -5,7 +5,7 @@
 //! free port: the `latchkey` binary belongs to another package, whose `CARGO_BIN_EXE_latchkey` this one cannot
 //! name. `--server-pid` is then this process's id.
 
-use latchkey_server::clock::SystemClock;
+use latchkey_admin::clock::SystemClock;
 use latchkey_server::config::{Config, RateLimitsConfig};
 use std::process::{Command, Output};
 use std::sync::Arc;

@@ -51,7 +51,7 @@ impl fmt::Debug for Secret {
 }
 
 /// A source of random bytes. Everything in this crate that needs randomness takes it from the caller (the server
-/// and the binary pass the operating system's, `latchkey_server::clock::OsRandom`), so that the rules here read
+/// and the binary pass the operating system's, `latchkey_admin::clock::OsRandom`), so that the rules here read
 /// no randomness of their own and tests can pass a source they control.
 pub trait Random: Send + Sync {
     /// Fills `buf` with random bytes.

@@ -16,7 +16,7 @@ impl UnixTime {
     }
 }
 
-/// A source of the current time; the only one that reads the system clock is the server's (`latchkey_server::clock`).
+/// A source of the current time; the only one that reads the system clock is `latchkey_admin::clock`.
 pub trait Clock: Send + Sync {
     /// The current time.
     fn now(&self) -> UnixTime;

@@ -6,13 +6,13 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::access_token::{self, AccessClaims, GrantId, Holder, MacKey};
 use latchkey_core::dpop::{self, Window};
 use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::pkce::{self, ChallengeMethod};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
-use latchkey_server::clock::OsRandom;
 use latchkey_store::Replay;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
@@ -94,11 +94,11 @@ fn token_benches(c: &mut Criterion) {
 
 /// The raw argon2id hash with the default parameters (19 MiB, 2 passes, 1 lane): what bounds sign-ins.
 fn password_benches(c: &mut Criterion) {
-    let phc = latchkey_server::password::hash("correct horse battery staple").expect("hash");
+    let phc = latchkey_admin::password::hash("correct horse battery staple").expect("hash");
     let mut group = c.benchmark_group("password");
     group.sample_size(20);
     group.bench_function("argon2id_verify", |b| {
-        b.iter(|| latchkey_server::password::verify(black_box("correct horse battery staple"), Some(&phc)))
+        b.iter(|| latchkey_admin::password::verify(black_box("correct horse battery staple"), Some(&phc)))
     });
     group.finish();
 }

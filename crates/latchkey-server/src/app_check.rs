@@ -207,7 +207,7 @@ pub struct TokenEndpoint<'a> {
     /// The store.
     pub store: &'a dyn latchkey_store::Store,
     /// The server's keys.
-    pub keys: &'a crate::keys::KeyRing,
+    pub keys: &'a latchkey_admin::keys::KeyRing,
     /// The server's URLs.
     pub urls: &'a Urls,
     /// The external provider, when one is configured.

@@ -11,6 +11,8 @@ pub use events::EventsConfig;
 pub use metrics::MetricsConfig;
 pub use rate_limits::RateLimitsConfig;
 
+use latchkey_admin::secrets::{SecretSource, SecretsError, MIN_SECRET_LEN};
+use latchkey_admin::Lifecycle;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -281,6 +283,21 @@ const TABLES: [(&str, &str); 4] = [
 ];
 
 impl Config {
+    /// Where the system secrets come from: `secrets_system`, else `secrets_system_file`, else the default file in
+    /// `data_dir`.
+    pub fn secret_source(&self) -> Result<SecretSource, SecretsError> {
+        SecretSource::from_settings(
+            self.secrets_system.as_ref().map(SecretList::expose),
+            self.secrets_system_file.as_deref(),
+            &self.data_dir,
+        )
+    }
+
+    /// The client-lifecycle settings.
+    pub fn client_lifecycle(&self) -> Lifecycle {
+        Lifecycle { unused_days: self.client_unused_days, restore_days: self.client_restore_days }
+    }
+
     /// Builds the configuration: the TOML `file` (if any), then `LATCHKEY_*` variables from `env`, then
     /// `overrides` (the command line's flags), each later source winning.
     pub fn load(
@@ -441,14 +458,8 @@ impl Config {
     }
 }
 
-/// How long a retired key still verifies (and stays published): a week.
-pub const RETIRED_VERIFIES_FOR: i64 = 7 * 86_400;
-
-/// The longest `access_token_lifetime`: a day less than a retired key verifies ([`RETIRED_VERIFIES_FOR`]).
-pub const MAX_ACCESS_TOKEN_LIFETIME: i64 = RETIRED_VERIFIES_FOR - 86_400;
-
-/// The shortest system secret, in characters.
-pub const MIN_SECRET_LEN: usize = 32;
+/// The longest `access_token_lifetime`: a day less than a retired key verifies ([`latchkey_admin::keys::RETIRED_VERIFIES_FOR`]).
+pub const MAX_ACCESS_TOKEN_LIFETIME: i64 = latchkey_admin::keys::RETIRED_VERIFIES_FOR - 86_400;
 
 /// An environment variable's value as TOML: a number or boolean when it reads as one, else a string.
 fn env_value(raw: &str) -> toml::Value {

@@ -1,9 +1,9 @@
 //! DPoP's HTTP side at the token endpoint (RFC 9449 §8): the header names and the fresh nonce every answer to a
 //! request with a proof carries. The proof's rules are the core's (`latchkey_core::flow::proof`).
 
-use crate::clock::OsRandom;
 use crate::state::AppState;
 use axum::http::HeaderValue;
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::dpop;
 use latchkey_core::time::UnixTime;
 

@@ -13,10 +13,10 @@
 
 pub mod refusal;
 
-use crate::admin::AdminError;
 use crate::views;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use latchkey_admin::AdminError;
 use latchkey_core::redirect;
 use latchkey_core::{ErrorCode, OAuthError};
 use latchkey_proto::ErrorResponse;
@@ -469,7 +469,7 @@ impl From<StoreError> for ConsoleApiError {
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct ConsoleApiErrorBody<'a> {
     /// The error code.
-    #[schema(schema_with = crate::openapi::error_codes)]
+    #[schema(schema_with = latchkey_admin::schema::error_codes)]
     pub error: &'static str,
     /// What is wrong, for a person.
     pub error_description: &'a str,

@@ -4,37 +4,30 @@
 //! the process's signal handler) stops it. Integration tests start the same server on an ephemeral port.
 //!
 //! The data directory is the server's alone (0700), and so are the SQLite database files and the system secret
-//! file (0600): see [`data_dir`] and [`secrets`].
+//! file (0600): see [`latchkey_admin::data_dir`] and [`latchkey_admin::secrets`].
 
-pub mod admin;
 pub mod app_check;
-pub mod clock;
 pub mod config;
-pub mod data_dir;
 pub mod dpop;
 pub mod error;
 pub mod extract;
-pub mod keys;
 pub mod last_used;
 pub mod listener;
 pub mod long_polls;
 pub mod metrics;
-pub mod openapi;
 mod outbound;
-pub mod password;
 pub mod paths;
 
 /// The hand-written parsers of untrusted input, one entry point each: what the fuzz targets (`fuzz/`) drive.
 pub mod parsers {
-    pub use crate::admin::service_account_keys::public_key_of_pem;
     pub use crate::extract::{form_body, pairs};
     pub use crate::routes::api::channels::{parse_query as channels_query, ChannelsQuery, Filter};
     pub use crate::session::cookie_tokens;
+    pub use latchkey_admin::service_account_keys::public_key_of_pem;
 }
 pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
-pub mod secrets;
 pub mod session;
 pub mod signin_throttle;
 pub mod state;
@@ -44,7 +37,8 @@ pub mod views;
 
 use anyhow::Context;
 use config::{Config, Urls};
-use keys::KeyRing;
+use latchkey_admin::keys::{self, KeyRing};
+use latchkey_admin::{data_dir, password};
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
 use latchkey_store::Store;
@@ -231,7 +225,7 @@ async fn maintain(state: AppState) {
                 }
             }
             _ = lifecycle.tick() => {
-                match admin::client_purge(&*state.store, state.config.client_lifecycle(), state.clock.now()).await {
+                match latchkey_admin::client_purge(&*state.store, state.config.client_lifecycle(), state.clock.now()).await {
                     Ok(c) => tracing::debug!(c.deleted_unused, c.purged, "client lifecycle"),
                     Err(e) => tracing::warn!(error = %e, "deleting unused clients and purging deleted ones"),
                 }

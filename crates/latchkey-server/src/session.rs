@@ -8,11 +8,11 @@
 //! CSRF token bound to that account's session (an HMAC of the session's hash under the server key); the sign-in
 //! form, which comes before any session, uses a double-submit cookie.
 
-use crate::clock::OsRandom;
 use crate::state::AppState;
 use axum::http::{header, HeaderMap, HeaderValue};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::secret::{self, Secret};
 use latchkey_store::{Session, StoreError, StoreResult, User};
 

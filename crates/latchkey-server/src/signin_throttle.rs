@@ -18,9 +18,9 @@
 //! An address is an IPv4 address or an IPv6 /64 ([`crate::rate_limit::address_group`]). The same throttle guards
 //! every check of a password: the sign-in form and the account page's password change.
 
-use crate::password::Busy;
 use crate::rate_limit::address_group;
 use crate::state::AppState;
+use latchkey_admin::password::Busy;
 use latchkey_core::time::UnixTime;
 use latchkey_store::{LoginWindows, StoreError, LONGEST_LOGIN_WINDOW};
 use std::net::IpAddr;

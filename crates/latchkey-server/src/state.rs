@@ -1,7 +1,7 @@
 //! The state every handler shares.
 
 use crate::config::{Config, Urls};
-use crate::keys::KeyRing;
+use latchkey_admin::keys::KeyRing;
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
 use latchkey_store::{GrantLimits, Store};
@@ -25,7 +25,7 @@ pub struct AppState {
     /// The external App Check provider, when one is configured.
     pub app_check_provider: Option<crate::app_check::External>,
     /// Admits password hashes, one per core at a time.
-    pub passwords: crate::password::Gate,
+    pub passwords: latchkey_admin::password::Gate,
     /// The token and revocation endpoints' rate limits.
     pub rate_limits: Arc<crate::rate_limit::RateLimits>,
     /// The grants used lately, written in batches off the request path.

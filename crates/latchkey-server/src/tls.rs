@@ -30,7 +30,8 @@ pub fn ensure_local_certificate(dir: &Path) -> anyhow::Result<CertFiles> {
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let (cert_pem, key_pem) = generate_local_certificate()?;
-    crate::data_dir::replace_private(&key, key_pem.as_bytes()).with_context(|| format!("writing {}", key.display()))?;
+    latchkey_admin::data_dir::replace_private(&key, key_pem.as_bytes())
+        .with_context(|| format!("writing {}", key.display()))?;
     std::fs::write(&cert, cert_pem).with_context(|| format!("writing {}", cert.display()))?;
     Ok(CertFiles { cert, key, generated: true })
 }

@@ -11,9 +11,9 @@
 //! - The task never holds a request of the token endpoint: it has its own connections (`outbound`), its own
 //!   timeouts, and store calls of its own.
 
-use crate::clock::OsRandom;
 use crate::config::EventsConfig;
-use crate::keys::KeyRing;
+use latchkey_admin::clock::OsRandom;
+use latchkey_admin::keys::KeyRing;
 use latchkey_core::events::{retry_delay, SetClaims};
 use latchkey_core::secret::Random;
 use latchkey_core::time::UnixTime;

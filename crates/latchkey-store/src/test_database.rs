@@ -26,7 +26,7 @@ pub use harness::{run, trial, Trial};
 
 /// The operating system's randomness, for test data: the names of throwaway databases, and the ids and values
 /// of the conformance suite, which must not collide between runs on one server. (The server's source,
-/// `latchkey_server::clock::OsRandom`, is out of this crate's reach.)
+/// `latchkey_admin::clock::OsRandom`, is out of this crate's reach.)
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TestRandom;
 

@@ -2,7 +2,7 @@
 //! on a terminal, with times (`*_at`, `since`, `hour`) in RFC 3339; and a failure as one JSON object on stderr,
 //! `{"error", "error_description", "fields"}`, with an exit code of [`Exit`] (documented in the README).
 
-use latchkey_server::admin::AdminError;
+use latchkey_admin::AdminError;
 use latchkey_server::error::admin_status;
 use serde_json::{json, Value};
 use std::io::IsTerminal;

@@ -1,7 +1,7 @@
 //! `latchkey serve`.
 
 use crate::ConfigArgs;
-use latchkey_server::clock::SystemClock;
+use latchkey_admin::clock::SystemClock;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! A client's secrets, rotated as the best-known consoles do it: add a second secret, move the app to
 //! it while both work, disable the old one, then delete it. The rules live here; the console, its JSON API and the
-//! CLI apply them through `latchkey_server::admin`.
+//! CLI apply them through `latchkey_admin`.
 
 use super::Client;
 use crate::secret;

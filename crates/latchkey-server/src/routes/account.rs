@@ -4,8 +4,6 @@
 
 use super::authorize::{browser_failure, unknown_account};
 use super::login::{retry_after, BUSY_RETRY_SECS};
-use crate::admin::accounts::{self, AppAccess};
-use crate::admin::AdminError;
 use crate::error::{admin_message, admin_status};
 use crate::extract::{self, ClientAddr, Pairs};
 use crate::session::{self, Browser, SignedIn};
@@ -17,6 +15,8 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use latchkey_admin::accounts::{self, AppAccess};
+use latchkey_admin::AdminError;
 use std::collections::HashMap;
 
 /// What a finished action says on the page it returns to (`done=`); nothing the request wrote is shown.

@@ -3,7 +3,6 @@
 //! token for that client: `{"token": ..., "expires_in": 3600}`. Errors are RFC 6749-style JSON.
 
 use crate::app_check::{debug_issuer, DEBUG_TOKEN_LIFETIME};
-use crate::clock::OsRandom;
 use crate::error::{no_store_json, TokenError};
 use crate::extract;
 use crate::state::AppState;
@@ -11,6 +10,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::client::ClientType;
 use latchkey_core::secret;
 use latchkey_core::{ErrorCode, OAuthError};

@@ -6,7 +6,6 @@
 //! outcome: a page, a redirect back to the app, or a code.
 
 use super::AUTHORIZE_PATH;
-use crate::clock::OsRandom;
 use crate::error::{redirect_to_app, store_error, AuthorizeFailure};
 use crate::extract::{self, Pairs};
 use crate::session::{self, Browser, BrowserError, SignedIn};
@@ -16,6 +15,7 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::account::ACCESS_PERIODS;
 use latchkey_core::authorize::AuthorizeParams;
 use latchkey_core::client::Client;

@@ -5,8 +5,8 @@
 //! every change answers with a redirect (POST-redirect-GET), except the three that show a secret once: a new
 //! client's secret, an App Check debug secret and an API key are rendered in the POST's answer (never cached)
 //! so that the plaintext is never stored, not even for a moment. Handlers call the operations of
-//! [`crate::admin`]; a developer acts only on the projects they are a member of
-//! ([`crate::admin::Actor`]), and a project they are not a member of does not exist for them.
+//! [`latchkey_admin`]; a developer acts only on the projects they are a member of
+//! ([`latchkey_admin::Actor`]), and a project they are not a member of does not exist for them.
 
 /// The value of a lookup that answers with a page when it fails (no such project or client, no access): `Ok` gives
 /// the value, `Err` returns the page from the handler.
@@ -30,7 +30,6 @@ mod orgs;
 mod projects;
 mod service_accounts;
 
-use crate::admin::{Access, AdminError, ClientRef, Right};
 use crate::error::{admin_message, admin_status};
 use crate::state::AppState;
 use crate::views::console::{Layout, MessagePage};
@@ -40,6 +39,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use latchkey_admin::{Access, AdminError, ClientRef, Right};
 use latchkey_core::client::Client;
 
 /// The console's pages and its JSON API.

@@ -1,10 +1,10 @@
 //! OpenID Connect's claims: the id_token of a code exchange, and the profile claims it shares with UserInfo.
 
-use crate::clock::OsRandom;
 use crate::error::TokenError;
 use crate::state::AppState;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::scope::{Scope, ScopeSet};
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::AuthCode;

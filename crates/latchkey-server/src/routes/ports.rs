@@ -2,10 +2,10 @@
 //! `latchkey_core::flow::Ports` for one request. Each method is one lookup or one write; the rules are the core's.
 
 use super::id_token;
-use crate::clock::OsRandom;
 use crate::error::TokenError;
 use crate::state::AppState;
 use axum::http::HeaderMap;
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::access_token::{GrantId, MacKey};
 use latchkey_core::client::Client;
 use latchkey_core::dpop::Window;

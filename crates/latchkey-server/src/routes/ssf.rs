@@ -2,10 +2,9 @@
 //! verification, and the poll endpoint (RFC 8936). Every endpoint but discovery takes a console API key of a
 //! member of the stream's client's project (`Authorization: Bearer lk_...`); errors are the console API's JSON
 //! errors (`{"error", "error_description"}`) with the framework's statuses. The operations are
-//! `crate::admin::streams`'s.
+//! `latchkey_admin::streams`'s.
 
 use super::console::api::{Body, Caller};
-use crate::admin::streams::{StreamSettings, Streaming};
 use crate::error::ConsoleApiError;
 use crate::state::AppState;
 use axum::extract::{Query, State};
@@ -13,6 +12,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use latchkey_admin::streams::{StreamSettings, Streaming};
 use latchkey_core::events::stream::{Delivery, Status, POLL, PUSH};
 use latchkey_core::events::SubjectFormat;
 use serde::Deserialize;

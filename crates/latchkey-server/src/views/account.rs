@@ -1,7 +1,7 @@
 //! The account page (`/account`): the apps with access to the account, and its security actions.
 
-use crate::admin::accounts::AppAccess;
 use askama::Template;
+use latchkey_admin::accounts::AppAccess;
 use latchkey_core::time::UnixTime;
 
 /// A day as the account page shows it: `2024-05-01`.

@@ -2,8 +2,8 @@
 //! organisation's members and API access controls.
 
 use super::console::Layout;
-use crate::admin::orgs::{OrgDetail, OrgSummary};
 use askama::Template;
+use latchkey_admin::orgs::{OrgDetail, OrgSummary};
 
 /// `GET /console/orgs`: the organisations the developer administers.
 #[derive(Template)]

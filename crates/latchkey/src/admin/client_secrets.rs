@@ -3,9 +3,9 @@
 
 use super::out;
 use clap::Subcommand;
+use latchkey_admin::{self as ops, Actor, AdminResult, ClientRef};
 use latchkey_core::client::SecretChange;
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::{self as ops, Actor, AdminResult, ClientRef};
 use latchkey_store::Store;
 
 #[derive(Subcommand)]

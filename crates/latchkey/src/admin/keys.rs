@@ -3,8 +3,8 @@
 
 use super::out;
 use clap::Subcommand;
+use latchkey_admin::{self as ops, AdminResult};
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::{self as ops, AdminResult};
 use latchkey_server::config::Config;
 use latchkey_store::Store;
 

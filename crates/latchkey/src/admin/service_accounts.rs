@@ -4,10 +4,10 @@
 
 use super::out;
 use clap::Subcommand;
+use latchkey_admin::content_owners as owners;
+use latchkey_admin::service_accounts as ops;
+use latchkey_admin::{Actor, AdminError, AdminResult};
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::content_owners as owners;
-use latchkey_server::admin::service_accounts as ops;
-use latchkey_server::admin::{Actor, AdminError, AdminResult};
 use latchkey_server::config::Config;
 use latchkey_store::Store;
 
@@ -219,7 +219,7 @@ pub(super) async fn service_account(
 
 /// Runs a `service-account key` command.
 async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> AdminResult {
-    use latchkey_server::admin::service_account_keys as keys;
+    use latchkey_admin::service_account_keys as keys;
     let op = &Actor::Operator;
     match cmd {
         KeyCmd::Create { account, out: path } => {
@@ -234,7 +234,7 @@ async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> 
             let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
             // Made whole and linked in only if the name is still free (0600): an existing file is never written
             // over. Without its file the private key is lost, so its public half does not stay behind.
-            let written = latchkey_server::data_dir::create_private(&path, &json);
+            let written = latchkey_admin::data_dir::create_private(&path, &json);
             if !matches!(written, Ok(true)) {
                 let _ = keys::key_delete(store, op, &file.private_key_id).await;
                 return Err(match written {

@@ -1,15 +1,15 @@
 //! `latchkey admin stream`: the Shared Signals streams of the apps' backends, as the operator manages them (the
-//! same operations as the framework's HTTP endpoints, `latchkey_server::admin::streams`).
+//! same operations as the framework's HTTP endpoints, `latchkey_admin::streams`).
 
 use super::out;
 use clap::{ArgGroup, Subcommand};
+use latchkey_admin::keys::KeyRing;
+use latchkey_admin::streams::{StreamSettings, Streaming};
+use latchkey_admin::{Actor, AdminError, AdminResult};
 use latchkey_core::events::stream::{self, Delivery, Status};
 use latchkey_core::events::SubjectFormat;
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::streams::{StreamSettings, Streaming};
-use latchkey_server::admin::{Actor, AdminError, AdminResult};
 use latchkey_server::config::Config;
-use latchkey_server::keys::KeyRing;
 use latchkey_store::Store;
 use serde_json::json;
 

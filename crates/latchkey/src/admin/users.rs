@@ -3,9 +3,9 @@
 
 use super::{out, read_password};
 use clap::{Args, Subcommand};
+use latchkey_admin::{self as ops, accounts, AdminResult};
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::{self as ops, accounts, AdminResult};
 use latchkey_server::config::Config;
 use latchkey_store::Store;
 

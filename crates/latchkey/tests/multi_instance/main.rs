@@ -32,11 +32,11 @@ mod service_accounts;
 
 use crate::support::Pkce;
 use instance::*;
+use latchkey_admin::clock::{OsRandom, SystemClock};
 use latchkey_core::dpop::code_jti;
 use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::time::Clock;
 use latchkey_proto::TokenResponse;
-use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_store::test_database::{run, TestDatabase, Unreachable};
 use proxy::Forwarder;
 use ring::rand::SystemRandom;

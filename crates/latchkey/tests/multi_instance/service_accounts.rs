@@ -6,10 +6,10 @@ use crate::instance::*;
 use crate::Cluster;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use latchkey_admin::clock::{OsRandom, SystemClock};
 use latchkey_core::jws::RsaSigningKey;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_core::time::Clock;
-use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_store::test_database::Unreachable;
 use serde_json::{json, Value};
 

@@ -4,8 +4,8 @@
 
 use crate::login_consent::{exchange, follow, is_sign_in, url_with, ALICE, BOB, REDIRECT};
 use crate::support::*;
+use latchkey_admin::accounts;
 use latchkey_core::account::EventKind;
-use latchkey_server::admin::accounts;
 
 /// Signs a fresh browser in as `email` and grants `app` the readonly scope: the browser and the tokens.
 pub(crate) async fn granted(server: &TestServer, app: &App, email: &str) -> (Browser, latchkey_proto::TokenResponse) {
@@ -90,7 +90,7 @@ async fn last_used_is_recorded_in_batches_and_shown_to_the_day() {
     let alice = server.user(ALICE).await;
     let (_, tokens) = granted(&server, &app, ALICE).await;
     assert_eq!(channels(&server, &tokens.access_token).await.status(), 200);
-    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
     let today = now.0 - now.0.rem_euclid(86_400);
     let mut seen = None;
     for _ in 0..50 {
@@ -179,12 +179,12 @@ async fn a_disabled_account_loses_its_sessions_at_once_and_is_told_why_at_sign_i
     let alice = server.user(ALICE).await;
     let (browser, tokens) = granted(&server, &app, ALICE).await;
     let now = latchkey_core::time::UnixTime(1_700_000_000);
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, now).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, true, now).await.expect("disable");
     assert_eq!(browser.get(&server.url("/account")).await.status, 303, "the session ended");
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, false, now).await.expect("enable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, false, now).await.expect("enable");
     assert_eq!(browser.get(&server.url("/account")).await.status, 303, "re-enabling does not bring the session back");
     assert_eq!(refresh(&server, &app, &tokens).await.status(), 200, "enabled again, the grant works");
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, now).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, true, now).await.expect("disable");
     let login = browser.get(&url_with(&server, &app, &[READONLY], &Pkce::new(), &[])).await;
     assert!(is_sign_in(&login));
     let refused = browser.sign_in(&login, ALICE, PASSWORD).await;
@@ -203,14 +203,14 @@ async fn the_admin_operations_list_an_accounts_apps_and_remove_one() {
     server.user(ALICE).await;
     let (_, tokens) = granted(&server, &app, ALICE).await;
     let registry = &server.running.state.scopes;
-    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
     let list = accounts::user_grants(server.store(), ALICE, registry, now).await.expect("grants");
     let json = serde_json::to_value(&list).expect("json");
     assert_eq!(json["apps"][0]["client_id"], app.client_id.as_str(), "{json}");
     assert_eq!(json["apps"][0]["permissions"].as_array().map(Vec::len), Some(2));
     assert!(json["apps"][0]["expires_at"].is_null());
     let missing = accounts::user_revoke_app(server.store(), ALICE, "no-such-client", now).await;
-    assert!(matches!(missing, Err(latchkey_server::admin::AdminError::NotFound(_))));
+    assert!(matches!(missing, Err(latchkey_admin::AdminError::NotFound(_))));
     let removed = accounts::user_revoke_app(server.store(), ALICE, &app.client_id, now).await.expect("revoke");
     assert_eq!(removed.revoked, 1);
     assert_eq!(error_of(refresh(&server, &app, &tokens).await).await.1, "invalid_grant");
@@ -228,9 +228,7 @@ async fn the_json_api_lists_and_removes_apps_for_the_account_or_an_operator_only
     let now = latchkey_core::time::UnixTime(1_700_000_000);
     let mut keys = Vec::new();
     for who in [ALICE, BOB, "ops@example.com"] {
-        keys.push(
-            latchkey_server::admin::api_keys::api_key_create(server.store(), who, "k", now).await.expect("key").api_key,
-        );
+        keys.push(latchkey_admin::api_keys::api_key_create(server.store(), who, "k", now).await.expect("key").api_key);
     }
     let (alice_key, bob_key, ops_key) = (keys[0].clone(), keys[1].clone(), keys[2].clone());
     let api = |path: String, key: String, method: reqwest::Method| {

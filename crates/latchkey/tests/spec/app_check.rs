@@ -5,13 +5,13 @@
 //! browser-extension clients (`docs/decisions.md`, "Clients").
 
 use crate::support::*;
+use latchkey_admin::clock::{OsRandom, SystemClock};
+use latchkey_admin::{self as admin, NewClient, StoreDirectory};
+use latchkey_admin::{Actor, ClientRef};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::jws::SigningKey;
 use latchkey_core::time::Clock;
-use latchkey_server::admin::{self, NewClient, StoreDirectory};
-use latchkey_server::admin::{Actor, ClientRef};
-use latchkey_server::clock::{OsRandom, SystemClock};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

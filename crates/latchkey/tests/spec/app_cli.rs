@@ -10,9 +10,9 @@
 use crate::browser::{find, scope_box, with_chrome, WAIT};
 use crate::support::*;
 use fantoccini::Client;
+use latchkey_admin::clock::{OsRandom, SystemClock};
 use latchkey_client::{DpopKey, FileKeyStore};
 use latchkey_core::time::Clock;
-use latchkey_server::clock::{OsRandom, SystemClock};
 use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;

@@ -5,7 +5,7 @@
 //! redirect); after that the error travels back to the app's redirect URI with `state` and `iss` (RFC 9207).
 
 use crate::support::*;
-use latchkey_server::admin::{Actor, ClientRef};
+use latchkey_admin::{Actor, ClientRef};
 use url::Url;
 
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
@@ -137,7 +137,7 @@ async fn an_unknown_client_gets_an_invalid_client_page() {
 async fn a_deleted_client_gets_a_deleted_client_page() {
     let server = TestServer::start().await;
     let app = server.app().await;
-    latchkey_server::admin::client_delete(
+    latchkey_admin::client_delete(
         server.store(),
         &Actor::Operator,
         ClientRef::id(&app.client_id),
@@ -180,14 +180,14 @@ async fn client_of(
 ) -> App {
     let app = server.app().await;
     let now = latchkey_core::time::UnixTime(1_700_000_000);
-    let new = latchkey_server::admin::NewClient {
+    let new = latchkey_admin::NewClient {
         project_id: app.project_id.clone(),
         client_type: t,
         name: "Typed".into(),
         redirect_uris: redirect_uris.iter().map(|s| s.to_string()).collect(),
         details,
     };
-    let c = latchkey_server::admin::client_create(server.store(), &Actor::Operator, new, now).await.expect("client");
+    let c = latchkey_admin::client_create(server.store(), &Actor::Operator, new, now).await.expect("client");
     App { project_id: app.project_id, client_id: c.client_id, client_secret: c.client_secret.unwrap_or_default() }
 }
 

@@ -9,7 +9,7 @@
 use crate::support::*;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
-use latchkey_server::clock::OsRandom;
+use latchkey_admin::clock::OsRandom;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};

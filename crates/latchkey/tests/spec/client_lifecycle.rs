@@ -4,12 +4,12 @@
 //! used; the `latchkey admin client restore|update|purge` commands.
 
 use crate::support::*;
+use latchkey_admin::clock::SystemClock;
+use latchkey_admin::{self as admin, ClientEdit, Lifecycle};
+use latchkey_admin::{Actor, ClientRef};
 use latchkey_core::client::DAY;
 use latchkey_core::time::{Clock, UnixTime};
 use latchkey_proto::TokenResponse;
-use latchkey_server::admin::{self, ClientEdit, Lifecycle};
-use latchkey_server::admin::{Actor, ClientRef};
-use latchkey_server::clock::SystemClock;
 use std::path::Path;
 use std::process::{Command, Stdio};
 

@@ -7,10 +7,10 @@ use crate::cli::{admin, json};
 use crate::console_api::{assert_error, Api};
 use crate::console_browser::{click, expect_text, text, type_into, wait_for_path};
 use crate::support::*;
+use latchkey_admin::clock::SystemClock;
+use latchkey_admin::{self as ops, Actor, ClientRef};
 use latchkey_core::client::SecretChange;
 use latchkey_core::time::Clock;
-use latchkey_server::admin::{self as ops, Actor, ClientRef};
-use latchkey_server::clock::SystemClock;
 use serde_json::{json, Value};
 
 /// A refresh authenticated with `secret` in the form (client_secret_post): the status.

@@ -4,11 +4,10 @@
 //! CSRF refusal and the pages' security headers.
 
 use crate::support::*;
+use latchkey_admin::clock::SystemClock;
+use latchkey_admin::{self as admin, Actor, ClientRef};
 use latchkey_core::secret;
 use latchkey_core::time::Clock;
-use latchkey_server::admin;
-use latchkey_server::admin::{Actor, ClientRef};
-use latchkey_server::clock::SystemClock;
 
 mod clients;
 mod orgs;

@@ -3,9 +3,9 @@
 //! (`LATCHKEY_TEST_BACKEND=postgres` for PostgreSQL).
 
 use crate::support::*;
+use latchkey_admin::clock::SystemClock;
+use latchkey_admin::{self as admin, api_keys};
 use latchkey_core::time::Clock;
-use latchkey_server::admin::{self, api_keys};
-use latchkey_server::clock::SystemClock;
 use latchkey_server::routes::console::api::{openapi, OPENAPI_PATH};
 use serde_json::{json, Value};
 

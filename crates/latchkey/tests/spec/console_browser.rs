@@ -7,8 +7,8 @@
 use crate::browser::{find, with_chrome};
 use crate::support::*;
 use fantoccini::Client;
+use latchkey_admin::clock::SystemClock;
 use latchkey_core::time::Clock;
-use latchkey_server::clock::SystemClock;
 use std::path::Path;
 
 const EMAIL: &str = "dev@example.com";
@@ -102,7 +102,7 @@ async fn a_new_developer_sets_up_a_project_and_clients_of_every_type_in_chromium
     with_chrome(|browser| async move {
         let server = TestServer::start().await;
         server.user(EMAIL).await;
-        latchkey_server::admin::listing_add(server.store(), ITEM_ID, Some(EMAIL), None, SystemClock.now())
+        latchkey_admin::listing_add(server.store(), ITEM_ID, Some(EMAIL), None, SystemClock.now())
             .await
             .expect("listing");
         browser.set_window_size(1200, 1500).await.expect("window size");

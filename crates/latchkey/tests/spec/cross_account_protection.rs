@@ -6,10 +6,10 @@ use crate::account_page::{form_input, granted};
 use crate::login_consent::{ALICE, BOB};
 use crate::set_receiver::TestReceiver;
 use crate::support::*;
+use latchkey_admin::clock::SystemClock;
+use latchkey_admin::{self as admin, api_keys, Actor};
 use latchkey_client::events::{Event, Subject};
 use latchkey_core::time::{Clock, UnixTime};
-use latchkey_server::admin::{self, api_keys, Actor};
-use latchkey_server::clock::SystemClock;
 use latchkey_store::ProjectRole;
 use serde_json::{json, Value};
 

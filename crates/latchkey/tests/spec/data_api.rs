@@ -2,9 +2,9 @@
 //! (`docs/decisions.md`, "Scopes"), and the access-token states (valid, expired, revoked).
 
 use crate::support::*;
+use latchkey_admin::clock::OsRandom;
+use latchkey_admin::{Actor, ClientRef};
 use latchkey_core::time::{Clock, UnixTime};
-use latchkey_server::admin::{Actor, ClientRef};
-use latchkey_server::clock::OsRandom;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ async fn reason_of(r: reqwest::Response) -> (u16, String) {
 async fn channels_list_returns_the_users_channel_with_the_requested_parts() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    let shown = latchkey_server::admin::user_show(server.store(), ALICE).await.expect("user");
+    let shown = latchkey_admin::user_show(server.store(), ALICE).await.expect("user");
     let channel_id = shown.channel_id.as_deref().expect("channel id");
 
     let r = get(&server, "part=snippet&mine=true", &t.access_token).await;
@@ -73,7 +73,7 @@ async fn channels_list_returns_the_users_channel_with_the_requested_parts() {
 }
 
 async fn channel_id_of(server: &TestServer, email: &str) -> Value {
-    latchkey_server::admin::user_show(server.store(), email).await.expect("user").channel_id.into()
+    latchkey_admin::user_show(server.store(), email).await.expect("user").channel_id.into()
 }
 
 #[tokio::test]
@@ -255,14 +255,12 @@ async fn disabling_the_projects_api_after_issuance_is_403_access_not_configured(
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 200);
-    latchkey_server::admin::project_set_api(server.store(), &Actor::Operator, &app.project_id, false)
+    latchkey_admin::project_set_api(server.store(), &Actor::Operator, &app.project_id, false)
         .await
         .expect("disable api");
     let r = get(&server, "part=id&mine=true", &t.access_token).await;
     assert_eq!(reason_of(r).await, (403, "accessNotConfigured".to_string()));
-    latchkey_server::admin::project_set_api(server.store(), &Actor::Operator, &app.project_id, true)
-        .await
-        .expect("enable api");
+    latchkey_admin::project_set_api(server.store(), &Actor::Operator, &app.project_id, true).await.expect("enable api");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 200);
 }
 
@@ -270,7 +268,7 @@ async fn disabling_the_projects_api_after_issuance_is_403_access_not_configured(
 async fn a_token_of_a_deleted_client_is_401() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
+    latchkey_admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
         .await
         .expect("delete");
     let r = get(&server, "part=id&mine=true", &t.access_token).await;
@@ -282,7 +280,7 @@ async fn a_token_of_a_deleted_client_is_401() {
 async fn a_token_of_a_disabled_user_is_401() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 401);
 }
 
@@ -329,11 +327,9 @@ async fn any_parameter_channels_list_reads_sent_twice_is_400_invalid_parameter()
 async fn access_tokens_minted_before_a_key_rotation_keep_working() {
     let (server, app) = setup().await;
     let before = server.tokens(&app, ALICE, &[READONLY]).await;
-    let at = latchkey_server::clock::SystemClock.now();
+    let at = latchkey_admin::clock::SystemClock.now();
     let secrets = server.running.state.keys.secret_source();
-    latchkey_server::admin::key_rotate(server.store(), secrets, latchkey_store::KeyKind::Mac, at)
-        .await
-        .expect("rotate");
+    latchkey_admin::key_rotate(server.store(), secrets, latchkey_store::KeyKind::Mac, at).await.expect("rotate");
     server.running.state.keys.reload(server.store(), at).await.expect("reload");
     let after = server.tokens(&app, ALICE, &[READONLY]).await;
     assert_eq!(get(&server, "part=id&mine=true", &before.access_token).await.status(), 200);
@@ -344,7 +340,7 @@ async fn access_tokens_minted_before_a_key_rotation_keep_working() {
 async fn a_token_of_a_deleted_user_is_401() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
+    latchkey_admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
         .await
         .expect("delete");
     assert_eq!(get(&server, "part=id&mine=true", &t.access_token).await.status(), 401);
@@ -356,10 +352,10 @@ async fn a_token_signed_by_a_key_another_instance_rotated_in_is_accepted_without
     use latchkey_store::KeyKind;
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    let at = latchkey_server::clock::SystemClock.now();
+    let at = latchkey_admin::clock::SystemClock.now();
     // Another instance (or the admin CLI) adds a key; this instance has not reloaded yet.
     let keys = &server.running.state.keys;
-    let new_id = latchkey_server::admin::key_rotate(server.store(), keys.secret_source(), KeyKind::Mac, at)
+    let new_id = latchkey_admin::key_rotate(server.store(), keys.secret_source(), KeyKind::Mac, at)
         .await
         .expect("rotate")
         .key_id

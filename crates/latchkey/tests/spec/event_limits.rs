@@ -70,7 +70,7 @@ async fn another_projects_event_is_delivered_within_seconds_beside_two_hundred_h
     let receiver_dir = tempfile::tempdir().expect("dir");
     let server = crate::cross_account_protection::server_for(receiver_dir.path()).await;
     let store = server.store();
-    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
     let (busy, quiet) = (server.app().await, server.app().await);
     // Another project's app, whose receiver answers (its stream made through the API, which makes the event key).
     let receiver = crate::set_receiver::TestReceiver::start(
@@ -127,7 +127,7 @@ async fn another_projects_event_is_delivered_within_seconds_beside_two_hundred_h
 async fn a_project_has_at_most_a_hundred_streams_and_a_hundred_and_twenty_verifications_an_hour() {
     let server = TestServer::start().await;
     let store = server.store();
-    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
     let app = server.app().await;
     let ssf = Ssf::member_of(&server, &app, DANA).await;
     let first = ssf.create(json!({"aud": app.client_id, "delivery": {"method": "urn:ietf:rfc:8936"}})).await;
@@ -217,7 +217,7 @@ async fn a_waiting_long_poll_reads_again_when_its_stream_gets_an_event_and_on_po
         None => None,
     };
     let store = second.as_ref().map_or(server.store(), |s| s.store());
-    let now = latchkey_core::time::Clock::now(&latchkey_server::clock::SystemClock);
+    let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
     let poll = ssf.call("POST", &path, Some(json!({})));
     let event = async {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;

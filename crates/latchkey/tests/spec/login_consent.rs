@@ -510,8 +510,8 @@ async fn a_disabled_account_cannot_sign_in_and_its_session_stops_working() {
     let consent = browser.consent_page(&url, ALICE).await;
     assert!(is_consent(&consent));
     let now = latchkey_core::time::UnixTime(1_700_000_100);
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, now).await.expect("disable");
-    latchkey_server::admin::user_set_disabled(server.store(), BOB, true, now).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, true, now).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), BOB, true, now).await.expect("disable");
 
     let after = browser.get(&url).await;
     assert!(is_sign_in(&after), "the session of a disabled user is over: {}", after.body);

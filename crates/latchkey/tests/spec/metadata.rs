@@ -140,7 +140,7 @@ fn at_hash(access_token: &str) -> String {
 }
 
 fn now() -> i64 {
-    latchkey_server::clock::SystemClock.now().0
+    latchkey_admin::clock::SystemClock.now().0
 }
 
 #[tokio::test]
@@ -229,7 +229,7 @@ async fn after_a_key_rotation_new_id_tokens_carry_the_new_kid_and_the_jwks_lists
 
     let at = latchkey_core::time::UnixTime(now());
     let secrets = server.running.state.keys.secret_source();
-    latchkey_server::admin::key_rotate(server.store(), secrets, KeyKind::IdToken, at).await.expect("rotate");
+    latchkey_admin::key_rotate(server.store(), secrets, KeyKind::IdToken, at).await.expect("rotate");
     server.running.state.keys.reload(server.store(), at).await.expect("reload");
 
     let after = tokens_with(&server, &app, &["openid"], &[]).await;

@@ -9,9 +9,9 @@ use crate::console_browser::shot;
 use crate::organisations::{change, corp, CAROL};
 use crate::support::*;
 use fantoccini::{Client, Locator};
+use latchkey_admin::{orgs, Actor};
 use latchkey_core::org::{AppAccess, Audience, OrgChange};
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::{orgs, Actor};
 
 const ALICE: &str = "alice@example.com";
 

@@ -5,11 +5,11 @@
 
 use crate::login_consent::{exchange, is_consent, page_error_code, scope_checkboxes, url_with, ALICE, REDIRECT};
 use crate::support::*;
+use latchkey_admin::orgs;
+use latchkey_admin::Actor;
 use latchkey_core::org::{AppAccess, Audience, OrgChange};
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::orgs;
-use latchkey_server::admin::Actor;
 
 /// A member of the organisation, by its domain.
 pub(crate) const CAROL: &str = "carol@corp.example";
@@ -191,14 +191,14 @@ async fn blocking_an_app_refuses_new_authorizations_and_revokes_what_it_had() {
     let rt = tokens.refresh_token.expect("refresh token");
     assert_eq!(server.refresh(&app, &rt).await.status(), 200);
     // The app's backend listens to security events (`docs/events.md`): the policy's revocation is one.
-    let streaming = latchkey_server::admin::streams::Streaming {
+    let streaming = latchkey_admin::streams::Streaming {
         store: server.store(),
         keys: &server.running.state.keys,
         issuer: &server.base,
         allow_loopback_http: false,
         min_verification_interval: 30,
     };
-    let settings = latchkey_server::admin::streams::StreamSettings {
+    let settings = latchkey_admin::streams::StreamSettings {
         delivery: Some(latchkey_core::events::stream::Delivery::Poll),
         ..Default::default()
     };
@@ -255,8 +255,8 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
     assert!(!detail.policy.trust_internal_apps && detail.apps.is_empty(), "nothing changed");
 
     // A project in an organisation is its administrators' to move or open up, not any editor's.
-    let editor = latchkey_server::admin::members::parse_role("editor").expect("role");
-    latchkey_server::admin::members::member_add(store, &Actor::Operator, &app.project_id, ALICE, editor, NOW)
+    let editor = latchkey_admin::members::parse_role("editor").expect("role");
+    latchkey_admin::members::member_add(store, &Actor::Operator, &app.project_id, ALICE, editor, NOW)
         .await
         .expect("alice edits the project");
     let internal = Some(Audience::Internal);
@@ -277,8 +277,8 @@ async fn an_editor_who_administers_an_organisation_cannot_move_the_owners_projec
     let org = corp(&server).await;
     server.user(CAROL).await;
     orgs::org_add_member(store, &Actor::Operator, &org, CAROL, true, NOW).await.expect("carol administers it");
-    let editor = latchkey_server::admin::members::parse_role("editor").expect("role");
-    latchkey_server::admin::members::member_add(store, &Actor::Operator, &app.project_id, CAROL, editor, NOW)
+    let editor = latchkey_admin::members::parse_role("editor").expect("role");
+    latchkey_admin::members::member_add(store, &Actor::Operator, &app.project_id, CAROL, editor, NOW)
         .await
         .expect("carol edits the project");
     let carol = Actor::Developer(store.user_by_email(CAROL).await.expect("get").expect("carol"));
@@ -287,8 +287,8 @@ async fn an_editor_who_administers_an_organisation_cannot_move_the_owners_projec
     assert!(e.to_string().starts_with("forbidden"), "{e}");
     assert_eq!(store.project(&app.project_id).await.expect("get").expect("project").org_id, None, "not moved");
     // An owner who administers the organisation may.
-    let owner = latchkey_server::admin::members::parse_role("owner").expect("role");
-    latchkey_server::admin::members::member_set_role(store, &Actor::Operator, &app.project_id, CAROL, owner)
+    let owner = latchkey_admin::members::parse_role("owner").expect("role");
+    latchkey_admin::members::member_set_role(store, &Actor::Operator, &app.project_id, CAROL, owner)
         .await
         .expect("carol owns the project");
     let carol = Actor::Developer(store.user_by_email(CAROL).await.expect("get").expect("carol"));

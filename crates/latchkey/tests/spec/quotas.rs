@@ -2,10 +2,10 @@
 //! a conflict that says what to do, through the same operations the console, its API and the CLI call.
 
 use crate::support::*;
+use latchkey_admin::clock::SystemClock;
+use latchkey_admin::{self as admin, api_keys, quotas, Actor, NewClient};
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::Clock;
-use latchkey_server::admin::{self, api_keys, quotas, Actor, NewClient};
-use latchkey_server::clock::SystemClock;
 
 #[tokio::test]
 async fn a_developer_has_at_most_twenty_api_keys_and_a_project_two_hundred_clients() {

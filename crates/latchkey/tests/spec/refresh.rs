@@ -2,9 +2,9 @@
 //! tokens' states: not rotated, narrowed by `scope`, invalid after revocation, a disabled user or a limit.
 
 use crate::support::*;
+use latchkey_admin::{Actor, ClientRef};
 use latchkey_core::time::UnixTime;
 use latchkey_proto::TokenResponse;
-use latchkey_server::admin::{Actor, ClientRef};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -174,10 +174,10 @@ async fn a_revoked_refresh_token_is_invalid_grant() {
 async fn a_disabled_user_cannot_refresh_until_re_enabled() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
     assert_eq!(error_of(refresh(&server, &app, rt(&t)).await).await, invalid_grant());
     assert_eq!(channels(&server, &t.access_token).await.status(), 401);
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, false, NOW).await.expect("enable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, false, NOW).await.expect("enable");
     let again = refreshed(&server, &app, rt(&t), &[]).await;
     assert_eq!(channels(&server, &again.access_token).await.status(), 200);
 }
@@ -186,7 +186,7 @@ async fn a_disabled_user_cannot_refresh_until_re_enabled() {
 async fn a_deleted_user_cannot_refresh() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
+    latchkey_admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
         .await
         .expect("delete");
     assert_eq!(error_of(refresh(&server, &app, rt(&t)).await).await, invalid_grant());
@@ -196,7 +196,7 @@ async fn a_deleted_user_cannot_refresh() {
 async fn a_deleted_client_cannot_refresh() {
     let (server, app) = setup().await;
     let t = server.tokens(&app, ALICE, &[READONLY]).await;
-    latchkey_server::admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
+    latchkey_admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
         .await
         .expect("delete");
     assert_eq!(error_of(refresh(&server, &app, rt(&t)).await).await, (401, "invalid_client".to_string()));

@@ -5,15 +5,15 @@
 use crate::support::*;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
+use latchkey_admin::clock::{OsRandom, SystemClock};
+use latchkey_admin::content_owners as owners;
+use latchkey_admin::service_account_keys as keys;
+use latchkey_admin::service_accounts as accounts;
+use latchkey_admin::Actor;
 use latchkey_core::jws::RsaSigningKey;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_core::time::Clock;
 use latchkey_proto::key_file::KeyFile;
-use latchkey_server::admin::content_owners as owners;
-use latchkey_server::admin::service_account_keys as keys;
-use latchkey_server::admin::service_accounts as accounts;
-use latchkey_server::admin::Actor;
-use latchkey_server::clock::{OsRandom, SystemClock};
 use serde_json::{json, Value};
 
 const ARTIST: &str = "artist@example.com";

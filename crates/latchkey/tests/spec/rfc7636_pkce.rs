@@ -4,7 +4,7 @@
 use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use latchkey_server::clock::OsRandom;
+use latchkey_admin::clock::OsRandom;
 use url::Url;
 
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";

@@ -11,13 +11,13 @@
 use crate::support::*;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use latchkey_admin::clock::OsRandom;
+use latchkey_admin::clock::SystemClock;
 use latchkey_core::access_token::MacKey;
 use latchkey_core::dpop::{code_jti, issue_nonce};
 use latchkey_core::jws::{sign_parts, EcJwk};
 use latchkey_core::time::{Clock, UnixTime};
 use latchkey_proto::TokenResponse;
-use latchkey_server::clock::OsRandom;
-use latchkey_server::clock::SystemClock;
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};

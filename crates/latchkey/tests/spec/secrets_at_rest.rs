@@ -5,11 +5,11 @@
 //! database files are the database server's).
 
 use crate::support::{backend, channels, TestServer, READONLY};
+use latchkey_admin::clock::{OsRandom, SystemClock};
+use latchkey_admin::secrets::{sealed_by, SecretsError, SystemSecrets};
 use latchkey_core::access_token::{self, MacKey};
 use latchkey_core::jws::SigningKey;
 use latchkey_core::time::Clock;
-use latchkey_server::clock::{OsRandom, SystemClock};
-use latchkey_server::secrets::{sealed_by, SecretsError, SystemSecrets};
 use latchkey_store::test_database::TestDatabase;
 use latchkey_store::KeyKind;
 use std::os::unix::fs::PermissionsExt;

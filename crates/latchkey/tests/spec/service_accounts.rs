@@ -92,7 +92,7 @@ async fn keys_are_handed_out_once_as_a_key_file_whose_private_key_signs_assertio
     let token_uri = file["token_uri"].as_str().expect("token_uri");
     let now = UnixTime(1_800_000_000);
     let claims = serde_json::json!({"iss": email, "aud": token_uri, "scope": "s", "iat": now.0, "exp": now.0 + 600});
-    let assertion = signer.sign("JWT", &claims, &latchkey_server::clock::OsRandom).expect("sign");
+    let assertion = signer.sign("JWT", &claims, &latchkey_admin::clock::OsRandom).expect("sign");
     let store = latchkey_store::open_with(&format!("sqlite://{}/latchkey.db", d.display()), Default::default())
         .await
         .expect("store");

@@ -6,10 +6,10 @@
 use crate::console_api::{assert_error, Api};
 use crate::rfc7523_jwt_bearer::{claims_for, sign};
 use crate::support::*;
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::jws::SigningKey;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_proto::key_file::KeyFile;
-use latchkey_server::clock::OsRandom;
 use serde_json::{json, Value};
 
 const ALICE: &str = "alice@example.com";

@@ -7,10 +7,10 @@ use crate::browser::{find, with_chrome};
 use crate::console_browser::{click, expect_text, shot, text, type_into, wait_for_path};
 use crate::rfc7523_jwt_bearer::{claims_for, sign};
 use crate::support::*;
+use latchkey_admin::clock::OsRandom;
 use latchkey_core::jws::SigningKey;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_proto::key_file::KeyFile;
-use latchkey_server::clock::OsRandom;
 
 const EMAIL: &str = "dev@example.com";
 

@@ -129,7 +129,7 @@ async fn the_account_pages_current_password_is_throttled_like_a_sign_in() {
     assert!(retry_after(&held) >= 1);
     // The password did not change.
     let user = server.store().user_by_email(ALICE).await.expect("user").expect("alice");
-    assert!(latchkey_server::password::verify(PASSWORD, Some(&user.password_hash)));
+    assert!(latchkey_admin::password::verify(PASSWORD, Some(&user.password_hash)));
 }
 
 #[tokio::test]

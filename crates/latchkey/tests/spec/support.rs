@@ -3,12 +3,12 @@
 
 #![allow(dead_code)]
 
-use latchkey_server::admin::Actor;
+use latchkey_admin::Actor;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use latchkey_admin::clock::{OsRandom, SystemClock};
 use latchkey_proto::TokenResponse;
-use latchkey_server::clock::{OsRandom, SystemClock};
 use latchkey_server::config::Config;
 use latchkey_server::Running;
 use latchkey_store::test_database::TestDatabase;
@@ -147,17 +147,15 @@ impl TestServer {
     /// A project (data API on or off) with a desktop client registering `redirect_uris`.
     pub async fn app_with(&self, api_enabled: bool, redirect_uris: &[&str]) -> App {
         let now = latchkey_core::time::UnixTime(1_700_000_000);
-        let p = latchkey_server::admin::project_create(self.store(), &Actor::Operator, "Test project", None, now)
+        let p = latchkey_admin::project_create(self.store(), &Actor::Operator, "Test project", None, now)
             .await
             .expect("project");
         let project_id = p.project_id;
-        latchkey_server::admin::project_set_api(self.store(), &Actor::Operator, &project_id, api_enabled)
-            .await
-            .expect("api");
-        let c = latchkey_server::admin::client_create(
+        latchkey_admin::project_set_api(self.store(), &Actor::Operator, &project_id, api_enabled).await.expect("api");
+        let c = latchkey_admin::client_create(
             self.store(),
             &Actor::Operator,
-            latchkey_server::admin::NewClient {
+            latchkey_admin::NewClient {
                 project_id: project_id.clone(),
                 client_type: latchkey_core::client::ClientType::Desktop,
                 name: "Test App".into(),
@@ -174,9 +172,7 @@ impl TestServer {
     /// A user with [`PASSWORD`]; returns the user id.
     pub async fn user(&self, email: &str) -> String {
         let now = latchkey_core::time::UnixTime(1_700_000_000);
-        let u = latchkey_server::admin::user_create(self.store(), email, PASSWORD, Some("Test User"), now)
-            .await
-            .expect("user");
+        let u = latchkey_admin::user_create(self.store(), email, PASSWORD, Some("Test User"), now).await.expect("user");
         u.user_id
     }
 

@@ -4,8 +4,8 @@
 
 use crate::login_consent::{exchange, url_with, ALICE};
 use crate::support::*;
+use latchkey_admin::{self as admin, accounts, Actor};
 use latchkey_core::time::Clock;
-use latchkey_server::admin::{self, accounts, Actor};
 use std::sync::Arc;
 
 /// The `duration` radio values of a consent page.

@@ -2,8 +2,8 @@
 //! errors: one negative test per rule.
 
 use crate::support::*;
+use latchkey_admin::{Actor, ClientRef};
 use latchkey_core::time::UnixTime;
-use latchkey_server::admin::{Actor, ClientRef};
 use serde_json::Value;
 
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
@@ -408,7 +408,7 @@ async fn a_second_use_of_a_code_revokes_the_tokens_even_when_the_second_request_
 async fn a_code_of_a_disabled_user_is_invalid_grant() {
     let (server, app) = setup().await;
     let (code, pkce) = code_for(&server, &app).await;
-    latchkey_server::admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
+    latchkey_admin::user_set_disabled(server.store(), ALICE, true, NOW).await.expect("disable");
     assert_eq!(error_of(server.token(&exchange_form(&app, &code, &pkce.verifier)).await).await, invalid_grant());
 }
 
@@ -416,7 +416,7 @@ async fn a_code_of_a_disabled_user_is_invalid_grant() {
 async fn a_code_of_a_deleted_user_is_invalid_grant() {
     let (server, app) = setup().await;
     let (code, pkce) = code_for(&server, &app).await;
-    latchkey_server::admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
+    latchkey_admin::user_delete(server.store(), ALICE, latchkey_core::time::UnixTime(1_700_000_000))
         .await
         .expect("delete");
     assert_eq!(error_of(server.token(&exchange_form(&app, &code, &pkce.verifier)).await).await, invalid_grant());
@@ -426,7 +426,7 @@ async fn a_code_of_a_deleted_user_is_invalid_grant() {
 async fn a_code_of_a_deleted_client_is_401_invalid_client() {
     let (server, app) = setup().await;
     let (code, pkce) = code_for(&server, &app).await;
-    latchkey_server::admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
+    latchkey_admin::client_delete(server.store(), &Actor::Operator, ClientRef::id(&app.client_id), NOW)
         .await
         .expect("delete");
     assert_eq!(error_of(server.token(&exchange_form(&app, &code, &pkce.verifier)).await).await, invalid_client());

@@ -5,8 +5,6 @@
 use super::auth::{Developer, Posted};
 use super::projects::row;
 use super::{access_client, see_other};
-use crate::admin::results::HourCount;
-use crate::admin::{self, Access, AdminError, ClientRef, StoreDirectory};
 use crate::error::admin_status;
 use crate::state::AppState;
 use crate::views::console::{
@@ -17,6 +15,8 @@ use crate::views::page;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::results::HourCount;
+use latchkey_admin::{self as admin, Access, AdminError, ClientRef, StoreDirectory};
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
 use latchkey_core::client::{Client, ClientType, MAX_SECRETS};
 use latchkey_core::time::UnixTime;

@@ -1,7 +1,6 @@
 //! Who is asking: a signed-in developer (pages; sent to the sign-in page and back when not signed in), with the
 //! CSRF check of every posted form.
 
-use crate::admin::Actor;
 use crate::extract::{self, Pairs};
 use crate::session;
 use crate::state::AppState;
@@ -11,6 +10,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
+use latchkey_admin::Actor;
 use latchkey_store::{Session, User};
 
 /// A signed-in developer.

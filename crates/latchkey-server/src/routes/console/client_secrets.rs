@@ -1,16 +1,16 @@
 //! A client's secrets on its console page: add a second secret (shown once, with a copy button and its
-//! `client_secret.json`), disable, enable and delete. The rules are `crate::admin::client_secrets`.
+//! `client_secret.json`), disable, enable and delete. The rules are `latchkey_admin::client_secrets`.
 
 use super::app_check::refused;
 use super::auth::Posted;
 use super::{access_client, see_other};
-use crate::admin::{self, ClientRef};
 use crate::state::AppState;
 use crate::views::console::{Download, SecretPage, Shown};
 use crate::views::page;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::{self as admin, ClientRef};
 use latchkey_core::client::{Client, ClientType, SecretChange};
 
 /// `POST .../secrets`: adds a secret and shows it, this once.

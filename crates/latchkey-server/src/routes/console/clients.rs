@@ -4,13 +4,13 @@ use super::app_check::client_page;
 use super::auth::{Developer, Posted};
 use super::projects::{refused, row};
 use super::{access_client, forms, see_other, Done};
-use crate::admin::{self, Access, AdminError, ClientRef, Right};
 use crate::state::AppState;
 use crate::views::console::{ClientFormPage, ClientTypePage, ConfirmPage, SecretPage, Shown};
 use crate::views::page;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::{self as admin, Access, AdminError, ClientRef, Right};
 use latchkey_core::client::{Client, ClientType, FieldError};
 
 /// The `type` query parameter of the new-client page.

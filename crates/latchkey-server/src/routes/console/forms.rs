@@ -2,8 +2,8 @@
 //! conversion of a posted form into the operations' input.
 
 use super::auth::Posted;
-use crate::admin::{ClientEdit, NewClient};
 use crate::views::console::{Field, FieldKind, TypeChoice};
+use latchkey_admin::{ClientEdit, NewClient};
 use latchkey_core::client::{Client, ClientDetails, ClientType, FieldError};
 
 /// The type chooser's entries, in the console's order.

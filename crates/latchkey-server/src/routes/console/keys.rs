@@ -2,14 +2,14 @@
 
 use super::auth::{Developer, Posted};
 use super::{notice, see_other, Done};
-use crate::admin::api_keys;
-use crate::admin::AdminError;
 use crate::state::AppState;
 use crate::views::console::{date, ApiKeysPage, KeyRow, SecretPage, Shown};
 use crate::views::page;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::api_keys;
+use latchkey_admin::AdminError;
 
 async fn keys_page(
     state: &AppState,

@@ -1,18 +1,18 @@
 //! The console's pages for an organisation's administrators: its members (add, remove, disable) and its API
 //! access controls (restricted scopes, app access, trust of internal apps, domain-wide delegation); and a
-//! project's organisation and audience. Every change is an operation of [`crate::admin::orgs`], which decides who
+//! project's organisation and audience. Every change is an operation of [`latchkey_admin::orgs`], which decides who
 //! may make it; an organisation the developer does not administer does not exist for them.
 
 use super::auth::{Developer, Posted};
 use super::{notice, see_other, Done};
-use crate::admin::orgs::{self, app_access, data_scopes};
-use crate::admin::AdminError;
 use crate::state::AppState;
 use crate::views::org_console::{OrgPage, OrgsPage, ScopeRow};
 use crate::views::page;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::orgs::{self, app_access, data_scopes};
+use latchkey_admin::AdminError;
 use latchkey_core::org::{Audience, OrgChange};
 
 /// `GET /console/orgs`: the organisations the developer administers.

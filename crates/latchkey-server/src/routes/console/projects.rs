@@ -2,7 +2,6 @@
 
 use super::auth::{Developer, Posted};
 use super::{notice, see_other, Done};
-use crate::admin::{self, members, Access, AdminError, Right};
 use crate::error::admin_status;
 use crate::state::AppState;
 use crate::views::console::{
@@ -12,6 +11,7 @@ use crate::views::page;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::{self as admin, members, Access, AdminError, Right};
 use latchkey_core::client;
 use latchkey_core::org::Audience;
 use latchkey_store::ProjectRole;

@@ -4,9 +4,6 @@
 
 use super::auth::{Developer, Posted};
 use super::{notice, see_other, Done};
-use crate::admin::service_account_keys as keys;
-use crate::admin::service_accounts as ops;
-use crate::admin::{Access, AdminError, Right};
 use crate::error::admin_message;
 use crate::routes::AUTHORIZE_PATH;
 use crate::state::AppState;
@@ -16,6 +13,9 @@ use crate::views::service_accounts::{AccountPage, AccountRow, AccountsPage, KeyR
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::service_account_keys as keys;
+use latchkey_admin::service_accounts as ops;
+use latchkey_admin::{Access, AdminError, Right};
 use latchkey_store::{ServiceAccount, MAX_KEYS};
 
 fn row(a: &ServiceAccount) -> AccountRow {

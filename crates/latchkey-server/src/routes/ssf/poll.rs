@@ -2,13 +2,13 @@
 //! the next ones, each signed as it is handed out.
 
 use super::{bad, reply, streaming, Handled};
-use crate::admin::Right;
 use crate::error::ConsoleApiError;
 use crate::routes::console::api::{Body, Caller};
 use crate::state::AppState;
 use crate::transmitter::sign_set;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use latchkey_admin::Right;
 use latchkey_core::events::stream::POLL;
 use latchkey_store::Delivery;
 use serde::Deserialize;
@@ -59,7 +59,7 @@ pub(super) async fn poll_post(
         errors.push((id_of(jti)?, format!("{}: {}", e.err, e.description)));
     }
     let max = body.max_events.unwrap_or(MAX_EVENTS).clamp(0, MAX_EVENTS);
-    let store_error = crate::admin::AdminError::from;
+    let store_error = latchkey_admin::AdminError::from;
     // The acknowledgements and errors are recorded once (a write only when there are some); a long poll then only
     // reads while it waits.
     // RFC 8936 §2.1: returnImmediately defaults to false (a long poll), one at a time per stream. Its place is
@@ -86,13 +86,13 @@ pub(super) async fn poll_post(
     }
     if !sets.is_empty() && state.keys.get().event_signer().is_none() {
         // The first event key was made elsewhere (another instance, the admin CLI): load it.
-        state.keys.reload(&*state.store, state.clock.now()).await.map_err(crate::admin::AdminError::from)?;
+        state.keys.reload(&*state.store, state.clock.now()).await.map_err(latchkey_admin::AdminError::from)?;
     }
     let mut out = serde_json::Map::new();
     for d in &sets {
         let set = sign_set(&state.keys, &state.urls.issuer, &stream, d).map_err(|e| {
             tracing::error!(error = %e, "signing a polled security event");
-            crate::error::ConsoleApiError::from(crate::admin::AdminError::Store(latchkey_store::StoreError::Other(e)))
+            crate::error::ConsoleApiError::from(latchkey_admin::AdminError::Store(latchkey_store::StoreError::Other(e)))
         })?;
         out.insert(d.jti(), set.into());
     }

@@ -6,7 +6,7 @@
 use super::Dev;
 use crate::organisations::{corp, CAROL};
 use crate::support::*;
-use latchkey_server::admin::{orgs, Actor};
+use latchkey_admin::{orgs, Actor};
 
 const DAVE: &str = "dave@corp.example";
 

@@ -2,12 +2,12 @@
 
 use super::doc::{BadRequest, ClientPath, NotFound, Unauthorized};
 use super::{created, ok, ApiResult, Body, Caller};
-use crate::admin::results::{AppCheckMetrics, AppCheckStatus, DebugSecret};
-use crate::admin::{self, AdminError, ClientRef};
 use crate::error::ConsoleApiError;
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
+use latchkey_admin::results::{AppCheckMetrics, AppCheckStatus, DebugSecret};
+use latchkey_admin::{self as admin, AdminError, ClientRef};
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::FieldError;
 use serde::Deserialize;
@@ -37,7 +37,7 @@ pub(super) async fn app_check_get(
 #[serde(deny_unknown_fields)]
 pub(super) struct AppCheckBody {
     /// The action.
-    #[schema(schema_with = crate::openapi::app_check_actions)]
+    #[schema(schema_with = latchkey_admin::schema::app_check_actions)]
     action: String,
     /// Required (true) for enforce and unenforce.
     #[serde(default)]

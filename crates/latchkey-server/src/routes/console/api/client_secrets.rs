@@ -1,13 +1,13 @@
 //! The API's client secret rotation: add a second secret (shown once), then disable and delete the old
-//! one. The rules are `crate::admin::client_secrets`.
+//! one. The rules are `latchkey_admin::client_secrets`.
 
 use super::doc::{BadRequest, ClientPath, Conflict, NotFound, SecretPath, Unauthorized};
 use super::{created, ok, ApiResult, Caller};
-use crate::admin::client_secrets::NewClientSecret;
-use crate::admin::results::ClientView;
-use crate::admin::{self, ClientRef};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::client_secrets::NewClientSecret;
+use latchkey_admin::results::ClientView;
+use latchkey_admin::{self as admin, ClientRef};
 use latchkey_core::client::SecretChange;
 
 /// Add a secret to a client: it works at once, beside the other. The secret is in this answer only.

@@ -2,10 +2,10 @@
 
 use super::doc::{BadRequest, ClientPath, Conflict, NotFound, ProjectPath, Unauthorized};
 use super::{created, ok, ApiResult, Body, Caller};
-use crate::admin::results::{ClientChanged, ClientList, ClientView, OwnershipVerified};
-use crate::admin::{self, AdminError, ClientEdit, ClientRef, NewClient, StoreDirectory};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::results::{ClientChanged, ClientList, ClientView, OwnershipVerified};
+use latchkey_admin::{self as admin, AdminError, ClientEdit, ClientRef, NewClient, StoreDirectory};
 use latchkey_core::client::{ClientDetails, ClientType, FieldError};
 use serde::Deserialize;
 use utoipa::openapi::{RefOr, Schema};
@@ -64,7 +64,7 @@ fn type_fields() -> RefOr<Schema> {
 pub(super) struct NewClientBody {
     /// The client's type.
     #[serde(rename = "type")]
-    #[schema(schema_with = crate::openapi::client_types)]
+    #[schema(schema_with = latchkey_admin::schema::client_types)]
     client_type: String,
     /// Its name.
     #[schema(max_length = 100)]

@@ -4,10 +4,10 @@
 
 use super::doc::{BadRequest, Conflict, Forbidden, NotFound, Unauthorized};
 use super::{created, ok, ApiResult, Body, Caller};
-use crate::admin::content_owners::{self as owners, ContentOwnerDetail, ContentOwnerView, OwnerAdmin, OwnerLink};
-use crate::admin::Actor;
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::content_owners::{self as owners, ContentOwnerDetail, ContentOwnerView, OwnerAdmin, OwnerLink};
+use latchkey_admin::Actor;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 

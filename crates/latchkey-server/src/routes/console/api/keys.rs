@@ -3,10 +3,10 @@
 
 use super::doc::{KeyPath, NotFound, Unauthorized};
 use super::{ok, ApiResult, Caller};
-use crate::admin::api_keys;
-use crate::admin::results::{ApiKeyList, ApiKeyRevoked};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::api_keys;
+use latchkey_admin::results::{ApiKeyList, ApiKeyRevoked};
 
 /// List your API keys.
 ///

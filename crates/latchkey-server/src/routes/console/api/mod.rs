@@ -17,8 +17,6 @@ mod projects;
 mod service_accounts;
 mod users;
 
-use crate::admin::api_keys;
-use crate::admin::{Actor, ClientRef, Right};
 use crate::error::ConsoleApiError;
 use crate::extract;
 use crate::state::AppState;
@@ -28,6 +26,8 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use latchkey_admin::api_keys;
+use latchkey_admin::{Actor, ClientRef, Right};
 use latchkey_store::User;
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -5,11 +5,11 @@
 
 use super::doc::{BadRequest, Conflict, Forbidden, NotFound, ProjectPath, Unauthorized};
 use super::{created, ok, ApiResult, Body, Caller};
-use crate::admin::orgs::{self, app_access, data_scopes, OrgChanged, OrgCreated, OrgDetail, OrgList};
-use crate::admin::results::{ProjectView, UserChanged};
-use crate::admin::{Actor, AdminError};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::orgs::{self, app_access, data_scopes, OrgChanged, OrgCreated, OrgDetail, OrgList};
+use latchkey_admin::results::{ProjectView, UserChanged};
+use latchkey_admin::{Actor, AdminError};
 use latchkey_core::org::{AppAccess, Audience, OrgChange};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};

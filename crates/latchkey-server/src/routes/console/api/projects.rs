@@ -2,13 +2,13 @@
 
 use super::doc::{BadRequest, Conflict, Forbidden, MemberPath, NotFound, ProjectPath, Unauthorized};
 use super::{created, ok, ApiResult, Body, Caller};
-use crate::admin;
-use crate::admin::members;
-use crate::admin::results::{
-    ApiSwitched, MemberChanged, MemberList, ProjectDeleted, ProjectDetail, ProjectList, ProjectView,
-};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin as admin;
+use latchkey_admin::members;
+use latchkey_admin::results::{
+    ApiSwitched, MemberChanged, MemberList, ProjectDeleted, ProjectDetail, ProjectList, ProjectView,
+};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -136,7 +136,7 @@ pub(super) struct NewMember {
     email: String,
     /// Their role (`editor` when absent).
     #[serde(default)]
-    #[schema(schema_with = crate::openapi::roles)]
+    #[schema(schema_with = latchkey_admin::schema::roles)]
     role: Option<String>,
 }
 
@@ -161,7 +161,7 @@ pub(super) async fn members_post(
 #[serde(deny_unknown_fields)]
 pub(super) struct RoleChange {
     /// The role.
-    #[schema(schema_with = crate::openapi::roles)]
+    #[schema(schema_with = latchkey_admin::schema::roles)]
     role: String,
 }
 

@@ -3,13 +3,13 @@
 
 use super::doc::{BadRequest, Conflict, NotFound, ProjectPath, Unauthorized};
 use super::{created, ok, ApiResult, Body, Caller};
-use crate::admin::service_account_keys::{self as keys, KeyList, KeyView};
-use crate::admin::service_accounts::{self as ops, ServiceAccountList, ServiceAccountView};
-use crate::admin::AdminError;
 use crate::error::ConsoleApiError;
 use crate::routes::AUTHORIZE_PATH;
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::service_account_keys::{self as keys, KeyList, KeyView};
+use latchkey_admin::service_accounts::{self as ops, ServiceAccountList, ServiceAccountView};
+use latchkey_admin::AdminError;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 

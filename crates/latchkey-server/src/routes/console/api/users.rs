@@ -4,11 +4,11 @@
 
 use super::doc::{Forbidden, NotFound, Unauthorized};
 use super::{ok, ApiResult, Caller};
-use crate::admin::accounts::{self, AccessRemoved, AppList};
-use crate::admin::results::UserChanged;
-use crate::admin::{self, AdminError};
 use crate::state::AppState;
 use axum::extract::{Path, State};
+use latchkey_admin::accounts::{self, AccessRemoved, AppList};
+use latchkey_admin::results::UserChanged;
+use latchkey_admin::{self as admin, AdminError};
 use latchkey_store::User;
 use serde::Deserialize;
 use utoipa::IntoParams;

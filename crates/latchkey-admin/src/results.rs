@@ -29,7 +29,7 @@ pub struct ProjectView {
     pub created_at: Option<i64>,
     /// The asking developer's role in it (`owner`, `editor`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(schema_with = crate::openapi::roles)]
+    #[schema(schema_with = crate::schema::roles)]
     pub role: Option<&'static str>,
 }
 
@@ -106,7 +106,7 @@ pub struct ClientView {
     pub name: String,
     /// Its type (`desktop`, `mobile`, `universal-desktop`, `browser-extension`).
     #[serde(rename = "type")]
-    #[schema(schema_with = crate::openapi::client_types)]
+    #[schema(schema_with = crate::schema::client_types)]
     pub client_type: &'static str,
     /// Its redirect URIs.
     pub redirect_uris: Vec<String>,
@@ -121,7 +121,7 @@ pub struct ClientView {
     /// When it last got tokens.
     pub last_used_at: Option<i64>,
     /// The App Check state stored.
-    #[schema(schema_with = crate::openapi::app_check_states)]
+    #[schema(schema_with = crate::schema::app_check_states)]
     pub app_check_state: &'static str,
     /// The App Check change on its way.
     pub app_check_pending: Option<PendingChange>,
@@ -220,7 +220,7 @@ pub struct AppCheckStatus {
     /// The client.
     pub client_id: String,
     /// The state in force.
-    #[schema(schema_with = crate::openapi::app_check_states)]
+    #[schema(schema_with = crate::schema::app_check_states)]
     pub state: &'static str,
     /// The change not yet in force.
     pub pending: Option<PendingChange>,
@@ -248,7 +248,7 @@ pub struct HourCount {
     pub hour: i64,
     /// The category.
     #[serde(serialize_with = "category_name")]
-    #[schema(schema_with = crate::openapi::categories)]
+    #[schema(schema_with = crate::schema::categories)]
     pub category: Category,
     /// How many requests.
     pub count: u64,
@@ -416,7 +416,7 @@ pub struct MemberView {
     /// The name.
     pub name: Option<String>,
     /// The role (`owner`, `editor`).
-    #[schema(schema_with = crate::openapi::roles)]
+    #[schema(schema_with = crate::schema::roles)]
     pub role: &'static str,
     /// When they were added.
     pub added_at: i64,

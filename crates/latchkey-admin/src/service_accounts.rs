@@ -52,7 +52,7 @@ pub(super) async fn find_account(store: &dyn Store, account: &str) -> AdminResul
 
 /// The host of service accounts' identifiers: that of the deployment's `scope_base`.
 pub fn identifier_host(scope_base: &str) -> AdminResult<String> {
-    let host = scope_base.parse::<axum::http::Uri>().ok().and_then(|u| u.host().map(str::to_owned));
+    let host = scope_base.parse::<http::Uri>().ok().and_then(|u| u.host().map(str::to_owned));
     host.ok_or_else(|| AdminError::Invalid(format!("scope_base {scope_base} has no host")))
 }
 

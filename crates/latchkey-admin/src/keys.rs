@@ -19,7 +19,8 @@ use std::sync::{Arc, RwLock};
 /// id_token or event key stays published, so that tokens it signed still verify (and events in flight, signed
 /// when they are sent, were signed by a key still published); an HMAC key still verifies the access tokens, CSRF
 /// tokens and DPoP nonces it made, so that a rotation signs nobody out and breaks no form left open.
-pub use crate::config::RETIRED_VERIFIES_FOR;
+/// How long a retired key still verifies (and stays published): a week.
+pub const RETIRED_VERIFIES_FOR: i64 = 7 * 86_400;
 
 /// One loaded set of keys.
 #[derive(Debug)]

@@ -1,96 +1,16 @@
-//! Administrative operations on the store, shared by the `latchkey admin` CLI, the console's pages and its JSON
-//! API: each returns a typed result of [`results`] (which the CLI prints and the API sends, serialized) or a typed
-//! [`AdminError`]. Who may act on a project (its members)
-//! is checked in [`members`]; the console's API keys live in [`api_keys`], the signing keys and the system
-//! secrets that encrypt them in [`signing_keys`].
+//! The clients of a project: create, list, show, update, delete, restore, purge, and their App Check.
 
-pub mod accounts;
-pub mod actor;
-pub mod api_keys;
-pub mod client_secrets;
-pub mod content_owners;
-pub mod members;
-pub mod orgs;
-pub mod quotas;
-pub mod results;
-pub mod service_account_keys;
-pub mod service_accounts;
-pub mod signing_keys;
-pub mod streams;
-
-pub use actor::{Access, Actor, ClientRef, Right};
-pub use client_secrets::{client_secret_add, client_secret_change};
-pub use members::{
-    project_create, project_delete, project_list, project_set_api, project_set_time_based_access, project_show,
-};
-pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
-
+use crate::actor::{Actor, ClientRef, Right};
 use crate::clock::OsRandom;
-use latchkey_core::account::AccountChange;
+use crate::results::{
+    AppCheckMetrics, AppCheckStatus, ClientChanged, ClientList, ClientView, DebugSecret, HourCount, Purged,
+};
+use crate::{client_secrets, quotas, random_id, AdminError, AdminResult};
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
 use latchkey_core::client::{self, Client, ClientDetails, ClientType, FieldError, RestoreRefusal};
-use latchkey_core::secret::{random_bytes, Secret};
+use latchkey_core::secret::Secret;
 use latchkey_core::time::UnixTime;
-use latchkey_store::{Channel, NewUser, Store, StoreError, User};
-use results::{
-    AppCheckMetrics, AppCheckStatus, ClientChanged, ClientList, ClientView, DebugSecret, HourCount, Purged,
-    UserChanged, UserCreated, UserDetail, UserList, UserView,
-};
-
-mod listings;
-pub use listings::{listing_add, listing_remove, listing_show, verify_ownership, ListingDirectory, StoreDirectory};
-
-/// An administrative operation that failed, with a message for the operator.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminError {
-    /// The thing named does not exist.
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// The input breaks a rule.
-    #[error("invalid: {0}")]
-    Invalid(String),
-    /// Fields of a form break rules: each with the message shown next to it.
-    #[error("invalid: {}", fields_text(.0))]
-    Fields(Vec<FieldError>),
-    /// The developer may not do this (they can see the project, so saying so leaks nothing).
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    /// The change conflicts with the current state (a member already added, the last owner).
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// The client is deleted already.
-    #[error("conflict: client {0} is deleted already")]
-    AlreadyDeleted(String),
-    /// The client cannot be restored (it is not deleted, or its restore window has passed).
-    #[error("invalid: client {0}: {1}")]
-    NotRestorable(String, RestoreRefusal),
-    /// An App Check action that must be confirmed was not (`enforcing`, `unenforcing`): each surface says how to.
-    #[error("invalid: {0} must be confirmed")]
-    Unconfirmed(&'static str),
-    /// Asked again too soon (a stream's verification); the message says when to retry.
-    #[error("too soon: {0}")]
-    TooSoon(String),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-fn fields_text(errors: &[FieldError]) -> String {
-    errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; ")
-}
-
-/// The result of an administrative operation.
-pub type AdminResult<T = serde_json::Value> = Result<T, AdminError>;
-
-/// A random identifier of lower-case letters and digits.
-pub(crate) fn random_id(len: usize) -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    random_bytes(len, &OsRandom).into_iter().map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char).collect()
-}
-
-fn random_digits(len: usize) -> String {
-    random_bytes(len, &OsRandom).into_iter().map(|b| char::from(b'0' + b % 10)).collect()
-}
+use latchkey_store::Store;
 
 /// What a new client is made of.
 #[derive(Debug, Clone)]
@@ -224,14 +144,6 @@ pub struct Lifecycle {
     pub unused_days: i64,
     /// Days a deleted client can be restored.
     pub restore_days: i64,
-}
-
-impl crate::config::Config {
-    /// The client-lifecycle settings. (Here rather than beside the settings, so that the configuration names no
-    /// admin module.)
-    pub fn client_lifecycle(&self) -> Lifecycle {
-        Lifecycle { unused_days: self.client_unused_days, restore_days: self.client_restore_days }
-    }
 }
 
 impl Default for Lifecycle {
@@ -415,101 +327,4 @@ pub async fn client_app_check_debug_secret(
     let secret = Secret::generate("lkd_", &OsRandom);
     store.set_app_check_debug_secret(client_id, Some(&secret.hash())).await?;
     Ok(DebugSecret { client_id: client_id.into(), debug_secret: secret.into_inner() })
-}
-
-/// Creates a user and their channel.
-pub async fn user_create(
-    store: &dyn Store,
-    email: &str,
-    password: &str,
-    name: Option<&str>,
-    now: UnixTime,
-) -> AdminResult<UserCreated> {
-    let email = email.trim();
-    if !valid_email(email) {
-        return Err(AdminError::Invalid(format!("not an e-mail address: {email}")));
-    }
-    let password_hash = accounts::new_password_hash(password)?;
-    let id = random_digits(21);
-    let name = name.map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
-    let user = NewUser { id: id.clone(), email: email.into(), name: name.clone(), password_hash, created_at: now };
-    let channel = Channel {
-        id: format!("UC{}", latchkey_core::secret::random_b64(16, &OsRandom)),
-        user_id: id.clone(),
-        title: name.clone().unwrap_or_else(|| email.split('@').next().unwrap_or(email).to_owned()),
-        description: String::new(),
-        created_at: now,
-    };
-    match store.create_user(&user, &channel).await {
-        Err(StoreError::Conflict(_)) => Err(AdminError::Conflict(format!("a user with e-mail {email} exists"))),
-        other => other.map_err(AdminError::from),
-    }?;
-    Ok(UserCreated { user_id: id, email: email.into(), name, channel_id: channel.id })
-}
-
-pub(crate) fn valid_email(email: &str) -> bool {
-    let Some((local, domain)) = email.split_once('@') else { return false };
-    !local.is_empty()
-        && !domain.is_empty()
-        && !domain.contains('@')
-        && email.len() <= 254
-        && !email.contains(char::is_whitespace)
-}
-
-/// Lists users.
-pub async fn user_list(store: &dyn Store) -> AdminResult<UserList> {
-    Ok(UserList { users: store.users().await?.iter().map(UserView::from).collect() })
-}
-
-pub(crate) async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<User, AdminError> {
-    let found = match store.user(id_or_email).await? {
-        Some(u) => Some(u),
-        None => store.user_by_email(id_or_email).await?,
-    };
-    found.ok_or_else(|| AdminError::NotFound(format!("user {id_or_email}")))
-}
-
-/// Shows a user, by id or e-mail.
-pub async fn user_show(store: &dyn Store, id_or_email: &str) -> AdminResult<UserDetail> {
-    let u = find_user(store, id_or_email).await?;
-    Ok(UserDetail { channel_id: store.channel_of(&u.id).await?.map(|c| c.id), user: UserView::from(&u) })
-}
-
-/// Deletes a user with their channel, sessions and grants (an `account_purged` event).
-pub async fn user_delete(store: &dyn Store, id_or_email: &str, now: UnixTime) -> AdminResult<UserChanged> {
-    let u = find_user(store, id_or_email).await?;
-    if store.change_account(&u.id, &AccountChange::Delete, now).await?.is_none() {
-        return Err(AdminError::NotFound(format!("user {id_or_email}")));
-    }
-    Ok(UserChanged { user_id: u.id, deleted: Some(true), disabled: None })
-}
-
-/// Marks a user's password as compromised: every browser session ends, and the apps the user granted access
-/// are told the account must change its password (an `account-credential-change-required` security event).
-pub async fn user_require_password_change(
-    store: &dyn Store,
-    id_or_email: &str,
-    now: UnixTime,
-) -> AdminResult<UserChanged> {
-    let u = find_user(store, id_or_email).await?;
-    if store.change_account(&u.id, &AccountChange::CredentialChangeRequired, now).await?.is_none() {
-        return Err(AdminError::NotFound(format!("user {id_or_email}")));
-    }
-    Ok(UserChanged { user_id: u.id, deleted: None, disabled: None })
-}
-
-/// Disables or re-enables a user. A disabled user cannot sign in, their browser sessions end at once and their
-/// tokens stop working (an `account_disabled` or `account_enabled` event, when the state changed).
-pub async fn user_set_disabled(
-    store: &dyn Store,
-    id_or_email: &str,
-    disabled: bool,
-    now: UnixTime,
-) -> AdminResult<UserChanged> {
-    let u = find_user(store, id_or_email).await?;
-    let change = if disabled { AccountChange::Disable } else { AccountChange::Enable };
-    if store.change_account(&u.id, &change, now).await?.is_none() {
-        return Err(AdminError::NotFound(format!("user {id_or_email}")));
-    }
-    Ok(UserChanged { user_id: u.id, deleted: None, disabled: Some(disabled) })
 }

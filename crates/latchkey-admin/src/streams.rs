@@ -334,6 +334,6 @@ fn malformed() -> AdminError {
 
 /// A push URL's origin (scheme, host and port), to tell whether a change of URL keeps the same receiver.
 fn origin(url: &str) -> Option<String> {
-    let u = reqwest::Url::parse(url).ok()?;
+    let u = url::Url::parse(url).ok()?;
     Some(format!("{}://{}:{}", u.scheme(), u.host_str()?, u.port_or_known_default()?))
 }

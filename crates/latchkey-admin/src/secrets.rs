@@ -27,7 +27,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// The shortest system secret accepted, in characters (the configuration checks it too).
-pub use crate::config::MIN_SECRET_LEN;
+/// The shortest system secret, in characters.
+pub const MIN_SECRET_LEN: usize = 32;
 /// What every encrypted blob starts with.
 const MAGIC: &[u8; 8] = b"lksealed";
 /// Format version 1: AES-256-GCM under a key derived by HKDF-SHA256 from the system secret.

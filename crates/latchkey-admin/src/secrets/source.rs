@@ -20,18 +20,6 @@ pub enum SecretSource {
     File(SecretFile),
 }
 
-impl crate::config::Config {
-    /// Where the system secrets come from: `secrets_system`, else `secrets_system_file`, else the default file in
-    /// `data_dir`. (Here rather than beside the settings, so that the configuration names no secrets module.)
-    pub fn secret_source(&self) -> Result<SecretSource, SecretsError> {
-        SecretSource::from_settings(
-            self.secrets_system.as_ref().map(crate::config::SecretList::expose),
-            self.secrets_system_file.as_deref(),
-            &self.data_dir,
-        )
-    }
-}
-
 impl SecretSource {
     /// The source these settings name (the configuration's, see `Config::secret_source`): the secrets
     /// `listed` (`secrets_system`), else the secret `file` (`secrets_system_file`), else the default file in

@@ -100,8 +100,8 @@ fn short_or_missing_secrets_are_refused_and_none_is_ever_printed() {
 fn a_secret_file_is_made_once_private_and_read_at_every_use() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = crate::config::Config { data_dir: dir.path().join("data"), ..Default::default() };
-    let source = config.secret_source().expect("source");
+    let data_dir = dir.path().join("data");
+    let source = SecretSource::from_settings(None, None, &data_dir).expect("source");
     let file = source.default_file().expect("the default file");
     assert!(matches!(source.load(), Err(SecretsError::MissingFile(_))));
     file.create().expect("create");
@@ -109,7 +109,7 @@ fn a_secret_file_is_made_once_private_and_read_at_every_use() {
     file.create().expect("create again");
     assert_eq!(source.load().expect("load").current(), first, "an existing file is kept");
     let mode = |p: &std::path::Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
-    assert_eq!((mode(file.path()), mode(&config.data_dir)), (0o600, 0o700));
+    assert_eq!((mode(file.path()), mode(&data_dir)), (0o600, 0o700));
     let new = SystemSecret::generate();
     let old = file.read_secrets().expect("read");
     file.write(&[&new, &old[0]]).expect("write");

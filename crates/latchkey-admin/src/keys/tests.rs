@@ -80,10 +80,11 @@ async fn the_default_secret_file_is_made_only_while_no_key_is_encrypted() {
     use super::secrets_for;
     let dir = tempfile::tempdir().expect("tempdir");
     let store = sqlite(&dir).await;
-    let config = crate::config::Config { data_dir: dir.path().to_path_buf(), ..Default::default() };
-    let source = config.secret_source().expect("source");
+    let source = SecretSource::from_settings(None, None, dir.path()).expect("source");
     let made = secrets_for(&store, &source).await.expect("made on first use").current();
-    KeyRing::load(&store, config.secret_source().expect("source"), UnixTime(1)).await.expect("load");
+    KeyRing::load(&store, SecretSource::from_settings(None, None, dir.path()).expect("source"), UnixTime(1))
+        .await
+        .expect("load");
     assert_eq!(secrets_for(&store, &source).await.expect("read").current(), made);
     let file = source.default_file().expect("default file").path().to_path_buf();
     std::fs::remove_file(&file).expect("lose the file");
@@ -95,7 +96,7 @@ async fn the_default_secret_file_is_made_only_while_no_key_is_encrypted() {
 #[tokio::test]
 async fn reencryption_moves_the_push_authorizations_too() {
     use super::{check_readable, reencrypt, Scope};
-    use crate::admin::{client_create, project_create, Actor, NewClient};
+    use crate::{client_create, project_create, Actor, NewClient};
     use latchkey_core::events::stream::PUSH;
     use latchkey_store::{KeyKind, StreamRecord, Streams};
     const NEW: &str = "the new system secret, also long enough for a key";
