@@ -20,7 +20,7 @@ flags=(--sanitizer none --release --debug-assertions)
 libfuzzer=(-print_final_stats=1 -max_len=8192 -timeout=10 -rss_limit_mb=2048)
 
 if [[ "${1:-}" == "--check" ]]; then
-  exec env CARGO_TARGET_DIR="$root/target/fuzz-check" cargo check --manifest-path fuzz/Cargo.toml --locked --bins
+  exec env CARGO_TARGET_DIR="$root/target/fuzz-check" cargo check --manifest-path fuzz/Cargo.toml --locked --bins --no-default-features
 fi
 command -v cargo-fuzz > /dev/null || cargo install cargo-fuzz --locked
 

@@ -11,8 +11,9 @@
 #   - the interop suite (tests/interop): authlib + Selenium + Chromium against the real binary;
 #   - the fuzz targets (fuzz/) are type-checked, not run (scripts/fuzz.sh runs them).
 #
-# Tests run under cargo-nextest (each test a process of its own, across test binaries at once), installed with
-# `cargo install --locked cargo-nextest` when the machine lacks it. Each stage prints how long it took.
+# Tests run under cargo-nextest (each test a process of its own, eight at a time across test binaries:
+# .config/nextest.toml), installed with `cargo install --locked cargo-nextest` when the machine lacks it. Both
+# backends' passes use one build. Each stage prints how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,19 +31,40 @@ stage() {
   return 0
 }
 
+# Work that needs little CPU runs in the background while the build does (each waited for, and its time shown,
+# where its result is needed): Chromium's Debian packages, the interop suite's Python and Node packages, and later
+# the fuzz targets' type check, which fills the cores the tests leave idle.
+mkdir -p target
+background_failed=0
+# Waits for background job $1 named $2, printing its log ($3) when it failed.
+await() {
+  local waited=$SECONDS
+  if wait "$1"; then
+    echo "-- $2: done ($((SECONDS - waited)) s waited)"
+  else
+    echo "-- $2: FAILED; its log:"
+    cat "$3"
+    background_failed=1
+  fi
+}
+
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+installing=""
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    echo "== installing ${missing[*]} (Debian packages)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    echo "== installing ${missing[*]} (Debian packages), in the background"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") \
+      >target/install-chromium.log 2>&1 &
+    installing=$!
   else
     echo "The browser tests need: sudo apt-get install ${missing[*]}" >&2
     exit 1
   fi
 fi
+bash tests/interop/run.sh --prepare >target/interop-prepare.log 2>&1 &
+preparing=$!
 
 if ! cargo nextest --version >/dev/null 2>&1; then
   stage "installing cargo-nextest"
@@ -53,8 +75,6 @@ stage "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
-stage "the fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour)"
-bash scripts/fuzz.sh --check
 
 # PostgreSQL: LATCHKEY_TEST_DATABASE_URL, else the local server when it is reachable. Tests make their own
 # databases (or schemas) there and drop them. Without it, the tests that need it show as ignored in cargo test's
@@ -74,6 +94,15 @@ else
   echo "== PostgreSQL is not reachable at $LATCHKEY_TEST_DATABASE_URL: its tests are reported as ignored"
 fi
 
+if [ -n "$installing" ]; then
+  await "$installing" "installing ${missing[*]}" target/install-chromium.log
+  [ "$background_failed" = 0 ] || exit 1
+fi
+# The fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour), at low
+# priority, in a target directory of their own (the fuzz workspace is apart from this one).
+nice -n 10 bash scripts/fuzz.sh --check >target/fuzz-check.log 2>&1 &
+fuzz_checking=$!
+
 stage "unit, store conformance and integration tests (backends: $backends)"
 cargo nextest run --workspace --locked --no-fail-fast
 stage "documentation examples"
@@ -91,6 +120,10 @@ fi
 echo "backends: $backends"
 
 stage "interop: standard client libraries against the real binary"
+await "$preparing" "the interop suite's packages" target/interop-prepare.log
 LATCHKEY_BIN="$(pwd)/target/debug/latchkey" bash tests/interop/run.sh
+stage "the fuzz targets type-check (in the background since the tests began)"
+await "$fuzz_checking" "the fuzz targets' type check" target/fuzz-check.log
 stage ""
+[ "$background_failed" = 0 ] || exit 1
 echo "== all stages: $((SECONDS - started)) s"

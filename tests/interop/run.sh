@@ -5,7 +5,11 @@
 # file), then Node (oauth4webapi with DPoP + playwright-core/headless Chromium; needs
 # Node.js 20+ and npm).
 #
-#   bash tests/interop/run.sh
+#   bash tests/interop/run.sh             install what is missing, then run every test, all at once (each starts its
+#                                         own server on a free port, in a directory of its own); each one's output
+#                                         is shown when it ends, with its exit code and time
+#   bash tests/interop/run.sh --prepare   only install the Python and Node packages (scripts/test.sh does this in the
+#                                         background while it builds)
 #
 # LATCHKEY_BIN: the binary to test (default: `cargo build -p latchkey` and use target/debug/latchkey).
 # PYTHON: the interpreter for the venv (default python3). The venv lives in target/interop-venv and is reused.
@@ -25,6 +29,29 @@ requirements=(authlib==1.9.9 joserfc==1.8.0 requests==2.34.2 selenium==4.51.0 op
 export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 
+if [[ ! -x "$venv/bin/python" ]]; then
+    "${PYTHON:-python3}" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
+
+# node_dpop.mjs: oauth4webapi (DPoP) through playwright-core with the same Chromium; versions pinned in
+# package-lock.json.
+# playwright-core ships no browser and has no install script, so `npm ci` downloads none.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null \
+    || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+    echo "interop: node_dpop.mjs needs Node.js 20 or newer with npm (e.g. sudo apt-get install -y nodejs npm)" >&2
+    exit 1
+fi
+lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
+stamp="$here/node_modules/.latchkey-lock-sha256"
+if [[ ! -d "$here/node_modules" || "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
+    (cd "$here" && npm ci --silent --no-audit --no-fund)
+    echo "$lock_sum" >"$stamp"
+fi
+if [[ "${1:-}" == "--prepare" ]]; then
+    exit 0
+fi
+
 if [[ ! -x "$CHROMIUM" || ! -x "$CHROMEDRIVER" ]]; then
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
         echo "interop: installing chromium and chromium-driver from Debian" >&2
@@ -43,11 +70,6 @@ for tool in "$CHROMIUM" "$CHROMEDRIVER"; do
     fi
 done
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    "${PYTHON:-python3}" -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
-
 if [[ -z "${LATCHKEY_BIN:-}" ]]; then
     (cd "$root" && cargo build -p latchkey)
     LATCHKEY_BIN="$target/debug/latchkey"
@@ -57,37 +79,40 @@ export LATCHKEY_BIN
 # Selenium gets explicit browser and driver paths; keep Selenium Manager offline all the same.
 export SE_OFFLINE=true SE_AVOID_STATS=true
 
-python_rc=0
-"$venv/bin/python" "$here/python_authlib.py" || python_rc=$?
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+# Starts test $1 (the rest: its command) in the background, its output to a log of its own.
+start() {
+    local name=$1
+    shift
+    (
+        started=$SECONDS
+        rc=0
+        "$@" >"$logs/$name.log" 2>&1 || rc=$?
+        echo "$rc $((SECONDS - started))" >"$logs/$name.rc"
+    ) &
+}
+# authlib's OAuth2Session through Selenium and Chromium: the code flow, PKCE, refresh, revocation, id_tokens.
+start python_authlib.py "$venv/bin/python" "$here/python_authlib.py"
 # The console API's served OpenAPI document: validated, then fuzzed by schemathesis (no 5xx, responses as documented).
-openapi_rc=0
-"$venv/bin/python" "$here/console_openapi.py" || openapi_rc=$?
+start console_openapi.py "$venv/bin/python" "$here/console_openapi.py"
 # PyJWT (PyJWKClient) verifying the SETs latchkey pushes (HTTPS and loopback HTTP receivers) and serves to polls.
-ssf_rc=0
-"$venv/bin/python" "$here/python_ssf_receiver.py" || ssf_rc=$?
+start python_ssf_receiver.py "$venv/bin/python" "$here/python_ssf_receiver.py"
 # google-auth (the best-known provider's library) and authlib's AssertionSession: the JWT bearer grant with a key file.
-sa_rc=0
-"$venv/bin/python" "$here/python_service_account.py" || sa_rc=$?
-ops_rc=0
-"$venv/bin/python" "$here/python_operations.py" || ops_rc=$?
+start python_service_account.py "$venv/bin/python" "$here/python_service_account.py"
+start python_operations.py "$venv/bin/python" "$here/python_operations.py"
+start node_dpop.mjs node "$here/node_dpop.mjs"
+wait
 
-# oauth4webapi (DPoP) through playwright-core with the same Chromium; versions pinned in package-lock.json.
-# playwright-core ships no browser and has no install script, so `npm ci` downloads none.
-if ! command -v node >/dev/null || ! command -v npm >/dev/null \
-    || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
-    echo "interop: node_dpop.mjs needs Node.js 20 or newer with npm (e.g. sudo apt-get install -y nodejs npm)" >&2
-    exit 1
-fi
-lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-stamp="$here/node_modules/.latchkey-lock-sha256"
-if [[ ! -d "$here/node_modules" || "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
-    (cd "$here" && npm ci --silent --no-audit --no-fund)
-    echo "$lock_sum" >"$stamp"
-fi
-node_rc=0
-node "$here/node_dpop.mjs" || node_rc=$?
-
-echo "interop: python_authlib.py exit $python_rc, console_openapi.py exit $openapi_rc," \
-    "python_ssf_receiver.py exit $ssf_rc, python_service_account.py exit $sa_rc," \
-    "python_operations.py exit $ops_rc, node_dpop.mjs exit $node_rc"
-[[ $python_rc == 0 && $openapi_rc == 0 && $ssf_rc == 0 && $sa_rc == 0 && $ops_rc == 0 && $node_rc == 0 ]]
+summary=()
+failed=0
+for name in python_authlib.py console_openapi.py python_ssf_receiver.py python_service_account.py \
+    python_operations.py node_dpop.mjs; do
+    read -r rc secs <"$logs/$name.rc"
+    echo "---- interop: $name (exit $rc, $secs s)"
+    cat "$logs/$name.log"
+    summary+=("$name exit $rc ($secs s)")
+    [[ $rc == 0 ]] || failed=1
+done
+echo "interop: $(IFS=,; echo "${summary[*]}" | sed 's/,/, /g')"
+[[ $failed == 0 ]]
