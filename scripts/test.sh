@@ -111,12 +111,18 @@ if [ -n "$installing" ]; then
   await "$installing" "installing ${missing[*]}" target/install-chromium.log
   [ "$background_failed" = 0 ] || exit 1
 fi
+
+stage "build, with clippy's lints"
+# A clean checkout builds once: incremental compilation's bookkeeping would only slow it (CI's case).
+[ "${CI:-}" = true ] && export CARGO_INCREMENTAL=0
+cargo nextest run --workspace --all-targets --locked --no-run
 # The fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour), at low
-# priority, in a target directory of their own (the fuzz workspace is apart from this one).
+# priority while the tests leave the cores idle, in a target directory of their own (the fuzz workspace is apart
+# from this one).
 nice -n 10 bash scripts/fuzz.sh --check >target/fuzz-check.log 2>&1 &
 fuzz_checking=$!
 
-stage "build with clippy's lints; unit, store conformance and integration tests (backends: $backends)"
+stage "unit, store conformance and integration tests (backends: $backends)"
 cargo nextest run --workspace --all-targets --locked --no-fail-fast
 stage "documentation examples"
 cargo test --workspace --locked --doc
