@@ -20,6 +20,7 @@ pub mod data_dir;
 pub mod keys;
 pub mod members;
 pub mod orgs;
+pub mod passkeys;
 pub mod password;
 pub mod quotas;
 pub mod results;

@@ -34,6 +34,18 @@ pub enum AccountChange {
     /// An operator judged the password compromised: every session ends, and the apps are told that the account
     /// must change its password.
     CredentialChangeRequired,
+    /// A passkey was added to the account.
+    PasskeyAdded {
+        /// The passkey (its `user_id` is the account's).
+        passkey: crate::passkey::PasskeyRecord,
+    },
+    /// A passkey was removed from the account; every session but `keep` ends.
+    PasskeyRemoved {
+        /// The passkey's credential id.
+        credential_id: String,
+        /// The hash of the session that removed it, which stays signed in.
+        keep: Option<Vec<u8>>,
+    },
 }
 
 impl AccountChange {
@@ -47,6 +59,8 @@ impl AccountChange {
             Self::OtherSessionsEnded { .. } => EventKind::SessionsRevoked,
             Self::AppAccessRemoved { .. } => EventKind::TokensRevoked,
             Self::CredentialChangeRequired => EventKind::CredentialChangeRequired,
+            Self::PasskeyAdded { .. } => EventKind::PasskeyAdded,
+            Self::PasskeyRemoved { .. } => EventKind::PasskeyRemoved,
         }
     }
 
@@ -78,11 +92,15 @@ pub enum EventKind {
     TokensRevoked,
     /// The account must change its password.
     CredentialChangeRequired,
+    /// A passkey was added to the account.
+    PasskeyAdded,
+    /// A passkey was removed from the account (and its other sessions ended).
+    PasskeyRemoved,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 7] = [
+    pub const ALL: [EventKind; 9] = [
         Self::AccountDisabled,
         Self::AccountEnabled,
         Self::AccountPurged,
@@ -90,6 +108,8 @@ impl EventKind {
         Self::SessionsRevoked,
         Self::TokensRevoked,
         Self::CredentialChangeRequired,
+        Self::PasskeyAdded,
+        Self::PasskeyRemoved,
     ];
 
     /// The kind's name in the store.
@@ -102,6 +122,8 @@ impl EventKind {
             Self::SessionsRevoked => "sessions_revoked",
             Self::TokensRevoked => "tokens_revoked",
             Self::CredentialChangeRequired => "credential_change_required",
+            Self::PasskeyAdded => "passkey_added",
+            Self::PasskeyRemoved => "passkey_removed",
         }
     }
 

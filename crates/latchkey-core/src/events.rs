@@ -62,11 +62,20 @@ pub fn set_events(kind: EventKind, at: UnixTime, revoked_prefix: Option<&str>) -
         EventKind::AccountDisabled => vec![SetEvent::new(types::ACCOUNT_DISABLED, json!({}))],
         EventKind::AccountEnabled => vec![SetEvent::new(types::ACCOUNT_ENABLED, json!({}))],
         EventKind::AccountPurged => vec![SetEvent::new(types::ACCOUNT_PURGED, json!({}))],
-        EventKind::CredentialChanged => {
-            let change = json!({ "credential_type": "password", "change_type": "update", "event_timestamp": at.0 });
+        EventKind::CredentialChanged | EventKind::PasskeyRemoved => {
+            let (credential, change) = match kind {
+                EventKind::PasskeyRemoved => ("fido2-platform", "revoke"),
+                _ => ("password", "update"),
+            };
+            let change = json!({ "credential_type": credential, "change_type": change, "event_timestamp": at.0 });
             let mut v = vec![SetEvent::new(types::CREDENTIAL_CHANGE, change)];
             v.extend(sessions());
             v
+        }
+        EventKind::PasskeyAdded => {
+            let change =
+                json!({ "credential_type": "fido2-platform", "change_type": "create", "event_timestamp": at.0 });
+            vec![SetEvent::new(types::CREDENTIAL_CHANGE, change)]
         }
         EventKind::SessionsRevoked => sessions().to_vec(),
         EventKind::TokensRevoked => vec![SetEvent::new(

@@ -16,6 +16,7 @@ pub mod events;
 pub mod flow;
 pub mod jws;
 pub mod org;
+pub mod passkey;
 pub mod pkce;
 pub mod redirect;
 pub mod refresh_token;

@@ -16,6 +16,7 @@ pub mod listener;
 pub mod long_polls;
 pub mod metrics;
 mod outbound;
+pub mod passkeys;
 pub mod paths;
 
 /// The hand-written parsers of untrusted input, one entry point each: what the fuzz targets (`fuzz/`) drive.
@@ -132,6 +133,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         passwords: password::Gate::per_core(),
         last_used: Arc::default(),
         long_polls: long_polls::LongPolls::default(),
+        relying_party: Arc::new(passkeys::RelyingParty::new(&urls.issuer)),
     };
     if state.config.events.allow_insecure_loopback_push {
         tracing::warn!(

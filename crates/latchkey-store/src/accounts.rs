@@ -114,6 +114,17 @@ fn apply<'t>(
                 tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?
             }
             AccountChange::CredentialChangeRequired => tx.exec(&END_SESSIONS, args![user, &keep_none]).await?.max(1),
+            AccountChange::PasskeyAdded { passkey: k } => {
+                let add = args![&k.credential_id, user, &k.name, &k.credential, k.created_at];
+                tx.exec(&crate::passkeys::ADD, add).await?
+            }
+            AccountChange::PasskeyRemoved { credential_id, keep } => {
+                let n = tx.exec(&crate::passkeys::REMOVE, args![credential_id, user]).await?;
+                if n > 0 {
+                    tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?;
+                }
+                n
+            }
             AccountChange::AppAccessRemoved { client_id } => {
                 let n = tx.exec(&REVOKE_APP, args![now, user, client_id]).await?;
                 if n > 0 {

@@ -7,6 +7,7 @@ mod audit;
 mod checks;
 mod clients;
 mod orgs;
+mod passkeys;
 mod served;
 mod service_accounts;
 mod streams;

@@ -29,6 +29,7 @@ mod maintenance;
 mod migrations;
 pub mod notices;
 mod orgs;
+mod passkeys;
 pub mod postgres;
 mod records;
 mod replay;
@@ -53,6 +54,7 @@ pub use grants::Grants;
 pub use keys::Keys;
 pub use maintenance::Maintenance;
 pub use orgs::Orgs;
+pub use passkeys::{Ceremony, Passkeys};
 pub use records::{
     ApiKey, AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, Member, MemberChange, NewUser, Org,
     OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
@@ -69,8 +71,8 @@ use std::time::Duration;
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Replay, Served, ServiceAccounts, Store,
-        Streams, Users,
+        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Served, ServiceAccounts,
+        Store, Streams, Users,
     };
 }
 
@@ -97,7 +99,8 @@ store_of!(
     Maintenance,
     Streams,
     ServiceAccounts,
-    Served
+    Served,
+    Passkeys
 );
 
 /// A storage failure.

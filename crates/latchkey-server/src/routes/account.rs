@@ -25,6 +25,8 @@ fn notice_of(done: Option<&str>) -> Option<&'static str> {
         "removed" => Some("The app's access was removed. It can no longer use your account."),
         "password" => Some("Your password was changed. Every other session of this account was signed out."),
         "sessions" => Some("Every other session of this account was signed out."),
+        "passkey_added" => Some("The passkey was added. You can sign in with it instead of your password."),
+        "passkey_removed" => Some("The passkey was removed. Every other session of this account was signed out."),
         _ => None,
     }
 }
@@ -124,13 +126,17 @@ pub async fn end_others_post(State(state): State<AppState>, headers: HeaderMap, 
     }
 }
 
-fn field<'f>(form: &'f Pairs, name: &str) -> &'f str {
+pub(super) fn field<'f>(form: &'f Pairs, name: &str) -> &'f str {
     form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
 }
 
 /// The form of an action, its account (signed in in this browser) and that account's CSRF token checked: the
 /// browser, the form and the account's index, or the page that refuses it.
-async fn signed_form(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<(Browser, Pairs, usize), Response> {
+pub(super) async fn signed_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Browser, Pairs, usize), Response> {
     let form = extract::form(headers, body)
         .map_err(|e| views::notice(StatusCode::BAD_REQUEST, "Bad request", &e.description))?;
     let browser = session::accounts(state, headers).await.map_err(|e| browser_failure(state, e))?;
@@ -160,6 +166,10 @@ async fn render(
             Ok(list) => list.apps,
             Err(e) => return views::notice(admin_status(&e).0, "Something went wrong", &admin_message(&e)),
         };
+    let passkeys = match state.store.passkeys_of(&shown.user.id).await {
+        Ok(list) => list,
+        Err(e) => return browser_failure(state, session::BrowserError::Store(e)),
+    };
     let csrf = session::csrf_token(state, &shown.session);
     let switches = browser
         .accounts
@@ -172,18 +182,20 @@ async fn render(
         csrf: &csrf,
         accounts: switches,
         apps: &apps,
+        passkeys: &passkeys,
+        passkeys_unavailable: state.relying_party.webauthn().err(),
         notice,
         error,
     };
     views::page(status, &page)
 }
 
-async fn failed(state: &AppState, browser: &Browser, s: &SignedIn, e: AdminError) -> Response {
+pub(super) async fn failed(state: &AppState, browser: &Browser, s: &SignedIn, e: AdminError) -> Response {
     let (status, _) = admin_status(&e);
     render(state, browser, s, status, None, Some(&admin_message(&e))).await
 }
 
-fn back_to(s: &SignedIn, done: &str) -> Response {
+pub(super) fn back_to(s: &SignedIn, done: &str) -> Response {
     let mut query = form_urlencoded::Serializer::new(String::new());
     query.append_pair("authuser", &s.user.id).append_pair("done", done);
     see_other(&format!("/account?{}", query.finish()))

@@ -156,6 +156,7 @@ async fn render(
     let signed_in = |i: usize| browser.and_then(|b| b.accounts.get(i));
     match outcome {
         Outcome::SignIn(checked, prefill) => super::login::login_page(
+            state,
             headers,
             StatusCode::OK,
             Some(&checked.client.name),
@@ -192,6 +193,7 @@ async fn render(
         Outcome::UnknownAccount => unknown_account(),
         Outcome::Unreadable => browser_failure(state, BrowserError::Tampered),
         Outcome::SessionEnded => super::login::login_page(
+            state,
             headers,
             StatusCode::OK,
             None,

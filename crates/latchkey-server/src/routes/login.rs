@@ -26,6 +26,7 @@ pub fn retry_after(mut response: Response, secs: u64) -> Response {
 
 /// Renders the sign-in page, setting its CSRF cookie when the browser has none.
 pub fn login_page(
+    state: &AppState,
     headers: &HeaderMap,
     status: StatusCode,
     app_name: Option<&str>,
@@ -34,7 +35,9 @@ pub fn login_page(
     email: &str,
 ) -> Response {
     let (csrf, set_cookie) = session::login_csrf(headers);
-    let mut response = views::page(status, &LoginPage { app_name, error, csrf: &csrf, continue_to, email });
+    let passkeys = state.relying_party.webauthn().is_ok();
+    let page = LoginPage { app_name, error, csrf: &csrf, continue_to, email, passkeys };
+    let mut response = views::page(status, &page);
     if let Some(c) = set_cookie {
         response.headers_mut().append(header::SET_COOKIE, c);
     }
@@ -42,9 +45,13 @@ pub fn login_page(
 }
 
 /// `GET /signin?continue=...`.
-pub async fn signin_get(headers: HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response {
+pub async fn signin_get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     let continue_to = safe_continue(q.get("continue").map(String::as_str));
-    login_page(&headers, StatusCode::OK, None, None, continue_to, "")
+    login_page(&state, &headers, StatusCode::OK, None, None, continue_to, "")
 }
 
 /// `POST /signin`: checks the password, starts a session and goes on.
@@ -65,7 +72,7 @@ pub async fn signin_post(
     // reason as its code; no client: the sign-in page serves every app).
     let again = |reason: &'static str, status, msg: &str| {
         metrics::SIGNIN_FAILURES.inc(reason);
-        noted(login_page(&headers, status, None, Some(msg), continue_to, email), reason, msg, None)
+        noted(login_page(&state, &headers, status, None, Some(msg), continue_to, email), reason, msg, None)
     };
     if !session::login_csrf_ok(&headers, field("csrf")) {
         return again("form_expired", StatusCode::FORBIDDEN, "The sign-in form expired. Try again.");
@@ -105,21 +112,10 @@ pub async fn signin_post(
     if user.disabled_at.is_some() {
         return again("disabled", StatusCode::FORBIDDEN, "This account is disabled.");
     }
-    // A cookie we could not have set is replaced: the browser starts over with this account.
-    let browser = match session::accounts_or_none(&state, &headers).await {
-        Ok(b) => b,
-        Err(e) => return unavailable(e),
-    };
-    let cookie = match session::start(&state, &browser, &user.id).await {
+    let cookie = match start_session(&state, &headers, &user.id).await {
         Ok(c) => c,
-        Err(StartError::TooMany(n)) => {
-            let msg = format!(
-                "This browser is signed in to {n} accounts, the most it may hold. Sign out of one of them on your \
-                 account page, then sign in again."
-            );
-            return again("too_many_accounts", StatusCode::CONFLICT, &msg);
-        }
-        Err(StartError::Store(e)) => return unavailable(e),
+        Err(NoSession::TooMany(msg)) => return again("too_many_accounts", StatusCode::CONFLICT, &msg),
+        Err(NoSession::Store(e)) => return unavailable(e),
     };
     tracing::info!(user_id = %user.id, "signed in");
     let next = continue_as(continue_to, &user.id);
@@ -131,9 +127,34 @@ pub async fn signin_post(
     response
 }
 
+/// Why a sign-in that succeeded starts no session.
+pub(super) enum NoSession {
+    /// The browser holds as many accounts as it may: what to say.
+    TooMany(String),
+    /// The store failed.
+    Store(latchkey_store::StoreError),
+}
+
+/// Starts a session of `user_id` in this browser (password and passkey sign-ins alike): its cookie. A cookie we
+/// could not have set is replaced: the browser starts over with this account.
+pub(super) async fn start_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    user_id: &str,
+) -> Result<HeaderValue, NoSession> {
+    let browser = session::accounts_or_none(state, headers).await.map_err(NoSession::Store)?;
+    session::start(state, &browser, user_id).await.map_err(|e| match e {
+        StartError::TooMany(n) => NoSession::TooMany(format!(
+            "This browser is signed in to {n} accounts, the most it may hold. Sign out of one of them on your \
+             account page, then sign in again."
+        )),
+        StartError::Store(e) => NoSession::Store(e),
+    })
+}
+
 /// Where to go after signing in as `user_id`: the authorization request or the account page goes on as the account
 /// just signed in (`authuser`), whichever other accounts the browser holds.
-fn continue_as(continue_to: &str, user_id: &str) -> String {
+pub(super) fn continue_as(continue_to: &str, user_id: &str) -> String {
     let (path, query) = continue_to.split_once('?').unwrap_or((continue_to, ""));
     if path != AUTHORIZE_PATH && path != "/account" {
         return continue_to.to_owned();
@@ -194,7 +215,7 @@ pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Resp
 
 /// Where a sign-in may continue to: only our own authorization endpoint, the account page, the console or the home
 /// page (no open redirect).
-fn safe_continue(target: Option<&str>) -> &str {
+pub(super) fn safe_continue(target: Option<&str>) -> &str {
     let ours = |t: &str| {
         t.starts_with(&format!("{AUTHORIZE_PATH}?"))
             || t == "/account"

@@ -11,6 +11,7 @@ mod identity;
 mod login;
 mod metadata;
 mod metrics;
+mod passkeys;
 mod ports;
 mod revoke;
 mod ssf;
@@ -44,6 +45,11 @@ pub fn router(state: AppState) -> Router {
         .route("/account/apps/remove", axum::routing::post(account::apps_remove_post))
         .route("/account/password", axum::routing::post(account::password_post))
         .route("/account/sessions/end-others", axum::routing::post(account::end_others_post))
+        .route("/account/passkeys/options", axum::routing::post(passkeys::add_options_post))
+        .route("/account/passkeys", axum::routing::post(passkeys::add_post))
+        .route("/account/passkeys/remove", axum::routing::post(passkeys::remove_post))
+        .route("/signin/passkey/options", axum::routing::post(passkeys::signin_options_post))
+        .route("/signin/passkey", axum::routing::post(passkeys::signin_post))
         .route(TOKEN_PATH, axum::routing::post(token::token_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
         .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))
@@ -59,6 +65,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/static/console.js",
             get(|| asset("text/javascript; charset=utf-8", include_str!("../../static/console.js"))),
+        )
+        .route(
+            "/static/passkeys.js",
+            get(|| asset("text/javascript; charset=utf-8", include_str!("../../static/passkeys.js"))),
         )
         .route("/static/favicon.svg", get(|| asset("image/svg+xml", include_str!("../../static/favicon.svg"))))
         .route("/favicon.ico", get(|| asset("image/svg+xml", include_str!("../../static/favicon.svg"))))

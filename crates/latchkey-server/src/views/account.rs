@@ -2,6 +2,7 @@
 
 use askama::Template;
 use latchkey_admin::accounts::AppAccess;
+use latchkey_core::passkey::PasskeyRecord;
 use latchkey_core::time::UnixTime;
 
 /// A day as the account page shows it: `2024-05-01`.
@@ -33,6 +34,10 @@ pub struct AccountPage<'a> {
     pub accounts: Vec<Switch<'a>>,
     /// The apps with access.
     pub apps: &'a [AppAccess],
+    /// The account's passkeys.
+    pub passkeys: &'a [PasskeyRecord],
+    /// Why passkeys are unavailable on this server, if they are.
+    pub passkeys_unavailable: Option<&'a str>,
     /// What the last action did.
     pub notice: Option<&'a str>,
     /// Why the last action failed.
@@ -48,5 +53,10 @@ impl AccountPage<'_> {
     /// A date and time, for the template.
     pub fn when(&self, t: &i64) -> String {
         super::console::date(UnixTime(*t))
+    }
+
+    /// A passkey's last use, in words.
+    pub fn last_used(&self, k: &PasskeyRecord) -> String {
+        k.last_used_at.map_or_else(|| "Not used yet".into(), |t| format!("Last used {}", self.when(&t.0)))
     }
 }

@@ -16,7 +16,7 @@ use latchkey_core::OAuthError;
 /// The content security policy of every page: nothing but our own stylesheet and script files (no inline script),
 /// and no framing. (No `form-action`: Chromium applies it to the redirect to the app after the consent form.)
 pub const CSP: &str =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'";
 
 /// The sign-in page.
 #[derive(Template)]
@@ -32,6 +32,8 @@ pub struct LoginPage<'a> {
     pub continue_to: &'a str,
     /// The pre-filled e-mail address (`login_hint`).
     pub email: &'a str,
+    /// Whether passkeys are available on this server ("Sign in with a passkey").
+    pub passkeys: bool,
 }
 
 /// One scope on the consent page.

@@ -3,6 +3,7 @@
 use super::accounts::*;
 use super::clients::*;
 use super::orgs::*;
+use super::passkeys::*;
 use super::served::*;
 use super::service_accounts::*;
 use super::streams::*;
@@ -77,4 +78,6 @@ checks! {
     service_accounts_hold_at_most_ten_public_keys: by_ref,
     concurrent_key_additions_stop_at_ten: shared,
     the_served_urls_are_the_last_recorded: by_ref,
+    passkeys_are_added_used_and_removed_with_their_events: by_ref,
+    ceremonies_are_taken_once_before_they_expire: by_ref,
 }

@@ -13,6 +13,7 @@ mod flow;
 mod interop_oauth2_rs;
 mod narrow_screens;
 mod org_browser;
+mod passkeys_browser;
 mod token_exchange;
 
 mod account_page;
@@ -34,6 +35,7 @@ mod oidc_prompt;
 mod operations;
 mod organisations;
 mod organisations_api;
+mod passkeys;
 mod quotas;
 mod rate_limits;
 mod refresh;
