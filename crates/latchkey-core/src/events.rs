@@ -176,6 +176,20 @@ mod tests {
     }
 
     #[test]
+    fn a_passkey_added_or_removed_is_a_fido2_credential_change_and_a_removal_ends_sessions() {
+        let added = set_events(EventKind::PasskeyAdded, UnixTime(10), None);
+        assert_eq!(added.len(), 1);
+        assert_eq!(
+            added[0].payload,
+            json!({"credential_type": "fido2-platform", "change_type": "create", "event_timestamp": 10})
+        );
+        let removed = set_events(EventKind::PasskeyRemoved, UnixTime(11), None);
+        let types: Vec<_> = removed.iter().map(|e| e.event_type).collect();
+        assert_eq!(types, [types::CREDENTIAL_CHANGE, types::SESSIONS_REVOKED, types::SESSION_REVOKED]);
+        assert_eq!(removed[0].payload["change_type"], "revoke");
+    }
+
+    #[test]
     fn a_revoked_token_is_named_by_its_prefix_or_not_at_all() {
         let named = &set_events(EventKind::TokensRevoked, UnixTime(1), Some("lkr_abc"))[0].payload;
         assert_eq!(named, &json!({"token_identifier_alg": "prefix", "token": "lkr_abc"}));
