@@ -315,6 +315,21 @@ pub struct UserDetail {
     pub user: UserView,
     /// Their channel.
     pub channel_id: Option<String>,
+    /// How they sign in: the password, then each passkey (never a secret).
+    pub methods: Vec<SignInMethod>,
+}
+
+/// One way an account signs in, as the operator sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SignInMethod {
+    /// `password` or `passkey`.
+    pub kind: &'static str,
+    /// The passkey's name (the password's is `password`).
+    pub name: String,
+    /// When it was made (the password: when the account was).
+    pub created_at: i64,
+    /// When it last signed the account in, where that is kept (passkeys).
+    pub last_used_at: Option<i64>,
 }
 
 /// A user created.

@@ -1,7 +1,7 @@
 //! The people with accounts: create, list, show, delete, disable, and a required password change.
 
 use crate::clock::OsRandom;
-use crate::results::{UserChanged, UserCreated, UserDetail, UserList, UserView};
+use crate::results::{SignInMethod, UserChanged, UserCreated, UserDetail, UserList, UserView};
 use crate::{accounts, random_digits, AdminError, AdminResult};
 use latchkey_core::account::AccountChange;
 use latchkey_core::time::UnixTime;
@@ -63,7 +63,19 @@ pub async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<User, Adm
 /// Shows a user, by id or e-mail.
 pub async fn user_show(store: &dyn Store, id_or_email: &str) -> AdminResult<UserDetail> {
     let u = find_user(store, id_or_email).await?;
-    Ok(UserDetail { channel_id: store.channel_of(&u.id).await?.map(|c| c.id), user: UserView::from(&u) })
+    let password =
+        SignInMethod { kind: "password", name: "password".into(), created_at: u.created_at.0, last_used_at: None };
+    let passkeys = store.passkeys_of(&u.id).await?.into_iter().map(|k| SignInMethod {
+        kind: "passkey",
+        name: k.name,
+        created_at: k.created_at.0,
+        last_used_at: k.last_used_at.map(|t| t.0),
+    });
+    Ok(UserDetail {
+        channel_id: store.channel_of(&u.id).await?.map(|c| c.id),
+        user: UserView::from(&u),
+        methods: std::iter::once(password).chain(passkeys).collect(),
+    })
 }
 
 /// Deletes a user with their channel, sessions and grants (an `account_purged` event).

@@ -36,7 +36,7 @@ pub struct SeedArgs {
 pub async fn run(args: SeedArgs) -> anyhow::Result<()> {
     let config = store_config(&args.store)?;
     // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
-    latchkey_server::prepare_data_dir(&config)?;
+    latchkey_config::prepare_data_dir(&config)?;
     let store = latchkey_store::seed::open_with(&config.database_url(), config.pool_settings()).await?;
     println!("{}", seed_grants(&*store, args.count, args.per_user, SystemClock.now()).await?);
     Ok(())

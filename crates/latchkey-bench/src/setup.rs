@@ -6,9 +6,9 @@ use anyhow::{anyhow, bail, Context};
 use latchkey_admin::clock::{OsRandom, SystemClock};
 use latchkey_admin::Actor;
 use latchkey_admin::{self as ops, NewClient};
+use latchkey_config::Config;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::Clock;
-use latchkey_server::config::Config;
 use std::io::Read;
 use std::path::PathBuf;
 

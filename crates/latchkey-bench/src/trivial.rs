@@ -38,7 +38,7 @@ pub async fn serve(args: &TrivialArgs) -> anyhow::Result<()> {
         .route("/token", post(token))
         .route("/revoke", post(|| async { StatusCode::OK }))
         .route("/video/v3/channels", get(channels));
-    let limits = latchkey_server::config::ConnectionsConfig::default();
+    let limits = latchkey_config::ConnectionsConfig::default();
     latchkey_server::listener::serve(listener, tls, app, limits, std::future::pending()).await;
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! name. `--server-pid` is then this process's id.
 
 use latchkey_admin::clock::SystemClock;
-use latchkey_server::config::{Config, RateLimitsConfig};
+use latchkey_config::{Config, RateLimitsConfig};
 use std::process::{Command, Output};
 use std::sync::Arc;
 

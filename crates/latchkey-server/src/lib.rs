@@ -1,4 +1,4 @@
-//! latchkey's HTTPS layer: configuration, TLS, routes, pages and the server's lifecycle.
+//! latchkey's HTTPS layer: TLS, routes, pages and the server's lifecycle (its configuration is `latchkey_config`).
 //!
 //! [`start`] opens the store, loads the keys, binds the listener and serves until [`Running::shutdown`] (or
 //! the process's signal handler) stops it. Integration tests start the same server on an ephemeral port.
@@ -7,7 +7,6 @@
 //! file (0600): see [`latchkey_admin::data_dir`] and [`latchkey_admin::secrets`].
 
 pub mod app_check;
-pub mod config;
 pub mod dpop;
 pub mod error;
 pub mod extract;
@@ -17,7 +16,10 @@ pub mod long_polls;
 pub mod metrics;
 mod outbound;
 pub mod passkeys;
-pub mod paths;
+/// The configuration (`latchkey_config`), named here as the server's modules name it.
+pub(crate) use latchkey_config as config;
+pub(crate) use latchkey_config::paths;
+pub use latchkey_config::{open_store, prepare_data_dir};
 
 /// The hand-written parsers of untrusted input, one entry point each: what the fuzz targets (`fuzz/`) drive.
 pub mod parsers {
@@ -42,7 +44,6 @@ use latchkey_admin::keys::{self, KeyRing};
 use latchkey_admin::{data_dir, password};
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
-use latchkey_store::Store;
 use state::AppState;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -181,25 +182,6 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         }
     });
     Ok(Running { addr, urls, generated_cert, cert_path, state, shutdown: Some(tx), task })
-}
-
-/// Opens the store the configuration names. On SQLite the data directory (0700) and the database file (0600)
-/// are made first, or tightened when looser, so that SQLite's `-wal` and `-shm` files, which take the database
-/// file's mode, are private too.
-pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    prepare_data_dir(config)?;
-    latchkey_store::open_with(&config.database_url(), config.pool_settings()).await.context("opening the store")
-}
-
-/// On SQLite, makes the data directory (0700) and the database files (0600), or tightens looser ones, before the
-/// store is opened.
-pub fn prepare_data_dir(config: &Config) -> anyhow::Result<()> {
-    if let Some(path) = config.sqlite_path() {
-        data_dir::ensure_private_dir(&config.data_dir)
-            .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-        data_dir::prepare_database(&path).with_context(|| format!("preparing {}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// Background upkeep: key reloads, the batches of last-use days, purging of expired rows, deleting unused clients

@@ -260,7 +260,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
         });
     }
     // On SQLite the data directory and the database files are made (or tightened) private first, as by `serve`.
-    latchkey_server::prepare_data_dir(&config)?;
+    latchkey_config::prepare_data_dir(&config)?;
     let store = match latchkey_store::open_with(&url, config.pool_settings()).await {
         Ok(store) => store,
         Err(e) => return Ok(output::fail(Exit::Unreachable, "unreachable", format!("cannot open {name}: {e}"))),

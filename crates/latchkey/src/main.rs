@@ -73,14 +73,14 @@ pub struct StoreArgs {
 
 impl StoreArgs {
     /// The configuration these flags, the environment and the file describe.
-    pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
+    pub fn load(&self) -> anyhow::Result<latchkey_config::Config> {
         ConfigArgs { store: self.clone(), ..ConfigArgs::default() }.load()
     }
 }
 
 impl ConfigArgs {
     /// The configuration these flags, the environment and the file describe.
-    pub fn load(&self) -> anyhow::Result<latchkey_server::config::Config> {
+    pub fn load(&self) -> anyhow::Result<latchkey_config::Config> {
         let mut flags = toml::Table::new();
         let mut set = |k: &str, v: Option<String>| {
             if let Some(v) = v {
@@ -93,7 +93,7 @@ impl ConfigArgs {
         set("tls_cert", self.tls_cert.as_ref().map(|p| p.display().to_string()));
         set("tls_key", self.tls_key.as_ref().map(|p| p.display().to_string()));
         set("public_url", self.public_url.clone());
-        Ok(latchkey_server::config::Config::load(self.store.config.as_deref(), std::env::vars(), flags)?)
+        Ok(latchkey_config::Config::load(self.store.config.as_deref(), std::env::vars(), flags)?)
     }
 }
 

@@ -4,10 +4,10 @@ use super::ids::ClientId;
 use super::{client_secrets, out};
 use clap::{Args, Subcommand};
 use latchkey_admin::{self as ops, Actor, AdminResult, ClientEdit, ClientRef, NewClient, StoreDirectory};
+use latchkey_config::Config;
 use latchkey_core::app_check::AppCheckAction;
 use latchkey_core::client::{ClientDetails, ClientType};
 use latchkey_core::time::UnixTime;
-use latchkey_server::config::Config;
 use latchkey_store::Store;
 
 #[derive(Subcommand)]

@@ -4,8 +4,8 @@
 use super::out;
 use clap::Subcommand;
 use latchkey_admin::{self as ops, AdminResult};
+use latchkey_config::Config;
 use latchkey_core::time::UnixTime;
-use latchkey_server::config::Config;
 use latchkey_store::Store;
 
 #[derive(Subcommand)]

@@ -5,10 +5,10 @@ use super::out;
 use clap::{Args, Subcommand};
 use latchkey_admin::orgs::{self, app_access, data_scopes};
 use latchkey_admin::{self as ops, Actor, AdminError, AdminResult};
+use latchkey_config::Config;
 use latchkey_core::org::{Audience, OrgChange};
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::UnixTime;
-use latchkey_server::config::Config;
 use latchkey_store::Store;
 
 /// Names an organisation.

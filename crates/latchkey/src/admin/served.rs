@@ -2,7 +2,7 @@
 //! the server that runs on the store, as `latchkey serve` recorded them at start, so that a server started with
 //! `--listen` or `--public-url` on its command line is named, not the one this command's configuration describes.
 
-use latchkey_server::config::{Config, Urls};
+use latchkey_config::{Config, Urls};
 use latchkey_store::Store;
 
 /// The served URLs, or this configuration's when no server has started on the store yet. When the configuration

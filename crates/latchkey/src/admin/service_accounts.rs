@@ -7,8 +7,8 @@ use clap::Subcommand;
 use latchkey_admin::content_owners as owners;
 use latchkey_admin::service_accounts as ops;
 use latchkey_admin::{Actor, AdminError, AdminResult};
+use latchkey_config::Config;
 use latchkey_core::time::UnixTime;
-use latchkey_server::config::Config;
 use latchkey_store::Store;
 
 #[derive(Subcommand)]
@@ -229,7 +229,7 @@ async fn key(store: &dyn Store, config: &Config, cmd: KeyCmd, now: UnixTime) -> 
                 return Err(exists());
             }
             let urls = super::served::served_urls(store, config).await;
-            let auth_uri = format!("{}{}", urls.auth, latchkey_server::routes::AUTHORIZE_PATH);
+            let auth_uri = format!("{}{}", urls.auth, latchkey_config::paths::AUTHORIZE_PATH);
             let file = keys::key_create(store, op, &account, (&auth_uri, &urls.token_endpoint), now).await?;
             let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
             // Made whole and linked in only if the name is still free (0600): an existing file is never written

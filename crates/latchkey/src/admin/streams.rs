@@ -6,10 +6,10 @@ use clap::{ArgGroup, Subcommand};
 use latchkey_admin::keys::KeyRing;
 use latchkey_admin::streams::{StreamSettings, Streaming};
 use latchkey_admin::{Actor, AdminError, AdminResult};
+use latchkey_config::Config;
 use latchkey_core::events::stream::{self, Delivery, Status};
 use latchkey_core::events::SubjectFormat;
 use latchkey_core::time::UnixTime;
-use latchkey_server::config::Config;
 use latchkey_store::Store;
 use serde_json::json;
 

@@ -4,9 +4,9 @@
 use super::{out, read_password};
 use clap::{Args, Subcommand};
 use latchkey_admin::{self as ops, accounts, AdminResult};
+use latchkey_config::Config;
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::UnixTime;
-use latchkey_server::config::Config;
 use latchkey_store::Store;
 
 /// Names a user: `--user` (id or e-mail address) or `--email`; the positional form of earlier releases, hidden.

@@ -283,7 +283,7 @@ fn param(url: &str, name: &str) -> Option<String> {
     v
 }
 
-async fn server_with_user(change: impl FnOnce(&mut latchkey_server::config::Config)) -> (TestServer, App) {
+async fn server_with_user(change: impl FnOnce(&mut latchkey_config::Config)) -> (TestServer, App) {
     let server = TestServer::start_with(change).await;
     let app = server.app().await;
     server.user(EMAIL).await;

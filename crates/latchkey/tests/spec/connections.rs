@@ -3,7 +3,7 @@
 //! raw TLS connections, which stop where a slow client would.
 
 use crate::support::*;
-use latchkey_server::config::ConnectionsConfig;
+use latchkey_config::ConnectionsConfig;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;

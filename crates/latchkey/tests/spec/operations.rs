@@ -4,7 +4,7 @@
 //! in Chromium, in `tests/interop/python_operations.py`.)
 
 use crate::support::*;
-use latchkey_server::config::SecretList;
+use latchkey_config::SecretList;
 use std::collections::BTreeMap;
 
 const METRICS_TOKEN: &str = "metrics-token-for-the-spec-tests-0001";

@@ -90,6 +90,13 @@ async fn a_passkey_added_on_the_account_page_signs_in_to_an_app_without_email_or
 
         let used = server.store().passkeys_of(&alice).await.expect("passkeys");
         assert!(used[0].last_used_at.is_some(), "its use is noted");
+        // The operator's view (`latchkey admin user show`): the methods, never a secret.
+        let shown = latchkey_admin::user_show(server.store(), ALICE).await.expect("show");
+        let methods = serde_json::to_value(&shown).expect("json")["methods"].clone();
+        assert_eq!(methods[0]["kind"], "password");
+        assert_eq!((methods[1]["kind"].as_str(), methods[1]["name"].as_str()), (Some("passkey"), Some("Test laptop")));
+        assert!(methods[1]["last_used_at"].is_i64());
+        assert!(!methods.to_string().contains(&used[0].credential), "no credential in the listing");
         let kinds: Vec<EventKind> =
             server.store().account_events(&alice).await.expect("events").iter().map(|e| e.kind).collect();
         assert_eq!(kinds, [EventKind::PasskeyAdded], "adding it was an event; using it is not");

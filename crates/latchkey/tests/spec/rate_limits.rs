@@ -2,7 +2,7 @@
 //! answered 429 `temporarily_unavailable` with `Retry-After`, over real HTTP from two loopback addresses.
 
 use crate::support::*;
-use latchkey_server::config::RateLimitsConfig;
+use latchkey_config::RateLimitsConfig;
 use serde_json::Value;
 use std::net::IpAddr;
 use std::time::Instant;

@@ -32,7 +32,7 @@ impl Label {
         Self::with_config(|_| {}).await
     }
 
-    async fn with_config(change: impl FnOnce(&mut latchkey_server::config::Config)) -> Self {
+    async fn with_config(change: impl FnOnce(&mut latchkey_config::Config)) -> Self {
         let server = TestServer::start_with(change).await;
         let store = server.store();
         let now = SystemClock.now();

@@ -173,7 +173,7 @@ fn refresh_form<'a>(app: &'a App, refresh_token: &'a str) -> Vec<(&'a str, &'a s
     vec![("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", refresh_token)]
 }
 
-async fn setup_with(change: impl FnOnce(&mut latchkey_server::config::Config)) -> (TestServer, App) {
+async fn setup_with(change: impl FnOnce(&mut latchkey_config::Config)) -> (TestServer, App) {
     let server = TestServer::start_with(change).await;
     let app = server.app().await;
     server.user(ALICE).await;

@@ -46,8 +46,7 @@ impl Place {
 
     /// A server on this place, with `secrets` as `secrets_system` when given.
     async fn serve(&self, secrets: Option<&[&str]>) -> TestServer {
-        let secrets =
-            secrets.map(|s| latchkey_server::config::SecretList::new(s.iter().map(|s| s.to_string()).collect()));
+        let secrets = secrets.map(|s| latchkey_config::SecretList::new(s.iter().map(|s| s.to_string()).collect()));
         TestServer::start_with(|c| {
             c.data_dir = self.data.clone();
             c.database_url = self.database_url();
@@ -327,11 +326,11 @@ async fn secrets_set_in_the_configuration_rotate_by_putting_a_new_one_first_reen
     assert!(!place.data.join("system-secret").exists(), "no secret file when secrets_system is set");
 
     // The old secret alone reads nothing now, and says why.
-    let config = latchkey_server::config::Config {
+    let config = latchkey_config::Config {
         data_dir: place.data.clone(),
         listen: "127.0.0.1:0".parse().expect("addr"),
         database_url: place.database_url(),
-        secrets_system: Some(latchkey_server::config::SecretList::new(vec![FIRST.into()])),
+        secrets_system: Some(latchkey_config::SecretList::new(vec![FIRST.into()])),
         ..Default::default()
     };
     let refused = latchkey_server::start(config, Arc::new(SystemClock)).await.err().expect("refused");

@@ -8,8 +8,8 @@ use latchkey_admin::Actor;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use latchkey_admin::clock::{OsRandom, SystemClock};
+use latchkey_config::Config;
 use latchkey_proto::TokenResponse;
-use latchkey_server::config::Config;
 use latchkey_server::Running;
 use latchkey_store::test_database::TestDatabase;
 use reqwest::redirect::Policy;
@@ -100,7 +100,7 @@ impl TestServer {
             data_dir: dir.path().to_path_buf(),
             listen: "127.0.0.1:0".parse().expect("addr"),
             // Every test's requests come from one loopback address: no rate limit unless a test sets one.
-            rate_limits: latchkey_server::config::RateLimitsConfig::OFF,
+            rate_limits: latchkey_config::RateLimitsConfig::OFF,
             ..Config::default()
         };
         change(&mut config);

@@ -1,15 +1,21 @@
 //! Configuration: one documented struct, read from a TOML file, `LATCHKEY_*` environment variables and flags
 //! (in that order of precedence, flags last), validated at start-up. `docs/configuration.md` lists every field.
+//! With it, the public URLs the server serves ([`Urls`]), the endpoints' paths ([`paths`]) and the opening of the
+//! store it names ([`open_store`]): what the server and the admin commands share, in a crate below the server so
+//! that the admin commands need nothing of HTTP.
 
 mod connections;
 mod events;
 mod metrics;
+pub mod paths;
 mod rate_limits;
+mod store;
 
 pub use connections::ConnectionsConfig;
 pub use events::EventsConfig;
 pub use metrics::MetricsConfig;
 pub use rate_limits::RateLimitsConfig;
+pub use store::{open_store, prepare_data_dir};
 
 use latchkey_admin::secrets::{SecretSource, SecretsError, MIN_SECRET_LEN};
 use latchkey_admin::Lifecycle;
