@@ -18,8 +18,8 @@ mod outbound;
 pub mod passkeys;
 /// The configuration (`latchkey_config`), named here as the server's modules name it.
 pub(crate) use latchkey_config as config;
+use latchkey_config::open_store;
 pub(crate) use latchkey_config::paths;
-pub use latchkey_config::{open_store, prepare_data_dir};
 
 /// The hand-written parsers of untrusted input, one entry point each: what the fuzz targets (`fuzz/`) drive.
 pub mod parsers {
@@ -134,8 +134,10 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         passwords: password::Gate::per_core(),
         last_used: Arc::default(),
         long_polls: long_polls::LongPolls::default(),
-        relying_party: Arc::new(passkeys::RelyingParty::new(&urls.issuer)),
     };
+    if let Some(why) = passkeys::unavailable(&state.urls.issuer) {
+        tracing::info!(reason = %why, "passkeys are unavailable");
+    }
     if state.config.events.allow_insecure_loopback_push {
         tracing::warn!(
             "events.allow_insecure_loopback_push is on: security events may be pushed to this machine's loopback \

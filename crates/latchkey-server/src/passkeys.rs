@@ -18,17 +18,6 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use webauthn_rs::prelude::{Url, Uuid, Webauthn, WebauthnBuilder};
 
-/// The relying party of this server, or why there is none.
-pub struct RelyingParty {
-    webauthn: Result<Webauthn, String>,
-}
-
-impl std::fmt::Debug for RelyingParty {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RelyingParty").field("available", &self.webauthn.is_ok()).finish()
-    }
-}
-
 /// A ceremony that could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum CeremonyError {
@@ -40,25 +29,20 @@ pub enum CeremonyError {
     Store(#[from] StoreError),
 }
 
-impl RelyingParty {
-    /// The relying party of a server whose pages are under `issuer`: its id is the host (`localhost` in the default
-    /// configuration), its origin the issuer's.
-    pub fn new(issuer: &str) -> Self {
-        let built = passkey::rp_id(issuer).map_err(|e: RpIdUnavailable| e.to_string()).and_then(|id| {
-            let origin = Url::parse(issuer).map_err(|e| e.to_string())?;
-            let builder = WebauthnBuilder::new(&id, &origin).map_err(|e| e.to_string())?;
-            builder.rp_name("latchkey").build().map_err(|e| e.to_string())
-        });
-        if let Err(why) = &built {
-            tracing::info!(reason = %why, "passkeys are unavailable");
-        }
-        Self { webauthn: built }
-    }
+/// Why passkeys are unavailable on a server whose pages are under `issuer` (its host is an IP address), if they
+/// are: what the pages that offer them say instead.
+pub fn unavailable(issuer: &str) -> Option<String> {
+    passkey::rp_id(issuer).err().map(|e: RpIdUnavailable| e.to_string())
+}
 
-    /// The WebAuthn relying party, or why passkeys are unavailable (said on the pages that offer them).
-    pub fn webauthn(&self) -> Result<&Webauthn, &str> {
-        self.webauthn.as_ref().map_err(String::as_str)
-    }
+/// The WebAuthn relying party of a server whose pages are under `issuer`: its id is the host, its origin the
+/// issuer's; or why there is none. Made for each passkey request (a URL parse and a few small values), so that
+/// the state every request clones holds nothing for passkeys.
+pub fn relying_party(issuer: &str) -> Result<Webauthn, String> {
+    let id = passkey::rp_id(issuer).map_err(|e| e.to_string())?;
+    let origin = Url::parse(issuer).map_err(|e| e.to_string())?;
+    let builder = WebauthnBuilder::new(&id, &origin).map_err(|e| e.to_string())?;
+    builder.rp_name("latchkey").build().map_err(|e| e.to_string())
 }
 
 /// The user handle of an account, as the WebAuthn library carries it.
@@ -153,9 +137,10 @@ mod tests {
 
     #[test]
     fn passkeys_need_a_host_name() {
-        assert!(RelyingParty::new("https://localhost:8443").webauthn().is_ok());
-        let ip = RelyingParty::new("https://127.0.0.1:8443");
-        let why = ip.webauthn().map(|_| ()).expect_err("an IP address");
+        assert!(relying_party("https://localhost:8443").is_ok());
+        assert_eq!(unavailable("https://localhost:8443"), None);
+        let why = relying_party("https://127.0.0.1:8443").map(|_| ()).expect_err("an IP address");
         assert!(why.contains("127.0.0.1 is an IP address"), "{why}");
+        assert_eq!(unavailable("https://127.0.0.1:8443"), Some(why));
     }
 }

@@ -32,8 +32,6 @@ pub struct AppState {
     pub last_used: Arc<crate::last_used::LastUsed>,
     /// The streams with a long poll waiting on this instance.
     pub long_polls: crate::long_polls::LongPolls,
-    /// The WebAuthn relying party of passkeys (or why there is none).
-    pub relying_party: Arc<crate::passkeys::RelyingParty>,
 }
 
 impl AppState {

@@ -170,6 +170,7 @@ async fn render(
         Ok(list) => list,
         Err(e) => return browser_failure(state, session::BrowserError::Store(e)),
     };
+    let unavailable = crate::passkeys::unavailable(&state.urls.issuer);
     let csrf = session::csrf_token(state, &shown.session);
     let switches = browser
         .accounts
@@ -183,7 +184,7 @@ async fn render(
         accounts: switches,
         apps: &apps,
         passkeys: &passkeys,
-        passkeys_unavailable: state.relying_party.webauthn().err(),
+        passkeys_unavailable: unavailable.as_deref(),
         notice,
         error,
     };

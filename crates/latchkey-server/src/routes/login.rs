@@ -35,7 +35,7 @@ pub fn login_page(
     email: &str,
 ) -> Response {
     let (csrf, set_cookie) = session::login_csrf(headers);
-    let passkeys = state.relying_party.webauthn().is_ok();
+    let passkeys = crate::passkeys::unavailable(&state.urls.issuer).is_none();
     let page = LoginPage { app_name, error, csrf: &csrf, continue_to, email, passkeys };
     let mut response = views::page(status, &page);
     if let Some(c) = set_cookie {

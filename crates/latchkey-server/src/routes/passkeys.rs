@@ -60,13 +60,13 @@ fn unavailable(why: &str) -> Response {
 
 /// The relying party and the authenticator's answer (the form's `credential`) of a ceremony that finishes, or the
 /// status and what to say.
-fn answer_of<'s, T: serde::de::DeserializeOwned>(
-    state: &'s AppState,
+fn answer_of<T: serde::de::DeserializeOwned>(
+    state: &AppState,
     form: &Pairs,
-) -> Result<(&'s Webauthn, T), (StatusCode, &'s str)> {
-    let rp = state.relying_party.webauthn().map_err(|why| (StatusCode::CONFLICT, why))?;
+) -> Result<(Webauthn, T), (StatusCode, String)> {
+    let rp = passkeys::relying_party(&state.urls.issuer).map_err(|why| (StatusCode::CONFLICT, why))?;
     let answer = serde_json::from_str(field(form, "credential"))
-        .map_err(|_| (StatusCode::BAD_REQUEST, "The passkey's answer could not be read. Try again."))?;
+        .map_err(|_| (StatusCode::BAD_REQUEST, "The passkey's answer could not be read. Try again.".to_owned()))?;
     Ok((rp, answer))
 }
 
@@ -80,9 +80,9 @@ pub async fn add_options_post(State(state): State<AppState>, headers: HeaderMap,
     if let Err(why) = rules::name(field(&form, "name")) {
         return refused(StatusCode::BAD_REQUEST, why);
     }
-    let rp: &Webauthn = match state.relying_party.webauthn() {
+    let rp = match passkeys::relying_party(&state.urls.issuer) {
         Ok(rp) => rp,
-        Err(why) => return unavailable(why),
+        Err(why) => return unavailable(&why),
     };
     let existing = match state.store.passkeys_of(&user.id).await {
         Ok(list) => list,
@@ -122,7 +122,7 @@ pub async fn add_post(State(state): State<AppState>, headers: HeaderMap, body: B
     };
     let (rp, answer) = match answer_of::<RegisterPublicKeyCredential>(&state, &form) {
         Ok(ok) => ok,
-        Err((status, why)) => return refused(status, why),
+        Err((status, why)) => return refused(status, &why),
     };
     let now = state.clock.now();
     let registration = match passkeys::finish::<PasskeyRegistration>(&*state.store, field(&form, "ceremony"), now).await
@@ -182,9 +182,9 @@ pub async fn signin_options_post(State(state): State<AppState>, headers: HeaderM
     if !session::login_csrf_ok(&headers, field(&form, "csrf")) {
         return refused(StatusCode::FORBIDDEN, "The sign-in form expired. Reload the page and try again.");
     }
-    let rp: &Webauthn = match state.relying_party.webauthn() {
+    let rp = match passkeys::relying_party(&state.urls.issuer) {
         Ok(rp) => rp,
-        Err(why) => return unavailable(why),
+        Err(why) => return unavailable(&why),
     };
     let (options, authentication) = match rp.start_discoverable_authentication() {
         Ok(started) => started,
@@ -204,7 +204,7 @@ pub async fn signin_post(State(state): State<AppState>, headers: HeaderMap, body
     }
     let (rp, answer) = match answer_of::<PublicKeyCredential>(&state, &form) {
         Ok(ok) => ok,
-        Err((status, why)) => return refused(status, why),
+        Err((status, why)) => return refused(status, &why),
     };
     let now = state.clock.now();
     let authentication =

@@ -68,7 +68,8 @@ async fn a_passkey_added_on_the_account_page_signs_in_to_an_app_without_email_or
         assert_eq!(name, "Test laptop");
         let kept = server.store().passkeys_of(&alice).await.expect("passkeys");
         assert_eq!(kept.len(), 1);
-        assert!(!kept[0].credential.contains("private"), "only the public half is kept");
+        let credential: serde_json::Value = serde_json::from_str(&kept[0].credential).expect("the credential's JSON");
+        assert_eq!(credential["cred"]["cred_id"], kept[0].credential_id.as_str(), "kept under its own credential id");
 
         find(&browser, "#sign-out").await.click().await.expect("sign out");
         wait_for_path(&browser, "/").await;
@@ -100,6 +101,16 @@ async fn a_passkey_added_on_the_account_page_signs_in_to_an_app_without_email_or
         let kinds: Vec<EventKind> =
             server.store().account_events(&alice).await.expect("events").iter().map(|e| e.kind).collect();
         assert_eq!(kinds, [EventKind::PasskeyAdded], "adding it was an event; using it is not");
+
+        browser.goto(&server.url("/account")).await.expect("open the account page");
+        find(&browser, "li.passkey form button").await.click().await.expect("Remove");
+        let notice = find(&browser, "#account-notice").await.text().await.expect("notice");
+        assert!(notice.contains("The passkey was removed"), "{notice}");
+        assert!(browser.find(fantoccini::Locator::Css("li.passkey")).await.is_err(), "no passkey listed");
+        assert!(server.store().passkeys_of(&alice).await.expect("passkeys").is_empty());
+        let kinds: Vec<EventKind> =
+            server.store().account_events(&alice).await.expect("events").iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [EventKind::PasskeyAdded, EventKind::PasskeyRemoved]);
     })
     .await;
 }
