@@ -108,23 +108,24 @@ else
 fi
 
 # Each run makes and drops some 1,300 throwaway schemas (one per test on PostgreSQL). PostgreSQL reuses their catalog
-# rows' space but never gives it back, and catalogs grown over a day of runs (1.2 GB, pg_attribute alone 554 MB) made
-# the PostgreSQL tests markedly slower. Compacting the test database's catalogs takes about 2 s.
+# rows' space but never gives it back: a day of runs grew the test database's catalogs to 1.2 GB (pg_attribute alone
+# 554 MB). Compacting them first takes about 2 s, so that every run, CI's on a machine earlier runs used included,
+# starts from small catalogs.
 if [ "$backends" != sqlite ] && command -v psql >/dev/null 2>&1; then
   psql "$LATCHKEY_TEST_DATABASE_URL" -qc "VACUUM FULL pg_catalog.pg_attribute, pg_catalog.pg_depend, \
     pg_catalog.pg_class, pg_catalog.pg_trigger, pg_catalog.pg_constraint, pg_catalog.pg_index, pg_catalog.pg_type, \
     pg_catalog.pg_attrdef, pg_catalog.pg_namespace, pg_catalog.pg_proc, pg_catalog.pg_statistic" >/dev/null 2>&1 || true
 fi
 
-if [ -n "$installing" ]; then
-  await "$installing" "installing ${missing[*]}" target/install-chromium.log
-  [ "$background_failed" = 0 ] || exit 1
-fi
-
 stage "build, with clippy's lints"
 # A clean checkout builds once: incremental compilation's bookkeeping would only slow it (CI's case).
 [ "${CI:-}" = true ] && export CARGO_INCREMENTAL=0
 cargo nextest run --workspace --all-targets --locked --no-run
+# Chromium is needed from the tests on: its install ran beside the build.
+if [ -n "$installing" ]; then
+  await "$installing" "installing ${missing[*]}" target/install-chromium.log
+  [ "$background_failed" = 0 ] || exit 1
+fi
 # The fuzz targets type-check (their runs are scripts/fuzz.sh, out of this suite: they take an hour) on the CPU
 # time nothing else wants (SCHED_IDLE where `chrt` exists), in a target directory of their own (the fuzz workspace
 # is apart from this one).
