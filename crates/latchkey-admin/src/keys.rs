@@ -173,12 +173,15 @@ pub async fn rotate_due(
     Ok(made)
 }
 
-/// What the store keeps encrypted under the system secrets: a key, or a stream's push authorization.
+/// What the store keeps encrypted under the system secrets: a key, a stream's push authorization, or an
+/// account's TOTP secret.
 enum Sealed {
     /// A key of the `keys` table, by id.
     Key(u32),
     /// The push authorization of a stream, by stream id.
     Push(String),
+    /// The authenticator-app secret of an account, by user id.
+    Totp(String),
 }
 
 /// Everything the store keeps sealed, with its kind and its stored form.
@@ -191,6 +194,9 @@ async fn sealed_items(store: &dyn Store) -> StoreResult<Vec<(KeyKind, Sealed, Ve
         if let Some(auth) = s.push_auth {
             out.push((KeyKind::PushAuthorization, Sealed::Push(s.stream_id), auth));
         }
+    }
+    for (user, secret) in store.totp_secrets().await? {
+        out.push((KeyKind::TotpSecret, Sealed::Totp(user), secret));
     }
     Ok(out)
 }
@@ -269,6 +275,7 @@ pub async fn reencrypt(store: &dyn Store, secrets: &SystemSecrets, scope: Scope)
             let replaced = match &item {
                 Sealed::Key(id) => store.replace_key_secret(*id, &stored, &sealed).await?,
                 Sealed::Push(stream) => store.replace_push_auth(stream, &stored, &sealed).await?,
+                Sealed::Totp(user) => store.replace_totp_secret(user, &stored, &sealed).await?,
             };
             if replaced {
                 done.reencrypted += 1;
@@ -288,6 +295,7 @@ fn unreadable(kind: KeyKind, item: &Sealed, e: SecretsError) -> StoreError {
     match item {
         Sealed::Key(id) => StoreError::Other(format!("{} key {id}: {e}", kind.as_str())),
         Sealed::Push(stream) => StoreError::Other(format!("the push authorization of stream {stream}: {e}")),
+        Sealed::Totp(user) => StoreError::Other(format!("the authenticator-app secret of account {user}: {e}")),
     }
 }
 
@@ -296,7 +304,9 @@ fn new_secret(kind: KeyKind) -> StoreResult<Vec<u8>> {
         KeyKind::Mac => Ok(random_bytes(32, &OsRandom)),
         KeyKind::IdToken => SigningKey::generate_pkcs8(&OsRandom).map_err(|e| StoreError::Other(e.to_string())),
         KeyKind::Event => new_rsa_pkcs8(),
-        KeyKind::PushAuthorization => Err(StoreError::Other("a push authorization is not a key".into())),
+        KeyKind::PushAuthorization | KeyKind::TotpSecret => {
+            Err(StoreError::Other(format!("a {} is not a key", kind.as_str())))
+        }
     }
 }
 
@@ -350,7 +360,7 @@ async fn load_set(store: &dyn Store, secrets: &SystemSecrets, now: UnixTime) -> 
                     RsaSigningKey::from_pkcs8(material.expose())
                         .map_err(|e| StoreError::Other(format!("key {}: {e}", k.id)))?,
                 ),
-                KeyKind::PushAuthorization => {}
+                KeyKind::PushAuthorization | KeyKind::TotpSecret => {}
             }
         }
     }

@@ -30,6 +30,7 @@ pub mod service_account_keys;
 pub mod service_accounts;
 pub mod signing_keys;
 pub mod streams;
+pub mod two_step;
 pub mod users;
 
 pub use actor::{Access, Actor, ClientRef, Right};
@@ -47,7 +48,8 @@ pub use clients::{
 };
 pub(crate) use users::valid_email;
 pub use users::{
-    find_user, user_create, user_delete, user_list, user_require_password_change, user_set_disabled, user_show,
+    find_user, user_create, user_delete, user_list, user_require_password_change, user_reset_two_step,
+    user_set_disabled, user_set_password, user_show,
 };
 
 use crate::clock::OsRandom;

@@ -322,9 +322,10 @@ pub struct UserDetail {
 /// One way an account signs in, as the operator sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SignInMethod {
-    /// `password` or `passkey`.
+    /// `password`, `passkey`, `totp` (an authenticator app) or `recovery_codes`.
     pub kind: &'static str,
-    /// The passkey's name (the password's is `password`).
+    /// The passkey's name; for the others, what they are (`password`, `authenticator app`, and how many recovery
+    /// codes are left).
     pub name: String,
     /// When it was made (the password: when the account was).
     pub created_at: i64,

@@ -1,7 +1,7 @@
 //! The people with accounts: create, list, show, delete, disable, and a required password change.
 
 use crate::clock::OsRandom;
-use crate::results::{SignInMethod, UserChanged, UserCreated, UserDetail, UserList, UserView};
+use crate::results::{UserChanged, UserCreated, UserDetail, UserList, UserView};
 use crate::{accounts, random_digits, AdminError, AdminResult};
 use latchkey_core::account::AccountChange;
 use latchkey_core::time::UnixTime;
@@ -63,18 +63,10 @@ pub async fn find_user(store: &dyn Store, id_or_email: &str) -> Result<User, Adm
 /// Shows a user, by id or e-mail.
 pub async fn user_show(store: &dyn Store, id_or_email: &str) -> AdminResult<UserDetail> {
     let u = find_user(store, id_or_email).await?;
-    let password =
-        SignInMethod { kind: "password", name: "password".into(), created_at: u.created_at.0, last_used_at: None };
-    let passkeys = store.passkeys_of(&u.id).await?.into_iter().map(|k| SignInMethod {
-        kind: "passkey",
-        name: k.name,
-        created_at: k.created_at.0,
-        last_used_at: k.last_used_at.map(|t| t.0),
-    });
     Ok(UserDetail {
         channel_id: store.channel_of(&u.id).await?.map(|c| c.id),
+        methods: crate::two_step::methods(store, &u).await?,
         user: UserView::from(&u),
-        methods: std::iter::once(password).chain(passkeys).collect(),
     })
 }
 
@@ -115,4 +107,24 @@ pub async fn user_set_disabled(
         return Err(AdminError::NotFound(format!("user {id_or_email}")));
     }
     Ok(UserChanged { user_id: u.id, deleted: None, disabled: Some(disabled) })
+}
+
+/// Sets a user's password as an operator (no current password): every session ends.
+pub async fn user_set_password(
+    store: &dyn Store,
+    id_or_email: &str,
+    new_password: &str,
+    now: UnixTime,
+) -> AdminResult<crate::results::UserChanged> {
+    let user = find_user(store, id_or_email).await?;
+    accounts::change_password(store, &user, true, new_password, None, now).await?;
+    Ok(crate::results::UserChanged { user_id: user.id, deleted: None, disabled: None })
+}
+
+/// Resets a locked-out person's second steps (`latchkey admin user reset-2sv`), by id or e-mail: see
+/// [`crate::two_step::reset`].
+pub async fn user_reset_two_step(store: &dyn Store, id_or_email: &str, now: UnixTime) -> AdminResult<UserChanged> {
+    let u = find_user(store, id_or_email).await?;
+    crate::two_step::reset(store, &u, now).await?;
+    Ok(UserChanged { user_id: u.id, deleted: None, disabled: None })
 }

@@ -46,6 +46,39 @@ pub enum AccountChange {
         /// The hash of the session that removed it, which stays signed in.
         keep: Option<Vec<u8>>,
     },
+    /// 2-step verification is turned on: an authenticator app's secret (sealed under the system secrets) and a
+    /// first set of recovery codes (their hashes). Nothing changes when it is on already.
+    TwoStepOn {
+        /// The TOTP secret, sealed.
+        secret: Vec<u8>,
+        /// The recovery codes' hashes.
+        recovery_codes: Vec<Vec<u8>>,
+    },
+    /// 2-step verification is turned off (the app's secret and the recovery codes go); every session but `keep`
+    /// ends.
+    TwoStepOff {
+        /// The hash of the session that turned it off, which stays signed in.
+        keep: Option<Vec<u8>>,
+    },
+    /// A new set of recovery codes replaces the old one (only while 2-step verification is on).
+    RecoveryCodesRenewed {
+        /// The new codes' hashes.
+        recovery_codes: Vec<Vec<u8>>,
+    },
+    /// A recovery code signed someone in: it is used up. Nothing changes for a code used already or unknown.
+    RecoveryCodeUsed {
+        /// The code's hash.
+        code_hash: Vec<u8>,
+    },
+    /// The account stops having a password ("passkey only"); allowed only while it has a passkey. 2-step
+    /// verification goes with it (it guards password sign-ins), and every session but `keep` ends.
+    PasswordRemoved {
+        /// The hash of the session that removed it, which stays signed in.
+        keep: Option<Vec<u8>>,
+    },
+    /// An operator resets a locked-out person's second steps: the authenticator app, the recovery codes and the
+    /// passkeys go, and every session ends. They sign in with their password and enrol again.
+    TwoStepReset,
 }
 
 impl AccountChange {
@@ -61,6 +94,12 @@ impl AccountChange {
             Self::CredentialChangeRequired => EventKind::CredentialChangeRequired,
             Self::PasskeyAdded { .. } => EventKind::PasskeyAdded,
             Self::PasskeyRemoved { .. } => EventKind::PasskeyRemoved,
+            Self::TwoStepOn { .. } => EventKind::TwoStepOn,
+            Self::TwoStepOff { .. } => EventKind::TwoStepOff,
+            Self::RecoveryCodesRenewed { .. } => EventKind::RecoveryCodesRenewed,
+            Self::RecoveryCodeUsed { .. } => EventKind::RecoveryCodeUsed,
+            Self::PasswordRemoved { .. } => EventKind::PasswordRemoved,
+            Self::TwoStepReset => EventKind::TwoStepReset,
         }
     }
 
@@ -96,11 +135,23 @@ pub enum EventKind {
     PasskeyAdded,
     /// A passkey was removed from the account (and its other sessions ended).
     PasskeyRemoved,
+    /// 2-step verification was turned on.
+    TwoStepOn,
+    /// 2-step verification was turned off (and the account's other sessions ended).
+    TwoStepOff,
+    /// The account's recovery codes were replaced.
+    RecoveryCodesRenewed,
+    /// A recovery code was used.
+    RecoveryCodeUsed,
+    /// The account's password was removed: it signs in with passkeys only (its other sessions ended).
+    PasswordRemoved,
+    /// An operator removed the account's second steps and passkeys (and its sessions ended).
+    TwoStepReset,
 }
 
 impl EventKind {
     /// Every kind.
-    pub const ALL: [EventKind; 9] = [
+    pub const ALL: [EventKind; 15] = [
         Self::AccountDisabled,
         Self::AccountEnabled,
         Self::AccountPurged,
@@ -110,6 +161,12 @@ impl EventKind {
         Self::CredentialChangeRequired,
         Self::PasskeyAdded,
         Self::PasskeyRemoved,
+        Self::TwoStepOn,
+        Self::TwoStepOff,
+        Self::RecoveryCodesRenewed,
+        Self::RecoveryCodeUsed,
+        Self::PasswordRemoved,
+        Self::TwoStepReset,
     ];
 
     /// The kind's name in the store.
@@ -124,6 +181,12 @@ impl EventKind {
             Self::CredentialChangeRequired => "credential_change_required",
             Self::PasskeyAdded => "passkey_added",
             Self::PasskeyRemoved => "passkey_removed",
+            Self::TwoStepOn => "two_step_on",
+            Self::TwoStepOff => "two_step_off",
+            Self::RecoveryCodesRenewed => "recovery_codes_renewed",
+            Self::RecoveryCodeUsed => "recovery_code_used",
+            Self::PasswordRemoved => "password_removed",
+            Self::TwoStepReset => "two_step_reset",
         }
     }
 

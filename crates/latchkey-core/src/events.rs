@@ -62,20 +62,30 @@ pub fn set_events(kind: EventKind, at: UnixTime, revoked_prefix: Option<&str>) -
         EventKind::AccountDisabled => vec![SetEvent::new(types::ACCOUNT_DISABLED, json!({}))],
         EventKind::AccountEnabled => vec![SetEvent::new(types::ACCOUNT_ENABLED, json!({}))],
         EventKind::AccountPurged => vec![SetEvent::new(types::ACCOUNT_PURGED, json!({}))],
-        EventKind::CredentialChanged | EventKind::PasskeyRemoved => {
-            let (credential, change) = match kind {
-                EventKind::PasskeyRemoved => ("fido2-platform", "revoke"),
-                _ => ("password", "update"),
-            };
-            let change = json!({ "credential_type": credential, "change_type": change, "event_timestamp": at.0 });
-            let mut v = vec![SetEvent::new(types::CREDENTIAL_CHANGE, change)];
-            v.extend(sessions());
+        EventKind::CredentialChanged
+        | EventKind::PasskeyAdded
+        | EventKind::PasskeyRemoved
+        | EventKind::TwoStepOn
+        | EventKind::TwoStepOff
+        | EventKind::RecoveryCodesRenewed
+        | EventKind::RecoveryCodeUsed
+        | EventKind::PasswordRemoved
+        | EventKind::TwoStepReset => {
+            let mut v: Vec<SetEvent> = credential_changes(kind)
+                .iter()
+                .map(|(credential, change, name)| {
+                    let mut p =
+                        json!({ "credential_type": credential, "change_type": change, "event_timestamp": at.0 });
+                    if let Some(name) = name {
+                        p["friendly_name"] = json!(name);
+                    }
+                    SetEvent::new(types::CREDENTIAL_CHANGE, p)
+                })
+                .collect();
+            if ends_sessions(kind) {
+                v.extend(sessions());
+            }
             v
-        }
-        EventKind::PasskeyAdded => {
-            let change =
-                json!({ "credential_type": "fido2-platform", "change_type": "create", "event_timestamp": at.0 });
-            vec![SetEvent::new(types::CREDENTIAL_CHANGE, change)]
         }
         EventKind::SessionsRevoked => sessions().to_vec(),
         EventKind::TokensRevoked => vec![SetEvent::new(
@@ -89,6 +99,34 @@ pub fn set_events(kind: EventKind, at: UnixTime, revoked_prefix: Option<&str>) -
             vec![SetEvent::new(types::ACCOUNT_CREDENTIAL_CHANGE_REQUIRED, json!({}))]
         }
     }
+}
+
+/// The CAEP `credential-change` events a change of sign-in methods causes: `credential_type`, `change_type`
+/// and, where the type alone does not say which method, a `friendly_name`. An authenticator app and its recovery
+/// codes are both the `app` credential (CAEP has no type of its own for recovery codes).
+fn credential_changes(kind: EventKind) -> &'static [(&'static str, &'static str, Option<&'static str>)] {
+    const APP: Option<&str> = Some("authenticator app");
+    const CODES: Option<&str> = Some("recovery codes");
+    match kind {
+        EventKind::CredentialChanged => &[("password", "update", None)],
+        EventKind::PasskeyAdded => &[("fido2-platform", "create", None)],
+        EventKind::PasskeyRemoved => &[("fido2-platform", "revoke", None)],
+        EventKind::TwoStepOn => &[("app", "create", APP)],
+        EventKind::TwoStepOff => &[("app", "revoke", APP)],
+        EventKind::RecoveryCodesRenewed | EventKind::RecoveryCodeUsed => &[("app", "update", CODES)],
+        EventKind::PasswordRemoved => &[("password", "revoke", None)],
+        EventKind::TwoStepReset => &[("app", "revoke", APP), ("fido2-platform", "revoke", None)],
+        _ => &[],
+    }
+}
+
+/// Whether a change of sign-in methods also ends sessions (and says so with the session events): a method taken
+/// away, or a new password.
+fn ends_sessions(kind: EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::PasskeyAdded | EventKind::TwoStepOn | EventKind::RecoveryCodesRenewed | EventKind::RecoveryCodeUsed
+    )
 }
 
 /// The subject of a SET (RFC 9493), as the store keeps it for a delivery: the format and its one value.
@@ -194,6 +232,30 @@ mod tests {
         let named = &set_events(EventKind::TokensRevoked, UnixTime(1), Some("lkr_abc"))[0].payload;
         assert_eq!(named, &json!({"token_identifier_alg": "prefix", "token": "lkr_abc"}));
         assert_eq!(set_events(EventKind::TokensRevoked, UnixTime(1), None)[0].payload, json!({}));
+    }
+
+    #[test]
+    fn second_steps_are_app_credential_changes_and_taking_one_away_ends_sessions() {
+        let on = set_events(EventKind::TwoStepOn, UnixTime(5), None);
+        assert_eq!(
+            on.iter().map(|e| &e.payload).collect::<Vec<_>>(),
+            [&json!({"credential_type": "app", "change_type": "create", "event_timestamp": 5,
+                     "friendly_name": "authenticator app"})]
+        );
+        let used = set_events(EventKind::RecoveryCodeUsed, UnixTime(5), None);
+        assert_eq!((used.len(), &used[0].payload["friendly_name"]), (1, &json!("recovery codes")));
+        let reset = set_events(EventKind::TwoStepReset, UnixTime(5), None);
+        let types: Vec<_> = reset.iter().map(|e| e.event_type).collect();
+        assert_eq!(
+            types,
+            [types::CREDENTIAL_CHANGE, types::CREDENTIAL_CHANGE, types::SESSIONS_REVOKED, types::SESSION_REVOKED]
+        );
+        assert_eq!(reset[1].payload["credential_type"], "fido2-platform");
+        for kind in [EventKind::TwoStepOff, EventKind::PasswordRemoved] {
+            let events = set_events(kind, UnixTime(5), None);
+            assert_eq!(events[0].payload["change_type"], "revoke", "{kind:?}");
+            assert_eq!(events.len(), 3, "{kind:?} ends sessions");
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod refresh_token;
 pub mod scope;
 pub mod secret;
 pub mod service_account;
+pub mod sign_in;
 pub mod time;
 pub mod token;
 pub mod useragent;

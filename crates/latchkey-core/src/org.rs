@@ -120,6 +120,8 @@ pub struct Membership {
     pub access: Option<AppAccess>,
     /// The scopes the client is delegated for every member, if it is.
     pub delegated: Option<ScopeSet>,
+    /// The organisation's sign-in policy.
+    pub sign_in: crate::sign_in::Policy,
 }
 
 /// Where a client's project stands: its organisation and audience; and whether the client's identity is assured.
@@ -308,6 +310,13 @@ pub enum OrgChange {
     TrustInternalApps(bool),
     /// The access of apps not listed.
     DefaultAccess(AppAccess),
+    /// The sign-in policy: each setting given changes, the other stays.
+    SignInPolicy {
+        /// Whether a member's password sign-in needs a second step.
+        require_two_step: Option<bool>,
+        /// Whether members sign in with passkeys only.
+        passkeys_only: Option<bool>,
+    },
     /// Delegates a client for these scopes for every member, or (`None`) ends its delegation.
     Delegate {
         /// The client.

@@ -12,6 +12,11 @@ pub struct ClientAddr(pub SocketAddr);
 /// Decoded `name=value` pairs of a query string or form body, in order, repeats kept.
 pub type Pairs = Vec<(String, String)>;
 
+/// The value of the field `name` of a form (the first, if it repeats), or `""`.
+pub fn field<'f>(form: &'f Pairs, name: &str) -> &'f str {
+    form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
+}
+
 /// Decodes `application/x-www-form-urlencoded` text.
 pub fn pairs(text: &[u8]) -> Pairs {
     pairs_at_most(text, usize::MAX)

@@ -36,6 +36,7 @@ pub mod signin_throttle;
 pub mod state;
 pub mod tls;
 pub mod transmitter;
+pub mod two_step;
 pub mod views;
 
 use anyhow::Context;

@@ -169,9 +169,14 @@ impl Browser {
     }
 }
 
-/// Signs `user_id` in in this browser beside its other accounts: stores a new session (ending the account's earlier
-/// one in this browser) and returns the `Set-Cookie` value with the account first.
-pub async fn start(state: &AppState, browser: &Browser, user_id: &str) -> Result<HeaderValue, StartError> {
+/// Signs `user_id` in in this browser beside its other accounts, by `method`: stores a new session (ending the
+/// account's earlier one in this browser) and returns the `Set-Cookie` value with the account first.
+pub async fn start(
+    state: &AppState,
+    browser: &Browser,
+    user_id: &str,
+    method: latchkey_core::sign_in::Method,
+) -> Result<HeaderValue, StartError> {
     let max = state.config.max_accounts_per_browser;
     let earlier = browser.find(user_id);
     if earlier.is_none() && browser.accounts.len() >= max {
@@ -185,6 +190,7 @@ pub async fn start(state: &AppState, browser: &Browser, user_id: &str) -> Result
         user_id: user_id.to_owned(),
         created_at: now,
         expires_at: now.plus(lifetime),
+        method,
     };
     state.store.create_session(&session).await?;
     if let Some(e) = earlier {

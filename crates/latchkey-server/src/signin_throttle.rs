@@ -12,6 +12,9 @@
 //!   address that signed in to it within 30 days (`login-known:{account}|{address}`);
 //! - the account from one address (`login:{account}|{address}`): `login_max_failures`.
 //!
+//! A second step (an authenticator app's code, a recovery code) is counted the same way under keys of its own
+//! (`2sv:...`, [`admit_second_step`]).
+//!
 //! The account is its user id (so that no other spelling of its e-mail counts apart), or for an e-mail with no
 //! account the address as typed, lower case.
 //!
@@ -55,8 +58,28 @@ const KNOWN_FOR_SECS: i64 = 30 * 86_400;
 /// days is not held back by the account-wide limit (only by its own), so guesses from elsewhere cannot keep the
 /// account's owner out.
 pub async fn admit<'s>(state: &'s AppState, account: &str, addr: Option<IpAddr>) -> Result<Attempt<'s>, NotChecked> {
+    admit_under(state, "login", account, addr).await
+}
+
+/// Counts an attempt at a second step (an authenticator app's code or a recovery code) of `user_id` from `addr`,
+/// under the same limits as passwords but keys of its own (`2sv:...`): a right password, which clears its own
+/// counts, never clears these, so knowing the password does not buy more guesses at the code.
+pub async fn admit_second_step<'s>(
+    state: &'s AppState,
+    user_id: &str,
+    addr: Option<IpAddr>,
+) -> Result<Attempt<'s>, NotChecked> {
+    admit_under(state, "2sv", user_id, addr).await
+}
+
+async fn admit_under<'s>(
+    state: &'s AppState,
+    kind: &str,
+    account: &str,
+    addr: Option<IpAddr>,
+) -> Result<Attempt<'s>, NotChecked> {
     let address = addr.map(address_group).unwrap_or_default();
-    let keys = [format!("login:{account}"), format!("login:{account}|{address}"), format!("login-ip:{address}")];
+    let keys = [format!("{kind}:{account}"), format!("{kind}:{account}|{address}"), format!("{kind}-ip:{address}")];
     let c = &state.config;
     let windows = LoginWindows { base: c.login_failure_window, longest: LONGEST_LOGIN_WINDOW };
     let now = state.clock.now();
@@ -67,7 +90,8 @@ pub async fn admit<'s>(state: &'s AppState, account: &str, addr: Option<IpAddr>)
     if let Some(n) = address_count.filter(|n| n.count > per_address) {
         return Err(NotChecked::Throttled(retry_after(now, n.until)));
     }
-    let known = store.login_failures(&known_key(account, &address), now).await.map_err(NotChecked::Store)? > 0;
+    let known_key = format!("{kind}-known:{account}|{address}");
+    let known = store.login_failures(&known_key, now).await.map_err(NotChecked::Store)? > 0;
     let limits = [(keys[0].as_str(), c.login_account_max_failures), (keys[1].as_str(), c.login_max_failures)];
     let counts = store.record_login_attempts(&limits, now, windows).await.map_err(NotChecked::Store)?;
     let over = counts
@@ -80,12 +104,7 @@ pub async fn admit<'s>(state: &'s AppState, account: &str, addr: Option<IpAddr>)
     if let Some(until) = over {
         return Err(NotChecked::Throttled(retry_after(now, until)));
     }
-    Ok(Attempt { state, keys, known: known_key(account, &address) })
-}
-
-/// The key noting that `address` signed in to `account` lately.
-fn known_key(account: &str, address: &str) -> String {
-    format!("login-known:{account}|{address}")
+    Ok(Attempt { state, keys, known: known_key })
 }
 
 fn retry_after(now: UnixTime, until: UnixTime) -> u64 {
@@ -97,10 +116,24 @@ impl Attempt<'_> {
     /// guess) and clears the account's count from this address. A check the gate refused (its queue full) is taken
     /// back too: it checked nothing.
     pub async fn check(self, password: &str, phc: Option<String>) -> Result<bool, NotChecked> {
-        let [account, pair, address] = &self.keys;
         let store = &self.state.store;
         match self.state.passwords.verify(password.to_owned(), phc).await {
-            Ok(true) => {
+            Ok(ok) => self.settle(ok).await,
+            Err(Busy) => {
+                let [account, pair, address] = &self.keys;
+                store.forgive_login_attempts(&[account, pair, address]).await.map_err(NotChecked::Store)?;
+                Err(NotChecked::Busy)
+            }
+        }
+    }
+
+    /// Settles an attempt checked elsewhere (a second step's code): a right one is taken back and makes the
+    /// address known to the account, as a right password does; a wrong one stays counted.
+    pub async fn settle(self, ok: bool) -> Result<bool, NotChecked> {
+        let [account, pair, address] = &self.keys;
+        let store = &self.state.store;
+        match ok {
+            true => {
                 store.clear_login_failures(pair).await.map_err(NotChecked::Store)?;
                 store.forgive_login_attempts(&[account, address]).await.map_err(NotChecked::Store)?;
                 // This address is now known to the account (for 30 days from its latest sign-in).
@@ -110,11 +143,7 @@ impl Attempt<'_> {
                 store.record_login_attempts(&[(&self.known, u32::MAX)], now, known).await.map_err(NotChecked::Store)?;
                 Ok(true)
             }
-            Ok(false) => Ok(false),
-            Err(Busy) => {
-                store.forgive_login_attempts(&[account, pair, address]).await.map_err(NotChecked::Store)?;
-                Err(NotChecked::Busy)
-            }
+            false => Ok(false),
         }
     }
 }

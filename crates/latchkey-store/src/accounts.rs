@@ -60,6 +60,11 @@ static DISABLE: Sql = Sql::new("UPDATE users SET disabled_at = $1 WHERE id = $2 
 static ENABLE: Sql = Sql::new("UPDATE users SET disabled_at = NULL WHERE id = $1 AND disabled_at IS NOT NULL");
 static DELETE: Sql = Sql::new("DELETE FROM users WHERE id = $1");
 static SET_PASSWORD: Sql = Sql::new("UPDATE users SET password_hash = $1 WHERE id = $2");
+/// An account without a password has `''` for its hash; only one with a passkey may lose it.
+static REMOVE_PASSWORD: Sql = Sql::new(
+    "UPDATE users SET password_hash = '' WHERE id = $1 AND password_hash <> '' \
+     AND EXISTS (SELECT 1 FROM passkeys WHERE user_id = $1)",
+);
 /// Ends a user's sessions but the one whose hash is `$2` (an empty hash keeps none).
 static END_SESSIONS: Sql = Sql::new("DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2");
 static REVOKE_APP: Sql =
@@ -123,6 +128,36 @@ fn apply<'t>(
                 if n > 0 {
                     tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?;
                 }
+                n
+            }
+            AccountChange::TwoStepOn { secret, recovery_codes } => {
+                crate::two_step::turn_on(tx, user, secret, recovery_codes, now).await?
+            }
+            AccountChange::TwoStepOff { keep } => {
+                let n = crate::two_step::turn_off(tx, user).await?;
+                if n > 0 {
+                    tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?;
+                }
+                n
+            }
+            AccountChange::RecoveryCodesRenewed { recovery_codes } => {
+                crate::two_step::renew_codes(tx, user, recovery_codes, now).await?
+            }
+            AccountChange::RecoveryCodeUsed { code_hash } => {
+                crate::two_step::use_code(tx, user, code_hash, now).await?
+            }
+            AccountChange::PasswordRemoved { keep } => {
+                let n = tx.exec(&REMOVE_PASSWORD, args![user]).await?;
+                if n > 0 {
+                    crate::two_step::turn_off(tx, user).await?;
+                    tx.exec(&END_SESSIONS, args![user, keep.as_ref().unwrap_or(&keep_none)]).await?;
+                }
+                n
+            }
+            AccountChange::TwoStepReset => {
+                let n = crate::two_step::turn_off(tx, user).await?
+                    + tx.exec(&crate::passkeys::REMOVE_ALL, args![user]).await?;
+                tx.exec(&END_SESSIONS, args![user, &keep_none]).await?;
                 n
             }
             AccountChange::AppAccessRemoved { client_id } => {

@@ -12,6 +12,7 @@ mod served;
 mod service_accounts;
 mod streams;
 mod throttle;
+mod two_step;
 pub use audit::a_revocation_and_its_audit_record_commit_together;
 pub use checks::{Check, Run, CHECKS};
 
@@ -158,6 +159,7 @@ async fn users_channels_and_sessions(store: &dyn Store) {
         user_id: user_id.clone(),
         created_at: T0,
         expires_at: T0.plus(60),
+        method: latchkey_core::sign_in::Method::TwoStep,
     };
     store.create_session(&session).await.expect("session");
     assert_eq!(store.session(&session.token_hash, T0.plus(59)).await.expect("get"), Some(session.clone()));

@@ -43,6 +43,7 @@ pub mod sqlite;
 mod streams;
 #[cfg(any(test, feature = "conformance"))]
 pub mod test_database;
+mod two_step;
 mod users;
 
 pub use accounts::{Accounts, LiveGrant};
@@ -63,6 +64,7 @@ pub use replay::Replay;
 pub use served::{Served, ServedUrls};
 pub use service_accounts::{ContentOwner, ServiceAccount, ServiceAccountKey, ServiceAccounts, MAX_KEYS};
 pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
+pub use two_step::{RecoveryCodes, Totp, TwoStep};
 pub use users::{LoginCount, LoginWindows, Users, LONGEST_LOGIN_WINDOW};
 
 use std::sync::Arc;
@@ -72,7 +74,7 @@ use std::time::Duration;
 pub mod prelude {
     pub use crate::{
         Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Served, ServiceAccounts,
-        Store, Streams, Users,
+        Store, Streams, TwoStep, Users,
     };
 }
 
@@ -100,7 +102,8 @@ store_of!(
     Streams,
     ServiceAccounts,
     Served,
-    Passkeys
+    Passkeys,
+    TwoStep
 );
 
 /// A storage failure.

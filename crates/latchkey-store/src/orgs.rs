@@ -66,8 +66,8 @@ pub trait Orgs: Send + Sync {
 /// [`membership_from_row`] reads them.
 macro_rules! membership_columns {
     () => {
-        "m.org_id, m.admin, o.restricted_scopes, o.default_access, o.trust_internal, a.access, a.scopes AS app_scopes, \
-         a.delegated"
+        "m.org_id, m.admin, o.restricted_scopes, o.default_access, o.trust_internal, o.require_two_step, o.passkeys_only, a.access, \
+         a.scopes AS app_scopes, a.delegated"
     };
 }
 /// The organisation and listing joined to a member row `m` for the client `$client`.
@@ -84,7 +84,8 @@ pub(crate) use {membership_columns, membership_joins};
 /// An organisation's columns, in the order [`org_from_row`] reads them.
 macro_rules! org_columns {
     () => {
-        "SELECT id, name, created_at, restricted_scopes, default_access, trust_internal FROM orgs"
+        "SELECT id, name, created_at, restricted_scopes, default_access, trust_internal, require_two_step, passkeys_only \
+         FROM orgs"
     };
 }
 static ORG: Sql = Sql::new(concat!(org_columns!(), " WHERE id = $1"));
@@ -115,6 +116,15 @@ fn org_from_row(r: &dyn StoreRow) -> StoreResult<Org> {
         restricted: rows::scope_bits(r, "restricted_scopes")?,
         default_access: default_access(r)?,
         trust_internal: r.flag("trust_internal")?,
+        sign_in: sign_in_policy(r)?,
+    })
+}
+
+/// The `require_two_step` and `passkeys_only` columns.
+fn sign_in_policy(r: &dyn StoreRow) -> StoreResult<latchkey_core::sign_in::Policy> {
+    Ok(latchkey_core::sign_in::Policy {
+        require_two_step: r.flag("require_two_step")?,
+        passkeys_only: r.flag("passkeys_only")?,
     })
 }
 
@@ -158,6 +168,7 @@ pub(crate) fn membership_from_row(r: &dyn StoreRow) -> StoreResult<Option<Member
         restricted: rows::scope_bits(r, "restricted_scopes")?,
         default_access: default_access(r)?,
         trust_internal: r.flag("trust_internal")?,
+        sign_in: sign_in_policy(r)?,
         access: rows::app_access(r, "access", "app_scopes")?,
         delegated: delegated(r)?,
     }))

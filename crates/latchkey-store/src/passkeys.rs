@@ -53,8 +53,15 @@ pub(crate) static ADD: Sql = Sql::new(
     "INSERT INTO passkeys (credential_id, user_id, name, credential, created_at) VALUES ($1, $2, $3, $4, $5) \
      ON CONFLICT (credential_id) DO NOTHING",
 );
-/// Removed through `change_account`: only the account's own.
-pub(crate) static REMOVE: Sql = Sql::new("DELETE FROM passkeys WHERE credential_id = $1 AND user_id = $2");
+/// Removed through `change_account`: only the account's own, and never the last one of an account without a
+/// password (it could not sign in).
+pub(crate) static REMOVE: Sql = Sql::new(
+    "DELETE FROM passkeys WHERE credential_id = $1 AND user_id = $2 AND (\
+     EXISTS (SELECT 1 FROM users WHERE id = $2 AND password_hash <> '') \
+     OR (SELECT COUNT(*) FROM passkeys WHERE user_id = $2) > 1)",
+);
+/// Every passkey of an account (an operator's reset).
+pub(crate) static REMOVE_ALL: Sql = Sql::new("DELETE FROM passkeys WHERE user_id = $1");
 static PUT_CEREMONY: Sql =
     Sql::new("INSERT INTO webauthn_ceremonies (id_hash, user_id, sealed, expires_at) VALUES ($1, $2, $3, $4)");
 static READ_CEREMONY: Sql = Sql::new("SELECT user_id, sealed, expires_at FROM webauthn_ceremonies WHERE id_hash = $1");

@@ -46,6 +46,8 @@ pub struct Org {
     pub default_access: AppAccess,
     /// Whether the clients of its own projects are trusted.
     pub trust_internal: bool,
+    /// Its sign-in policy for its members.
+    pub sign_in: latchkey_core::sign_in::Policy,
 }
 
 /// A member of an organisation.
@@ -132,6 +134,8 @@ pub struct Session {
     pub created_at: UnixTime,
     /// When the session ends.
     pub expires_at: UnixTime,
+    /// How the user signed in.
+    pub method: latchkey_core::sign_in::Method,
 }
 
 /// The refresh-token limits (`docs/decisions.md`, "Refresh tokens"): issuing one more invalidates the oldest of the
@@ -185,6 +189,9 @@ pub enum KeyKind {
     /// Not a key of the `keys` table: a push receiver's `Authorization` header, which the server encrypts under
     /// the system secrets with this kind's name bound to it.
     PushAuthorization,
+    /// Not a key of the `keys` table: an account's authenticator-app (TOTP) secret, with its account's id, which
+    /// the server encrypts under the system secrets with this kind's name bound to it.
+    TotpSecret,
 }
 
 impl KeyKind {
@@ -195,6 +202,7 @@ impl KeyKind {
             Self::IdToken => "id_token",
             Self::Event => "event",
             Self::PushAuthorization => "push_authorization",
+            Self::TotpSecret => "totp_secret",
         }
     }
 

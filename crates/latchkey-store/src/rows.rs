@@ -311,6 +311,10 @@ pub(crate) fn session_from_row(r: &dyn StoreRow) -> StoreResult<Session> {
         user_id: r.text("user_id")?,
         created_at: time(r, "created_at")?,
         expires_at: time(r, "expires_at")?,
+        method: {
+            let m = r.text("method")?;
+            latchkey_core::sign_in::Method::parse(&m).ok_or_else(|| StoreError::Other(format!("sign-in method {m}")))?
+        },
     })
 }
 

@@ -166,7 +166,7 @@ value_from!(Int:
     UnixTime => |t: UnixTime| Some(t.0),
     Option<UnixTime> => |t: Option<UnixTime>| t.map(|t| t.0),
 );
-value_from!(Bool: bool => Some);
+value_from!(Bool: bool => Some, Option<bool> => std::convert::identity);
 value_from!(Text:
     &'a str => |s| Some(Cow::Borrowed(s)),
     &'a String => |s: &'a String| Some(Cow::Borrowed(s.as_str())),

@@ -89,9 +89,9 @@ static CHANNEL_OF: Sql =
     Sql::new("SELECT id, user_id, title, description, created_at FROM channels WHERE user_id = $1");
 
 static CREATE_SESSION: Sql =
-    Sql::new("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)");
+    Sql::new("INSERT INTO sessions (token_hash, user_id, created_at, expires_at, method) VALUES ($1, $2, $3, $4, $5)");
 static SESSION: Sql = Sql::new(
-    "SELECT s.token_hash, s.user_id, s.created_at, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id \
+    "SELECT s.token_hash, s.user_id, s.created_at, s.expires_at, s.method FROM sessions s JOIN users u ON u.id = s.user_id \
      WHERE s.token_hash = $1 AND s.expires_at > $2 AND u.disabled_at IS NULL",
 );
 static DELETE_SESSION: Sql = Sql::new("DELETE FROM sessions WHERE token_hash = $1");
@@ -187,7 +187,8 @@ impl<E: Engine> Users for Db<E> {
     }
 
     async fn create_session(&self, s: &Session) -> StoreResult<()> {
-        self.exec(&CREATE_SESSION, args![&s.token_hash, &s.user_id, s.created_at, s.expires_at]).await?;
+        self.exec(&CREATE_SESSION, args![&s.token_hash, &s.user_id, s.created_at, s.expires_at, s.method.as_str()])
+            .await?;
         Ok(())
     }
 

@@ -16,8 +16,10 @@
 //! 4. [`max_age`]: an account that signed in longer ago than `max_age` signs in again (OIDC Core §3.1.2.1).
 //! 5. [`without_prompt`]: with `prompt=none`, whatever would need a page goes back to the app as its error
 //!    (OIDC Core §3.1.2.6): `login_required`, `account_selection_required`.
-//! 6. [`policy`]: the organisation's audience and policy for the account ([`crate::org::decide`]); with
-//!    `prompt=none` a refusal goes back to the app, otherwise it is a page.
+//! 6. [`policy`]: the organisation's rules for the account: its sign-in policy (2-step verification required,
+//!    passkeys only) against how the session signed in, which signs in again when it falls short; then its
+//!    audience and app policy ([`crate::org::decide`]). With `prompt=none` a refusal goes back to the app,
+//!    otherwise it is a page.
 //! 7. [`consent`]: no consent page for a delegated app whose identity is assured (a code at once); otherwise the
 //!    consent page, or `consent_required` with `prompt=none`.
 //!
@@ -30,6 +32,7 @@ use crate::authorize::{self, AuthorizeParams, Context, ValidRequest};
 use crate::client::Client;
 use crate::org::{self, Audience, Consent, Membership, Placement};
 use crate::scope::{ScopeRegistry, ScopeSet};
+use crate::sign_in;
 use crate::time::UnixTime;
 use crate::{ErrorCode, OAuthError};
 
@@ -55,6 +58,8 @@ pub struct Account<'a> {
     pub email: &'a str,
     /// When its session signed in.
     pub signed_in_at: UnixTime,
+    /// How its session signed in.
+    pub method: sign_in::Method,
 }
 
 /// The session cookie named sessions latchkey did not make: the browser's accounts cannot be read.
@@ -122,6 +127,16 @@ pub enum Outcome {
     SignIn(Box<Checked>, String),
     /// The account chooser.
     ChooseAccount(Box<Checked>),
+    /// The account's organisation asks for a stronger sign-in than its session's (2-step verification, or a
+    /// passkey): the sign-in page again, pre-filled with its address, saying why.
+    StepUp {
+        /// The request.
+        checked: Box<Checked>,
+        /// The account's e-mail address.
+        email: String,
+        /// Whether only a passkey will do.
+        passkeys_only: bool,
+    },
     /// The consent page for the account at this index of the browser's, in this form; `again` says why it is
     /// shown once more.
     Consent {
@@ -191,11 +206,11 @@ pub async fn show<P: AuthorizePorts>(
         Err(outcome) => return Ok(*outcome),
     };
     let (checked, index) = account;
-    let consent = match policy(ports, &checked, accounts[index].user_id).await? {
-        Ok(consent) => consent,
-        Err(refused) => return Ok(Outcome::Refused(refused)),
+    let consent = match policy(ports, checked, &accounts[index]).await? {
+        Ok((checked, consent)) => (checked, consent),
+        Err(outcome) => return Ok(*outcome),
     };
-    Ok(self::consent(checked, index, consent))
+    Ok(self::consent(consent.0, index, consent.1))
 }
 
 /// `POST` of the endpoint, the consent page's form: the account it was shown to (the one `authuser` names, or
@@ -221,9 +236,9 @@ pub async fn decide<P: AuthorizePorts>(
         Ok(checked) => Box::new(checked),
         Err(refused) => return Ok(Outcome::Refused(refused)),
     };
-    let consent = match policy(ports, &checked, accounts[index].user_id).await? {
-        Ok(consent) => consent,
-        Err(refused) => return Ok(Outcome::Refused(refused)),
+    let (checked, consent) = match policy(ports, checked, &accounts[index]).await? {
+        Ok(decided) => decided,
+        Err(outcome) => return Ok(*outcome),
     };
     let page_again = |checked, again| Outcome::Consent { checked, account: index, consent, again: Some(again) };
     Ok(match form.decision {
@@ -372,28 +387,39 @@ fn without_prompt(checked: Checked, next: Next) -> Result<(Box<Checked>, usize),
     })
 }
 
-/// Check 6: the organisation's audience and policy for the account, read once. A refusal is a page, never a redirect,
-/// but with `prompt=none`, which may show no page (OIDC Core §3.1.2.6): then it goes back to the app.
+/// Check 6: the organisation's rules for the account, read once: its sign-in policy against how the session
+/// signed in (a stronger sign-in first: [`Outcome::StepUp`]), then its audience and app policy
+/// ([`crate::org::decide`]). A refusal is a page, never a redirect, but with `prompt=none`, which may show no page
+/// (OIDC Core §3.1.2.6): then it goes back to the app (`login_required` for a sign-in to make again).
 pub async fn policy<P: AuthorizePorts>(
     ports: &P,
-    checked: &Checked,
-    user_id: &str,
-) -> Result<Result<Consent, Refused>, P::Error> {
-    let member = ports.membership(user_id, &checked.client.client_id).await?;
+    checked: Box<Checked>,
+    account: &Account<'_>,
+) -> Result<Result<(Box<Checked>, Consent), Box<Outcome>>, P::Error> {
+    let member = ports.membership(account.user_id, &checked.client.client_id).await?;
+    if let Some(m) = member.as_ref().filter(|m| !sign_in::satisfies(account.method, m.sign_in)) {
+        if checked.request.prompt.none {
+            let text = "The user must sign in again as the organisation's policy requires.";
+            return Ok(Err(Box::new(back(&checked.request, ErrorCode::LoginRequired, text))));
+        }
+        let passkeys_only = m.sign_in.passkeys_only;
+        return Ok(Err(Box::new(Outcome::StepUp { checked, email: account.email.to_owned(), passkeys_only })));
+    }
     let placement = Placement {
         org_id: checked.project.org_id.as_deref(),
         audience: checked.project.audience,
         identity_assured: checked.client.identity_assured(ports.now()),
     };
-    Ok(org::decide(placement, member.as_ref(), checked.request.scopes).map_err(|refusal| {
+    let decided = org::decide(placement, member.as_ref(), checked.request.scopes).map_err(|refusal| {
         let error = refusal.error(&checked.client, ports.registry());
-        if checked.request.prompt.none {
+        Box::new(Outcome::Refused(if checked.request.prompt.none {
             let error = OAuthError { redirectable: true, ..error };
             Refused::Back { error, redirect: redirect_of(&checked.request), clear_cookie: false }
         } else {
             Refused::Page(error)
-        }
-    }))
+        }))
+    });
+    Ok(decided.map(|consent| (checked, consent)))
 }
 
 /// Check 7: a code at once when consent is skipped; otherwise the consent page, which `prompt=none` cannot show.

@@ -4,6 +4,7 @@ use super::*;
 use crate::authorize::tests::desktop;
 use crate::flow::tests::block_on;
 use crate::org::AppAccess;
+use crate::sign_in::{Method, Policy};
 
 const NOW: UnixTime = UnixTime(1_700_000_000);
 const CHROME: &str =
@@ -53,8 +54,10 @@ fn params(extra: &[(&str, &str)]) -> AuthorizeParams {
     AuthorizeParams::from_pairs(pairs)
 }
 
-const ANN: Account<'static> = Account { user_id: "u-ann", email: "ann@example.com", signed_in_at: NOW };
-const BOB: Account<'static> = Account { user_id: "u-bob", email: "bob@example.com", signed_in_at: UnixTime(1) };
+const ANN: Account<'static> =
+    Account { user_id: "u-ann", email: "ann@example.com", signed_in_at: NOW, method: Method::Password };
+const BOB: Account<'static> =
+    Account { user_id: "u-bob", email: "bob@example.com", signed_in_at: UnixTime(1), method: Method::Password };
 
 fn show(extra: &[(&str, &str)], accounts: Result<&[Account<'_>], Unreadable>) -> Outcome {
     block_on(super::show(&ports(), &params(extra), CHROME, accounts)).expect("no store failure")
@@ -144,10 +147,41 @@ fn a_delegated_client_whose_identity_is_not_assured_gets_the_consent_page_not_a_
         trust_internal: false,
         access: None,
         delegated: Some(ScopeSet(u32::MAX)),
+        sign_in: Policy::default(),
     };
     let ports = Memory { member: Some(member), ..ports() };
     let outcome = block_on(super::show(&ports, &params(&[]), CHROME, Ok(&[ANN]))).expect("no store failure");
     assert!(matches!(outcome, Outcome::Consent { consent: Consent::AllOrNone, .. }), "{outcome:?}");
+}
+
+#[test]
+fn a_session_weaker_than_the_organisation_asks_signs_in_again_before_any_consent() {
+    let member = |sign_in| Membership {
+        org_id: "org".into(),
+        admin: false,
+        restricted: ScopeSet::EMPTY,
+        default_access: AppAccess::Limited,
+        trust_internal: false,
+        access: None,
+        delegated: None,
+        sign_in,
+    };
+    let shown = |sign_in, account: Account<'static>, extra: &[(&str, &str)]| {
+        let ports = Memory { member: Some(member(sign_in)), ..ports() };
+        block_on(super::show(&ports, &params(extra), CHROME, Ok(&[account]))).expect("no store failure")
+    };
+    let required = Policy { require_two_step: true, passkeys_only: false };
+    let outcome = shown(required, ANN, &[]);
+    assert!(
+        matches!(&outcome, Outcome::StepUp { passkeys_only: false, email, .. } if email == ANN.email),
+        "{outcome:?}"
+    );
+    assert_eq!(back_code(shown(required, ANN, &[("prompt", "none")])).0, ErrorCode::LoginRequired);
+    let two_step = Account { method: Method::TwoStep, ..ANN };
+    assert!(matches!(shown(required, two_step, &[]), Outcome::Consent { .. }));
+    let only = Policy { require_two_step: false, passkeys_only: true };
+    assert!(matches!(shown(only, two_step, &[]), Outcome::StepUp { passkeys_only: true, .. }));
+    assert!(matches!(shown(only, Account { method: Method::Passkey, ..ANN }, &[]), Outcome::Consent { .. }));
 }
 
 fn decide(accounts: &[Account<'_>], csrf: bool, form: Decision<'_>, extra: &[(&str, &str)]) -> Outcome {

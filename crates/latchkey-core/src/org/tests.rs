@@ -18,6 +18,7 @@ fn member(org: &str) -> Membership {
         trust_internal: false,
         access: None,
         delegated: None,
+        sign_in: crate::sign_in::Policy::default(),
     }
 }
 

@@ -3,7 +3,7 @@
 //! CSRF token, answered by a redirect back to the page (or the page again with the reason it failed).
 
 use super::authorize::{browser_failure, unknown_account};
-use super::login::{retry_after, BUSY_RETRY_SECS};
+use super::session_start::{retry_after, BUSY_RETRY_SECS};
 use crate::error::{admin_message, admin_status};
 use crate::extract::{self, ClientAddr, Pairs};
 use crate::session::{self, Browser, SignedIn};
@@ -27,6 +27,12 @@ fn notice_of(done: Option<&str>) -> Option<&'static str> {
         "sessions" => Some("Every other session of this account was signed out."),
         "passkey_added" => Some("The passkey was added. You can sign in with it instead of your password."),
         "passkey_removed" => Some("The passkey was removed. Every other session of this account was signed out."),
+        "two_step_on" => Some("2-step verification is on. Signing in with your password now also asks for a code."),
+        "two_step_off" => Some("2-step verification is off. Every other session of this account was signed out."),
+        "recovery_codes" => Some("You have new recovery codes. The old ones no longer work."),
+        "password_removed" => {
+            Some("Your password was removed: you sign in with a passkey. Every other session was signed out.")
+        }
         _ => None,
     }
 }
@@ -86,6 +92,8 @@ pub async fn password_post(
     let s = &browser.accounts[i];
     let current = field(&form, "current_password");
     let checked = match signin_throttle::admit(&state, &s.user.id, addr.map(|Extension(a)| a.0.ip())).await {
+        // An account without a password (passkey only) sets one: its session is the proof.
+        Ok(_) if s.user.password_hash.is_empty() => Ok(true),
         Ok(_) if current.is_empty() => Ok(false),
         Ok(attempt) => attempt.check(current, Some(s.user.password_hash.clone())).await,
         Err(refused) => Err(refused),
@@ -126,9 +134,7 @@ pub async fn end_others_post(State(state): State<AppState>, headers: HeaderMap, 
     }
 }
 
-pub(super) fn field<'f>(form: &'f Pairs, name: &str) -> &'f str {
-    form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).unwrap_or("")
-}
+pub(super) use crate::extract::field;
 
 /// The form of an action, its account (signed in in this browser) and that account's CSRF token checked: the
 /// browser, the form and the account's index, or the page that refuses it.
@@ -170,6 +176,11 @@ async fn render(
         Ok(list) => list,
         Err(e) => return browser_failure(state, session::BrowserError::Store(e)),
     };
+    let (totp, codes) =
+        match (state.store.totp_of(&shown.user.id).await, state.store.recovery_codes_of(&shown.user.id).await) {
+            (Ok(t), Ok(c)) => (t, c),
+            (Err(e), _) | (_, Err(e)) => return browser_failure(state, session::BrowserError::Store(e)),
+        };
     let unavailable = crate::passkeys::unavailable(&state.urls.issuer);
     let csrf = session::csrf_token(state, &shown.session);
     let switches = browser
@@ -185,6 +196,9 @@ async fn render(
         apps: &apps,
         passkeys: &passkeys,
         passkeys_unavailable: unavailable.as_deref(),
+        has_password: !shown.user.password_hash.is_empty(),
+        two_step_since: totp.map(|t| t.created_at.0),
+        recovery_codes_left: codes.unused,
         notice,
         error,
     };

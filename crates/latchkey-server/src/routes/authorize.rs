@@ -71,7 +71,12 @@ impl AuthorizePorts for Ports<'_> {
 /// The browser's accounts as the flow reads them, in the same order.
 fn accounts_of(browser: &Browser) -> Vec<Account<'_>> {
     fn of(s: &SignedIn) -> Account<'_> {
-        Account { user_id: &s.user.id, email: &s.user.email, signed_in_at: s.session.created_at }
+        Account {
+            user_id: &s.user.id,
+            email: &s.user.email,
+            signed_in_at: s.session.created_at,
+            method: s.session.method,
+        }
     }
     browser.accounts.iter().map(of).collect()
 }
@@ -164,6 +169,21 @@ async fn render(
             &continue_url(params, Mode::Continue),
             &prefill,
         ),
+        Outcome::StepUp { checked, email, passkeys_only } => {
+            let why = match passkeys_only {
+                true => "Your organisation requires you to sign in with a passkey. Use \"Sign in with a passkey\" to continue.",
+                false => "Your organisation requires 2-step verification. Sign in again to continue.",
+            };
+            super::login::login_page(
+                state,
+                headers,
+                StatusCode::OK,
+                Some(&checked.client.name),
+                Some(why),
+                &continue_url(params, Mode::Continue),
+                &email,
+            )
+        }
         Outcome::ChooseAccount(checked) => {
             let accounts = browser
                 .map(|b| b.accounts.as_slice())

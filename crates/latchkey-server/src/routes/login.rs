@@ -1,10 +1,10 @@
 //! The sign-in page (`GET`/`POST /signin`), sign-out, and the home page.
 
-use super::AUTHORIZE_PATH;
+use super::session_start::{retry_after, safe_continue, unavailable, NoSession, BUSY_RETRY_SECS};
 use crate::error::noted;
 use crate::extract::{self, ClientAddr};
 use crate::metrics;
-use crate::session::{self, StartError};
+use crate::session;
 use crate::signin_throttle::{self, NotChecked};
 use crate::state::AppState;
 use crate::views::{self, LoginPage};
@@ -14,15 +14,6 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use std::collections::HashMap;
-
-/// Seconds to wait when the password gate's queue is full.
-pub const BUSY_RETRY_SECS: u64 = 2;
-
-/// A refusal with `Retry-After` (RFC 9110 §10.2.3).
-pub fn retry_after(mut response: Response, secs: u64) -> Response {
-    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    response
-}
 
 /// Renders the sign-in page, setting its CSRF cookie when the browser has none.
 pub fn login_page(
@@ -112,59 +103,11 @@ pub async fn signin_post(
     if user.disabled_at.is_some() {
         return again("disabled", StatusCode::FORBIDDEN, "This account is disabled.");
     }
-    let cookie = match start_session(&state, &headers, &user.id).await {
-        Ok(c) => c,
-        Err(NoSession::TooMany(msg)) => return again("too_many_accounts", StatusCode::CONFLICT, &msg),
-        Err(NoSession::Store(e)) => return unavailable(e),
-    };
-    tracing::info!(user_id = %user.id, "signed in");
-    let next = continue_as(continue_to, &user.id);
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let h = response.headers_mut();
-    h.append(header::SET_COOKIE, cookie);
-    h.insert(header::LOCATION, HeaderValue::from_str(&next).unwrap_or(HeaderValue::from_static("/")));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-/// Why a sign-in that succeeded starts no session.
-pub(super) enum NoSession {
-    /// The browser holds as many accounts as it may: what to say.
-    TooMany(String),
-    /// The store failed.
-    Store(latchkey_store::StoreError),
-}
-
-/// Starts a session of `user_id` in this browser (password and passkey sign-ins alike): its cookie. A cookie we
-/// could not have set is replaced: the browser starts over with this account.
-pub(super) async fn start_session(
-    state: &AppState,
-    headers: &HeaderMap,
-    user_id: &str,
-) -> Result<HeaderValue, NoSession> {
-    let browser = session::accounts_or_none(state, headers).await.map_err(NoSession::Store)?;
-    session::start(state, &browser, user_id).await.map_err(|e| match e {
-        StartError::TooMany(n) => NoSession::TooMany(format!(
-            "This browser is signed in to {n} accounts, the most it may hold. Sign out of one of them on your \
-             account page, then sign in again."
-        )),
-        StartError::Store(e) => NoSession::Store(e),
-    })
-}
-
-/// Where to go after signing in as `user_id`: the authorization request or the account page goes on as the account
-/// just signed in (`authuser`), whichever other accounts the browser holds.
-pub(super) fn continue_as(continue_to: &str, user_id: &str) -> String {
-    let (path, query) = continue_to.split_once('?').unwrap_or((continue_to, ""));
-    if path != AUTHORIZE_PATH && path != "/account" {
-        return continue_to.to_owned();
+    match super::second_step::after_password(&state, &headers, &user, continue_to).await {
+        Ok(response) => response,
+        Err(NoSession::TooMany(msg)) => again("too_many_accounts", StatusCode::CONFLICT, &msg),
+        Err(NoSession::Store(e)) => unavailable(e),
     }
-    let mut out = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k != "authuser") {
-        out.append_pair(&k, &v);
-    }
-    out.append_pair("authuser", user_id);
-    format!("{path}?{}", out.finish())
 }
 
 /// `POST /signout`: signs the browser out of one account (`account`, a user id; default the most recently used
@@ -211,50 +154,4 @@ pub async fn home_get(State(state): State<AppState>, headers: HeaderMap) -> Resp
     };
     let accounts = browser.accounts.iter().map(|s| (s.user.email.as_str(), s.user.id.as_str())).collect();
     views::page(StatusCode::OK, &views::HomePage { accounts })
-}
-
-/// Where a sign-in may continue to: only our own authorization endpoint, the account page, the console or the home
-/// page (no open redirect).
-pub(super) fn safe_continue(target: Option<&str>) -> &str {
-    let ours = |t: &str| {
-        t.starts_with(&format!("{AUTHORIZE_PATH}?"))
-            || t == "/account"
-            || t.starts_with("/account?")
-            || t == "/console"
-            || t.starts_with("/console/")
-            || t.starts_with("/console?")
-    };
-    match target {
-        Some(t) if ours(t) && !t.contains(['\r', '\n', '\\']) => t,
-        _ => "/",
-    }
-}
-
-fn unavailable(e: latchkey_store::StoreError) -> Response {
-    let e = crate::error::store_error(e);
-    views::error_page(StatusCode::SERVICE_UNAVAILABLE, &e, None)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn continue_targets_stay_on_the_authorization_endpoint() {
-        assert_eq!(super::safe_continue(Some("/o/oauth2/v2/auth?client_id=x")), "/o/oauth2/v2/auth?client_id=x");
-        assert_eq!(super::safe_continue(Some("https://evil.example/")), "/");
-        assert_eq!(super::safe_continue(Some("//evil.example/o/oauth2/v2/auth?")), "/");
-        assert_eq!(super::safe_continue(None), "/");
-        assert_eq!(super::safe_continue(Some("/console/projects/p1")), "/console/projects/p1");
-        assert_eq!(super::safe_continue(Some("/consoles")), "/");
-        assert_eq!(super::safe_continue(Some("/console\\evil")), "/");
-        assert_eq!(super::safe_continue(Some("/account")), "/account");
-        assert_eq!(super::safe_continue(Some("/accounts")), "/");
-    }
-
-    #[test]
-    fn signing_in_continues_as_the_account_just_signed_in() {
-        let next = super::continue_as("/o/oauth2/v2/auth?client_id=c&authuser=old&state=s%20t", "42");
-        assert_eq!(next, "/o/oauth2/v2/auth?client_id=c&state=s+t&authuser=42");
-        assert_eq!(super::continue_as("/account", "42"), "/account?authuser=42");
-        assert_eq!(super::continue_as("/console/projects", "42"), "/console/projects");
-    }
 }

@@ -2,6 +2,7 @@
 //! result; error mapping lives in `crate::error`.
 
 mod account;
+mod account_two_step;
 pub(crate) mod api;
 mod appcheck;
 mod authorize;
@@ -14,6 +15,8 @@ mod metrics;
 mod passkeys;
 mod ports;
 mod revoke;
+mod second_step;
+mod session_start;
 mod ssf;
 mod token;
 
@@ -50,6 +53,13 @@ pub fn router(state: AppState) -> Router {
         .route("/account/passkeys/remove", axum::routing::post(passkeys::remove_post))
         .route("/signin/passkey/options", axum::routing::post(passkeys::signin_options_post))
         .route("/signin/passkey", axum::routing::post(passkeys::signin_post))
+        .route("/signin/second-step", get(second_step::second_step_get).post(second_step::second_step_post))
+        .route("/signin/enrol", get(second_step::enrol_get).post(second_step::enrol_post))
+        .route("/account/two-step/start", axum::routing::post(account_two_step::start_post))
+        .route("/account/two-step", axum::routing::post(account_two_step::confirm_post))
+        .route("/account/two-step/off", axum::routing::post(account_two_step::off_post))
+        .route("/account/recovery-codes", axum::routing::post(account_two_step::recovery_codes_post))
+        .route("/account/password/remove", axum::routing::post(account_two_step::remove_password_post))
         .route(TOKEN_PATH, axum::routing::post(token::token_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
         .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))

@@ -8,7 +8,7 @@
 //! no `allowCredentials`), and user verification is required, so it stands for both steps of a sign-in.
 
 use super::account::{back_to, failed, field, signed_form};
-use super::login::{continue_as, safe_continue, start_session, NoSession};
+use super::session_start::{continue_as, safe_continue, start_session, NoSession};
 use crate::extract;
 use crate::extract::Pairs;
 use crate::passkeys::{self, CeremonyError};
@@ -23,6 +23,7 @@ use base64::Engine;
 use latchkey_admin::passkeys::{add_passkey, remove_passkey};
 use latchkey_admin::AdminError;
 use latchkey_core::passkey::{self as rules, PasskeyRecord};
+use latchkey_core::sign_in::Method;
 use serde_json::json;
 use webauthn_rs::prelude::{
     DiscoverableAuthentication, DiscoverableKey, Passkey, PasskeyRegistration, PublicKeyCredential,
@@ -242,7 +243,7 @@ pub async fn signin_post(State(state): State<AppState>, headers: HeaderMap, body
     if user.disabled_at.is_some() {
         return refused(StatusCode::FORBIDDEN, "This account is disabled.");
     }
-    let cookie = match start_session(&state, &headers, &user.id).await {
+    let cookie = match start_session(&state, &headers, &user.id, Method::Passkey).await {
         Ok(c) => c,
         Err(NoSession::TooMany(msg)) => return refused(StatusCode::CONFLICT, &msg),
         Err(NoSession::Store(e)) => return store_failed(e),

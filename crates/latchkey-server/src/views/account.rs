@@ -38,6 +38,12 @@ pub struct AccountPage<'a> {
     pub passkeys: &'a [PasskeyRecord],
     /// Why passkeys are unavailable on this server, if they are.
     pub passkeys_unavailable: Option<&'a str>,
+    /// Whether the account has a password (else it signs in with passkeys only).
+    pub has_password: bool,
+    /// When 2-step verification was turned on, while it is on.
+    pub two_step_since: Option<i64>,
+    /// The recovery codes left.
+    pub recovery_codes_left: u32,
     /// What the last action did.
     pub notice: Option<&'a str>,
     /// Why the last action failed.

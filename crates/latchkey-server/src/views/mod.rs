@@ -7,6 +7,7 @@ pub mod account;
 pub mod console;
 pub mod org_console;
 pub mod service_accounts;
+pub mod two_step;
 
 use askama::Template;
 use axum::http::{header, HeaderValue, StatusCode};

@@ -7,7 +7,13 @@ use latchkey_core::account::{AccountChange, EventKind};
 use latchkey_core::time::UnixTime;
 
 fn session(user_id: &str, tag: u8) -> Session {
-    Session { token_hash: vec![tag; 32], user_id: user_id.into(), created_at: T0, expires_at: T0.plus(3600) }
+    Session {
+        token_hash: vec![tag; 32],
+        user_id: user_id.into(),
+        created_at: T0,
+        expires_at: T0.plus(3600),
+        method: Default::default(),
+    }
 }
 
 async fn kinds(store: &dyn Store, user_id: &str) -> Vec<EventKind> {

@@ -8,6 +8,7 @@ use super::served::*;
 use super::service_accounts::*;
 use super::streams::*;
 use super::throttle::*;
+use super::two_step::*;
 use super::*;
 use std::future::Future;
 use std::pin::Pin;
@@ -80,4 +81,7 @@ checks! {
     the_served_urls_are_the_last_recorded: by_ref,
     passkeys_are_added_used_and_removed_with_their_events: by_ref,
     ceremonies_are_taken_once_before_they_expire: by_ref,
+    two_step_verification_is_turned_on_used_and_off_with_its_events: by_ref,
+    totp_secrets_are_reencrypted_only_as_read: by_ref,
+    passkey_only_accounts_keep_a_way_in_and_a_reset_removes_second_steps: by_ref,
 }

@@ -21,6 +21,7 @@ async fn org(store: &dyn Store) -> (String, String) {
         restricted: ScopeSet::EMPTY,
         default_access: AppAccess::Limited,
         trust_internal: false,
+        sign_in: Default::default(),
     };
     assert_eq!(store.create_org(&org, std::slice::from_ref(&domain)).await.expect("create"), Ok(()));
     (org.id, domain)
@@ -85,6 +86,12 @@ pub(super) async fn a_members_policy_is_read_for_one_client(store: &dyn Store) {
     change(store, &o, OrgChange::ScopeAccess { scopes: upload, restricted: true }).await.expect("restrict");
     change(store, &o, OrgChange::TrustInternalApps(true)).await.expect("trust");
     change(store, &o, OrgChange::DefaultAccess(AppAccess::Blocked)).await.expect("default");
+    let two_step = OrgChange::SignInPolicy { require_two_step: Some(true), passkeys_only: None };
+    change(store, &o, two_step).await.expect("policy");
+    let only = OrgChange::SignInPolicy { require_two_step: None, passkeys_only: Some(true) };
+    change(store, &o, only).await.expect("policy");
+    let sign_in = latchkey_core::sign_in::Policy { require_two_step: true, passkeys_only: true };
+    assert_eq!(store.org(&o).await.expect("get").expect("org").sign_in, sign_in, "each setting changes alone");
     let specific = Some(AppAccess::Specific(upload));
     change(store, &o, OrgChange::AppAccess { client_id: client_id.clone(), access: specific }).await.expect("list");
     change(store, &o, OrgChange::Delegate { client_id: client_id.clone(), scopes: Some(upload) }).await.expect("dwd");
@@ -94,6 +101,7 @@ pub(super) async fn a_members_policy_is_read_for_one_client(store: &dyn Store) {
         restricted: upload,
         default_access: AppAccess::Blocked,
         trust_internal: true,
+        sign_in,
         access: specific,
         delegated: Some(upload),
     };

@@ -44,8 +44,13 @@ pub(super) async fn passkeys_are_added_used_and_removed_with_their_events(store:
     assert!(!store.passkey_used("no-such-credential", "{}", T0).await.expect("use"), "an unknown passkey");
 
     for tag in [1, 2] {
-        let s =
-            Session { token_hash: vec![tag; 32], user_id: alice.clone(), created_at: T0, expires_at: T0.plus(3600) };
+        let s = Session {
+            token_hash: vec![tag; 32],
+            user_id: alice.clone(),
+            created_at: T0,
+            expires_at: T0.plus(3600),
+            method: Default::default(),
+        };
         store.create_session(&s).await.expect("session");
     }
     let keep = Some(vec![1; 32]);

@@ -62,6 +62,11 @@ static DROP_EMPTY_APP: Sql =
     Sql::new("DELETE FROM org_apps WHERE org_id = $1 AND client_id = $2 AND access IS NULL AND delegated IS NULL");
 static SET_RESTRICTED: Sql = Sql::new("UPDATE orgs SET restricted_scopes = $2 WHERE id = $1");
 static SET_TRUST_INTERNAL: Sql = Sql::new("UPDATE orgs SET trust_internal = $2 WHERE id = $1");
+/// Each setting `$2`, `$3` given (not null) changes; the other stays.
+static SET_SIGN_IN_POLICY: Sql = Sql::new(
+    "UPDATE orgs SET require_two_step = COALESCE($2, require_two_step), passkeys_only = COALESCE($3, passkeys_only) \
+     WHERE id = $1",
+);
 static SET_DEFAULT_ACCESS: Sql = Sql::new("UPDATE orgs SET default_access = $2 WHERE id = $1");
 static PLACE_PROJECT: Sql = Sql::new("UPDATE projects SET org_id = $2, audience = $3 WHERE id = $1");
 static AUDIT: Sql = Sql::new("INSERT INTO audit_log (at, action, user_id, client_id) VALUES ($1, $2, $3, $4)");
@@ -290,6 +295,11 @@ pub(super) fn change<'t>(
             OrgChange::TrustInternalApps(on) => {
                 tx.exec(&SET_TRUST_INTERNAL, args![org, *on]).await?;
                 ("org_trust_internal_apps", Affected::Members(org))
+            }
+            OrgChange::SignInPolicy { require_two_step, passkeys_only } => {
+                tx.exec(&SET_SIGN_IN_POLICY, args![org, *require_two_step, *passkeys_only]).await?;
+                // It bears on sign-ins, not on grants: the authorization endpoint checks it against each session.
+                ("org_sign_in_policy", Affected::Members(org))
             }
             OrgChange::DefaultAccess(access) => {
                 tx.exec(&SET_DEFAULT_ACCESS, args![org, access.name()]).await?;

@@ -119,6 +119,18 @@ pub(super) enum OrgCmd {
         #[arg(value_parser = ["on", "off"])]
         state: String,
     },
+    /// The members' sign-in policy: 2-step verification required, passkeys only. Each flag given changes; the
+    /// other stays.
+    Policy {
+        #[command(flatten)]
+        org: OrgRef,
+        /// Members who sign in with a password need a second step (on or off).
+        #[arg(long = "require-2sv", value_parser = ["on", "off"])]
+        require_2sv: Option<String>,
+        /// Members sign in with passkeys only (on or off); it wins over --require-2sv.
+        #[arg(long, value_parser = ["on", "off"], required_unless_present = "require_2sv")]
+        passkeys_only: Option<String>,
+    },
     /// Domain-wide delegation: the client may have these scopes for every member without a consent page.
     Delegate {
         #[command(flatten)]
@@ -169,6 +181,11 @@ pub(super) async fn org(store: &dyn Store, config: &Config, cmd: OrgCmd, now: Un
             change(org, OrgChange::ScopeAccess { scopes, restricted }).await
         }
         OrgCmd::TrustInternalApps { org, state } => change(org, OrgChange::TrustInternalApps(state == "on")).await,
+        OrgCmd::Policy { org, require_2sv, passkeys_only } => {
+            let on = |v: Option<String>| v.map(|v| v == "on");
+            change(org, OrgChange::SignInPolicy { require_two_step: on(require_2sv), passkeys_only: on(passkeys_only) })
+                .await
+        }
         OrgCmd::Delegate { org, client, scopes, remove } => {
             let scopes = if remove { None } else { Some(data_scopes(&registry, &scopes)?) };
             change(org, OrgChange::Delegate { client_id: client, scopes }).await

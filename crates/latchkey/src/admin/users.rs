@@ -68,6 +68,22 @@ pub(super) enum UserCmd {
         #[command(flatten)]
         user: UserRef,
     },
+    /// Removes a locked-out person's second steps: their authenticator app, recovery codes and passkeys go, and
+    /// every session ends. They sign in with their password and enrol again.
+    #[command(name = "reset-2sv")]
+    ResetTwoStep {
+        #[command(flatten)]
+        user: UserRef,
+    },
+    /// Sets a user's password, read from standard input (for an account that has none, or a person locked out):
+    /// every session ends, and the apps are told (credential-change).
+    Password {
+        #[command(flatten)]
+        user: UserRef,
+        /// Read the password from standard input (required: passwords never go on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
     /// Lists the apps with access to a user's account: each with its client_id, permissions, when access was
     /// given, last used and (for time-limited access) ends.
     Grants {
@@ -103,6 +119,11 @@ pub(super) async fn user(
         UserCmd::Enable { user } => out(ops::user_set_disabled(store, &user.get(), false, now).await),
         UserCmd::RequirePasswordChange { user } => {
             out(ops::user_require_password_change(store, &user.get(), now).await)
+        }
+        UserCmd::ResetTwoStep { user } => out(ops::user_reset_two_step(store, &user.get(), now).await),
+        UserCmd::Password { user, .. } => {
+            let password = read_password()?;
+            out(ops::user_set_password(store, &user.get(), &password, now).await)
         }
         UserCmd::Grants { user } => {
             let registry = ScopeRegistry::new(&config.scope_base);

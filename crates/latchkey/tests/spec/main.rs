@@ -52,3 +52,4 @@ mod service_accounts_browser;
 mod signin_throttle;
 mod store_outage;
 mod time_based_access;
+mod two_step;

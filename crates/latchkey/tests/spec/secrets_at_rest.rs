@@ -106,7 +106,9 @@ fn secret_bytes(kind: KeyKind, material: &[u8]) -> Vec<u8> {
             material[at..at + 32].to_vec()
         }
         // An RSA PKCS#8 key ends with its private parts (the CRT values).
-        KeyKind::Event | KeyKind::PushAuthorization => material[material.len().saturating_sub(128)..].to_vec(),
+        KeyKind::Event | KeyKind::PushAuthorization | KeyKind::TotpSecret => {
+            material[material.len().saturating_sub(128)..].to_vec()
+        }
     }
 }
 

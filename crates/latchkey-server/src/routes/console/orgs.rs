@@ -114,10 +114,17 @@ pub async fn scopes_post(State(state): State<AppState>, Path(org): Path<String>,
     apply(&state, &form, &org, change).await
 }
 
-/// `POST /console/orgs/{org}/settings`: trusts internal apps (`trust_internal_apps=true`) or stops.
+/// `POST /console/orgs/{org}/settings`: trusts internal apps (`trust_internal_apps=true`) or stops; or, from the
+/// sign-in form, requires 2-step verification (`require_2sv`) and passkeys only (`passkeys_only`), each `true` or
+/// `false` (the last value of each counts: the form sends a hidden `false` before each checkbox).
 pub async fn settings_post(State(state): State<AppState>, Path(org): Path<String>, form: Posted) -> Response {
-    let change = Ok(OrgChange::TrustInternalApps(form.get("trust_internal_apps") == "true"));
-    apply(&state, &form, &org, change).await
+    // A checkbox after its hidden `false`: the last value sent counts.
+    let flag = |name: &str| all(&form, name).last().map(|v| v == "true");
+    let change = match (flag("require_2sv"), flag("passkeys_only")) {
+        (None, None) => OrgChange::TrustInternalApps(form.get("trust_internal_apps") == "true"),
+        (require_two_step, passkeys_only) => OrgChange::SignInPolicy { require_two_step, passkeys_only },
+    };
+    apply(&state, &form, &org, Ok(change)).await
 }
 
 /// `POST /console/orgs/{org}/apps`: sets an app's access.

@@ -254,6 +254,10 @@ pub(super) struct SettingsBody {
     trust_internal_apps: Option<bool>,
     /// The access of apps not listed: `trusted`, `limited` or `blocked`.
     default_access: Option<String>,
+    /// Members who sign in with a password need a second step.
+    require_2sv: Option<bool>,
+    /// Members sign in with passkeys only (it wins over `require_2sv`).
+    passkeys_only: Option<bool>,
 }
 
 /// Change an organisation's settings; the grants no longer allowed are revoked.
@@ -273,6 +277,9 @@ pub(super) async fn org_settings_put(
     };
     let mut changes: Vec<OrgChange> = b.trust_internal_apps.map(OrgChange::TrustInternalApps).into_iter().collect();
     changes.extend(default.map(OrgChange::DefaultAccess));
+    if b.require_2sv.is_some() || b.passkeys_only.is_some() {
+        changes.push(OrgChange::SignInPolicy { require_two_step: b.require_2sv, passkeys_only: b.passkeys_only });
+    }
     if changes.is_empty() {
         return Err(AdminError::Invalid("change at least one setting".into()).into());
     }
