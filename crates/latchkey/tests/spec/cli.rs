@@ -199,7 +199,14 @@ async fn the_admin_cli_manages_projects_clients_and_users_as_json() {
     assert_eq!(code, 4, "e-mail addresses are unique regardless of case: a conflict");
     let (code, _, _) = admin(d, &["user", "create", "--email", "bob@example.com"], "");
     assert_ne!(code, 0, "the password never goes on the command line");
-    assert_eq!(json(&admin(d, &["user", "show", "ann@example.com"], "").1)["user_id"], user_id.as_str());
+    let shown = json(&admin(d, &["user", "show", "--email", "ann@example.com"], "").1);
+    assert_eq!(shown["user_id"], user_id.as_str());
+    assert_eq!(shown["methods"][0]["kind"], "password", "{shown}");
+    let (code, _, err) = admin(d, &["user", "reset-2sv", "--email", "ann@example.com"], "");
+    assert_eq!(code, 4, "no second step to reset: a conflict: {err}");
+    let (code, out, err) =
+        admin(d, &["user", "password", "--email", "ann@example.com", "--password-stdin"], "n3w-passw0rd\n");
+    assert_eq!((code, json(&out)["user_id"].as_str()), (0, Some(user_id.as_str())), "{err}");
     assert_eq!(json(&admin(d, &["user", "list"], "").1)["users"].as_array().expect("users").len(), 1);
     assert_eq!(json(&admin(d, &["user", "disable", &user_id], "").1)["disabled"], true);
     assert_eq!(json(&admin(d, &["client", "delete", &client_id], "").1)["deleted"], true);

@@ -49,6 +49,7 @@ mod secrets_at_rest;
 mod service_accounts;
 mod service_accounts_api;
 mod service_accounts_browser;
+mod sign_in_policy;
 mod signin_throttle;
 mod store_outage;
 mod time_based_access;

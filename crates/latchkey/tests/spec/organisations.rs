@@ -345,7 +345,14 @@ fn the_operator_cli_manages_organisations_and_prints_json() {
     run(&["trust-internal-apps", "--org", &org, "on"]);
     run(&["delegate", "--org", &org, "--client", &client, "--scope", READONLY]);
     run(&["default-access", "--org", &org, "--access", "blocked"]);
+    run(&["policy", "--org", &org, "--require-2sv", "on"]);
+    run(&["policy", "--org", &org, "--passkeys-only", "on"]);
+    run(&["policy", "--org", &org, "--passkeys-only", "off"]);
+    let (code, ..) = admin(d, &["org", "policy", "--org", &org], "");
+    assert_eq!(code, 2, "a policy change names at least one flag");
     let shown = run(&["show", "--org", &org]);
+    let sign_in = (shown["policy"]["require_2sv"].as_bool(), shown["policy"]["passkeys_only"].as_bool());
+    assert_eq!(sign_in, (Some(true), Some(false)), "each flag changes only its own setting");
     assert_eq!(shown["domains"], serde_json::json!(["corp.example", "corp.test"]));
     assert_eq!(shown["members"][0]["user_id"], carol.as_str());
     assert_eq!(shown["members"][0]["admin"], true);
