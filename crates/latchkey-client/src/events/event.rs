@@ -112,6 +112,7 @@ mod tests {
                     credential_type: "password".into(),
                     change_type: ChangeType::Update,
                     event_timestamp: Some(7),
+                    friendly_name: None,
                 }),
             ),
             (

@@ -55,6 +55,9 @@ pub struct CredentialChange {
     /// When (Unix seconds).
     #[serde(default)]
     pub event_timestamp: Option<i64>,
+    /// Which credential, where the type alone does not say (`authenticator app`, `recovery codes`).
+    #[serde(default)]
+    pub friendly_name: Option<String>,
 }
 
 /// What happened to a credential.

@@ -260,3 +260,49 @@ async fn an_account_with_a_passkey_may_drop_its_password_and_set_one_again() {
     use EventKind::*;
     assert_eq!(kinds(&server, &carol).await, [PasskeyAdded, PasswordRemoved, CredentialChanged]);
 }
+
+#[tokio::test]
+async fn each_change_of_second_steps_reaches_a_receiver_as_a_verified_credential_change() {
+    use crate::cross_account_protection::{ca, server_for, Ssf};
+    use crate::set_receiver::TestReceiver;
+    use latchkey_client::events::{ChangeType, Event};
+    use serde_json::json;
+    let receiver_dir = tempfile::tempdir().expect("dir");
+    let server = server_for(receiver_dir.path()).await;
+    let app = server.app().await;
+    let carol = server.user(CAROL).await;
+    let (browser, _) = crate::account_page::granted(&server, &app, CAROL).await;
+    let receiver = TestReceiver::start(&server.base, &app.client_id, &ca(&server), receiver_dir.path()).await;
+    let ssf = Ssf::member_of(&server, &app, "dana@example.com").await;
+    let delivery = json!({"method": "urn:ietf:rfc:8935", "endpoint_url": receiver.url});
+    ssf.create(json!({"aud": app.client_id, "delivery": delivery})).await;
+
+    let (_, codes) = turn_on(&server, &browser, &carol, SystemClock.now().0).await;
+    let phone = server.browser();
+    password_step(&server, &phone, CAROL).await;
+    assert_eq!(second_step(&phone, &server, &codes[2]).await.status, 303);
+    latchkey_admin::user_reset_two_step(server.store(), CAROL, SystemClock.now()).await.expect("reset");
+
+    // On, a recovery code used, then the reset: the app and the passkeys revoked, and the sessions ended.
+    let events = receiver.wait_for(6, 30).await;
+    let changes: Vec<(String, ChangeType, Option<String>)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CredentialChange(c) => {
+                Some((c.credential_type.clone(), c.change_type.clone(), c.friendly_name.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let app_named = |change, name: &str| ("app".to_owned(), change, Some(name.to_owned()));
+    assert_eq!(
+        changes,
+        [
+            app_named(ChangeType::Create, "authenticator app"),
+            app_named(ChangeType::Update, "recovery codes"),
+            app_named(ChangeType::Revoke, "authenticator app"),
+            ("fido2-platform".to_owned(), ChangeType::Revoke, None),
+        ]
+    );
+    assert_eq!(events.len(), 6, "and the reset's sessions-revoked and session-revoked");
+}
