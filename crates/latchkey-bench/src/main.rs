@@ -91,7 +91,7 @@ impl Workload {
 /// The load generator's options.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The server's issuer (base URL), e.g. https://127.0.0.1:8443.
+    /// The server's issuer (base URL), e.g. https://localhost:8443.
     #[arg(long, required = true)]
     issuer: Option<String>,
     /// The kind of server.

@@ -7,12 +7,12 @@
 //!
 //! ```text
 //! cargo run -p latchkey-client --example set_receiver -- \
-//!     --issuer https://127.0.0.1:8443 --client-id lkapp-... --listen 127.0.0.1:9090 \
+//!     --issuer https://localhost:8443 --client-id lkapp-... --listen 127.0.0.1:9090 \
 //!     --ca-file latchkey-data/tls/cert.pem
 //! ```
 //!
 //! or with the environment variables `LATCHKEY_ISSUER`, `LATCHKEY_CLIENT_ID`, `SET_RECEIVER_LISTEN` and
-//! `LATCHKEY_CA_FILE` (the issuer defaults to `https://127.0.0.1:8443`, the address to `127.0.0.1:9090`; the CA
+//! `LATCHKEY_CA_FILE` (the issuer defaults to `https://localhost:8443`, the address to `127.0.0.1:9090`; the CA
 //! file is needed when the server's certificate is self-signed). Then register
 //! `http://127.0.0.1:9090/events` as the app's push endpoint. latchkey pushes to plain `http://` only on the
 //! loopback interface and only with `events.allow_insecure_loopback_push` set in its configuration; anywhere
@@ -48,7 +48,7 @@ impl Options {
                 .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()))
         };
         Ok(Self {
-            issuer: arg("issuer", "LATCHKEY_ISSUER").unwrap_or_else(|| "https://127.0.0.1:8443".into()),
+            issuer: arg("issuer", "LATCHKEY_ISSUER").unwrap_or_else(|| "https://localhost:8443".into()),
             client_id: arg("client-id", "LATCHKEY_CLIENT_ID")
                 .ok_or("give the app's client id: --client-id lkapp-... (or LATCHKEY_CLIENT_ID)")?,
             listen: arg("listen", "SET_RECEIVER_LISTEN").unwrap_or_else(|| "127.0.0.1:9090".into()),

@@ -16,7 +16,7 @@
 //! use std::sync::Arc;
 //!
 //! let http = Arc::new(latchkey_client::ReqwestHttp::with_ca_file(None)?);
-//! let receiver = SetReceiver::discover("https://127.0.0.1:8443", "lkapp-example", http).await?;
+//! let receiver = SetReceiver::discover("https://localhost:8443", "lkapp-example", http).await?;
 //! match receiver.receive(&body).await {
 //!     Ok(Received::Event(e)) if matches!(e.event, Event::SessionsRevoked) => println!("sign out {:?}", e.subject),
 //!     Ok(_) => {}

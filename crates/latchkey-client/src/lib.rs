@@ -28,7 +28,7 @@
 //!
 //! let http = Arc::new(ReqwestHttp::with_ca_file(Some("latchkey-data/tls/cert.pem".as_ref()))?);
 //! let client = OAuthClient::discover(
-//!     AppConfig::new("https://127.0.0.1:8443", "lkapp-example"),
+//!     AppConfig::new("https://localhost:8443", "lkapp-example"),
 //!     http,
 //! ).await?;
 //! let listener = LoopbackListener::bind().await?;

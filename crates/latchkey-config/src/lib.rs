@@ -42,7 +42,9 @@ pub struct Config {
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
     pub tls_key: Option<PathBuf>,
-    /// The public base URL, which is also the issuer. Default `https://<listen>`.
+    /// The public base URL, which is also the issuer. Default `https://localhost:8443` on the default listener
+    /// (passkeys need a host name, and the generated certificate names `localhost`), else `https://<listen>`
+    /// (`https://localhost:<port>` for an unspecified address).
     pub public_url: Option<String>,
     /// Base URL of the authorization endpoint, when it is served under another name. Default `public_url`.
     pub auth_url: Option<String>,
@@ -180,11 +182,14 @@ fn list_or_joined<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<V
     Ok(list.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
 }
 
+/// The listener's default address: `127.0.0.1:8443`, served as `https://localhost:8443`.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8443);
+
 impl Default for Config {
     fn default() -> Self {
         Self {
             data_dir: PathBuf::from("latchkey-data"),
-            listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+            listen: DEFAULT_LISTEN,
             database_url: None,
             database_max_connections: 16,
             database_acquire_timeout: 3,
@@ -498,7 +503,7 @@ impl Urls {
     /// The URLs of `config` for a listener bound to `bound`.
     pub fn new(config: &Config, bound: SocketAddr) -> Self {
         let issuer = config.public_url.clone().unwrap_or_else(|| {
-            if bound.ip().is_unspecified() {
+            if bound.ip().is_unspecified() || bound == DEFAULT_LISTEN {
                 format!("https://localhost:{}", bound.port())
             } else {
                 format!("https://{bound}")

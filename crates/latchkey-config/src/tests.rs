@@ -8,8 +8,10 @@ fn defaults_are_valid_and_point_at_the_data_dir() {
     c.validate().unwrap();
     assert_eq!(c.database_url(), "sqlite://latchkey-data/latchkey.db");
     let urls = Urls::new(&c, c.listen);
-    assert_eq!(urls.issuer, "https://127.0.0.1:8443");
+    assert_eq!(urls.issuer, "https://localhost:8443", "a host name, which passkeys need");
     assert_eq!(urls.token, urls.issuer);
+    let elsewhere = Urls::new(&c, "127.0.0.1:9443".parse().expect("address"));
+    assert_eq!(elsewhere.issuer, "https://127.0.0.1:9443", "any other listener is named as it listens");
 }
 
 #[test]

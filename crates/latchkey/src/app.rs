@@ -56,7 +56,7 @@ enum AppCommand {
 
 #[derive(Args)]
 struct LoginArgs {
-    /// The issuer URL (for example https://127.0.0.1:8443).
+    /// The issuer URL (for example https://localhost:8443).
     #[arg(long)]
     issuer: String,
     /// The app's client id.

@@ -52,7 +52,8 @@ pub struct ConfigArgs {
     /// PEM private key of --tls-cert.
     #[arg(long)]
     tls_key: Option<PathBuf>,
-    /// The public base URL and issuer. Default https://<listen>.
+    /// The public base URL and issuer. Default https://localhost:8443 on the default listener, else
+    /// https://<listen>.
     #[arg(long)]
     public_url: Option<String>,
 }
