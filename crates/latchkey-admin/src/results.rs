@@ -319,8 +319,17 @@ pub struct UserDetail {
     pub methods: Vec<SignInMethod>,
 }
 
+/// An account's sign-in methods.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SignInMethods {
+    /// The account.
+    pub user_id: String,
+    /// Its methods, never a secret.
+    pub methods: Vec<SignInMethod>,
+}
+
 /// One way an account signs in, as the operator sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SignInMethod {
     /// `password`, `passkey`, `totp` (an authenticator app) or `recovery_codes`.
     pub kind: &'static str,

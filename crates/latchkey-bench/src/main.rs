@@ -10,6 +10,7 @@
 mod conn;
 mod es256;
 mod html;
+mod passkey;
 mod report;
 mod seed;
 mod setup;
@@ -75,6 +76,8 @@ pub enum Workload {
     All,
     /// The sign-in form's POST, whose cost is the password hash (latchkey only).
     Login,
+    /// A passkey sign-in: its options, then the signed answer (latchkey with `--setup`, served under a host name).
+    LoginPasskey,
 }
 
 /// The workloads of `all`.

@@ -31,6 +31,8 @@ pub struct Target {
     pub kind: TargetKind,
     /// The URLs a workload uses.
     pub endpoints: Endpoints,
+    /// The user's passkey, made with `--setup` (the `login-passkey` workload).
+    pub passkey: Option<crate::passkey::SoftPasskey>,
 }
 
 /// The URLs a workload uses, and the scope it asks for.
@@ -106,6 +108,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
             password: "bench".into(),
             ca,
             kind: TargetKind::OidcProvider,
+            passkey: None,
         });
     }
     if args.target == TargetKind::Trivial {
@@ -117,6 +120,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
             password: "trivial".into(),
             ca: read_ca(args.ca_file.clone().context("--ca-file is needed")?)?,
             kind: TargetKind::Trivial,
+            passkey: None,
         });
     }
     let mut password = String::new();
@@ -124,12 +128,15 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         std::io::stdin().read_to_string(&mut password)?;
         password = password.lines().next().unwrap_or_default().to_owned();
     }
+    let mut passkey = None;
     let (client_id, email, ca_file) = if args.setup {
         let config = store_config(&args.store)?;
         if password.is_empty() {
             password = latchkey_core::secret::random_b64(18, &OsRandom);
         }
-        let (client_id, email) = create_client_and_user(&config, &password).await.map_err(|e| anyhow!("setup: {e}"))?;
+        let (client_id, email, key) =
+            create_client_and_user(&config, &password).await.map_err(|e| anyhow!("setup: {e}"))?;
+        passkey = Some(key);
         (client_id, email, args.ca_file.clone().unwrap_or_else(|| config.data_dir.join("tls/cert.pem")))
     } else {
         let client_id = args.client_id.clone().context("--client-id is needed (or --setup)")?;
@@ -140,11 +147,16 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         (client_id, email, args.ca_file.clone().context("--ca-file is needed")?)
     };
     let endpoints = Endpoints::latchkey(&issuer);
-    Ok(Target { issuer, client_id, email, password, ca: read_ca(ca_file)?, kind: TargetKind::Latchkey, endpoints })
+    let ca = read_ca(ca_file)?;
+    Ok(Target { issuer, client_id, email, password, ca, kind: TargetKind::Latchkey, endpoints, passkey })
 }
 
-/// `--setup`: a project with the data API, a desktop client and a user with `password`; their ids.
-async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Result<(String, String)> {
+/// `--setup`: a project with the data API, a desktop client and a user with `password` and a passkey; the client's
+/// id, the user's e-mail and the passkey.
+async fn create_client_and_user(
+    config: &Config,
+    password: &str,
+) -> anyhow::Result<(String, String, crate::passkey::SoftPasskey)> {
     let store = &*latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
     let now = SystemClock.now();
     let project_id = ops::project_create(store, &Actor::Operator, "bench", None, now).await?.project_id;
@@ -153,6 +165,8 @@ async fn create_client_and_user(config: &Config, password: &str) -> anyhow::Resu
     let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
     let client_id = ops::client_create(store, &Actor::Operator, new, now).await?.client_id;
     let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6, &OsRandom).to_lowercase());
-    ops::user_create(store, &email, password, Some("Bench"), now).await?;
-    Ok((client_id, email))
+    let user_id = ops::user_create(store, &email, password, Some("Bench"), now).await?.user_id;
+    let (passkey, record) = crate::passkey::SoftPasskey::new(&user_id, now)?;
+    latchkey_admin::passkeys::add_passkey(store, record, now).await?;
+    Ok((client_id, email, passkey))
 }

@@ -18,6 +18,8 @@ enum Work {
     Revoke(Vec<String>),
     /// The sign-in form's CSRF token (it stays valid for the connection's cookie).
     Login(String),
+    /// The same, for a passkey sign-in.
+    LoginPasskey(String),
 }
 
 async fn prepare(conn: &Conn, workload: Workload, pool: usize) -> anyhow::Result<Work> {
@@ -37,12 +39,20 @@ async fn prepare(conn: &Conn, workload: Workload, pool: usize) -> anyhow::Result
             codes.reverse();
             Work::Exchange(codes)
         }
-        Workload::Login => {
+        Workload::Login | Workload::LoginPasskey => {
             if conn.target.kind == TargetKind::OidcProvider {
-                bail!("the login workload is for latchkey only");
+                bail!("the login workloads are for latchkey only");
+            }
+            if workload == Workload::LoginPasskey && conn.target.passkey.is_none() {
+                bail!("the login-passkey workload needs --setup (which registers the passkey)");
             }
             let (_, _, body) = conn.page(conn.http.get(format!("{}/signin", conn.target.issuer))).await?;
-            Work::Login(Page::parse(&body).value("csrf").context("csrf on the sign-in page")?.to_owned())
+            let csrf = Page::parse(&body).value("csrf").context("csrf on the sign-in page")?.to_owned();
+            if workload == Workload::Login {
+                Work::Login(csrf)
+            } else {
+                Work::LoginPasskey(csrf)
+            }
         }
         Workload::All => bail!("`all` is run as its five workloads"),
         Workload::Revoke => {
@@ -68,7 +78,7 @@ fn made_up(workload: Workload, pool: usize) -> anyhow::Result<Work> {
         Workload::Revoke => {
             Work::Revoke((0..pool).map(|_| grant(false).map(|g| g.refresh)).collect::<anyhow::Result<_>>()?)
         }
-        Workload::All | Workload::Login => {
+        Workload::All | Workload::Login | Workload::LoginPasskey => {
             bail!("the trivial server takes refresh, refresh-dpop, exchange, api and revoke")
         }
     })
@@ -110,8 +120,25 @@ async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
             let signed_in = |r: &reqwest::Response| r.status() == reqwest::StatusCode::SEE_OTHER;
             drain(conn.http.post(format!("{}/signin", t.issuer)).form(&form).send().await, signed_in).await
         }
+        Work::LoginPasskey(csrf) => passkey_sign_in(conn, csrf).await,
     };
     Some(result.unwrap_or(false))
+}
+
+/// One passkey sign-in: the ceremony's options, then the answer the software passkey signs; true when the server
+/// says where to go next.
+async fn passkey_sign_in(conn: &Conn, csrf: &str) -> anyhow::Result<bool> {
+    let t = &conn.target;
+    let passkey = t.passkey.as_ref().context("no passkey")?;
+    let options = conn.http.post(format!("{}/signin/passkey/options", t.issuer)).form(&[("csrf", csrf)]).send();
+    let started: serde_json::Value = options.await?.json().await?;
+    let ceremony = started["ceremony"].as_str().with_context(|| format!("no ceremony: {started}"))?;
+    let answer = passkey.answer(&t.issuer, &started["options"]["publicKey"])?;
+    let form = [("csrf", csrf), ("ceremony", ceremony), ("credential", answer.as_str()), ("continue", "/")];
+    let finished = conn.http.post(format!("{}/signin/passkey", t.issuer)).form(&form).send().await?;
+    let ok = finished.status().is_success();
+    let body: serde_json::Value = finished.json().await?;
+    Ok(ok && body["next"].is_string())
 }
 
 /// Whether a response is what the workload expects, after reading its body (so the connection is reused).

@@ -305,8 +305,12 @@ async fn secrets_set_in_the_configuration_rotate_by_putting_a_new_one_first_reen
     let place = Place::new().await;
     let server = place.serve(Some(&[FIRST])).await;
     let app = server.app().await;
-    server.user(ALICE).await;
+    let alice = server.user(ALICE).await;
     let before = server.tokens(&app, ALICE, &[READONLY]).await;
+    // An authenticator-app secret is sealed under the system secrets too.
+    let browser = server.browser();
+    crate::two_step::password_step(&server, &browser, ALICE).await;
+    let (totp, _) = crate::two_step::turn_on(&server, &browser, &alice, SystemClock.now().0).await;
     server.running.shutdown().await;
     let (code, _, err) = place.admin(&["secrets", "rotate"], &[("LATCHKEY_SECRETS_SYSTEM", FIRST)]);
     assert_eq!(code, 5, "the command cannot rewrite the configuration");
@@ -318,12 +322,19 @@ async fn secrets_set_in_the_configuration_rotate_by_putting_a_new_one_first_reen
     // 2. One command encrypts every key under the new secret.
     let both = format!("{SECOND},{FIRST}");
     let done = place.admin_ok(&["secrets", "reencrypt"], &[("LATCHKEY_SECRETS_SYSTEM", &both)]);
-    assert_eq!((done["keys"].as_u64(), done["reencrypted"].as_u64()), (Some(2), Some(2)));
+    assert_eq!((done["keys"].as_u64(), done["reencrypted"].as_u64()), (Some(2), Some(3)), "two keys, one TOTP secret");
     server.running.state.keys.reload(server.store(), SystemClock.now()).await.expect("reload");
     server.running.shutdown().await;
     // 3. The old secret is removed.
     let server = place.serve(Some(&[SECOND])).await;
     assert_eq!(channels(&server, &before.access_token).await.status(), 200, "tokens outlive the rotation");
+    let phone = server.browser();
+    assert_eq!(crate::two_step::password_step(&server, &phone, ALICE).await.status, 303);
+    let page = phone.get(&server.url("/signin/second-step?continue=/account")).await;
+    let csrf = page.input("csrf").expect("csrf");
+    let code = crate::two_step::code_at(&totp, SystemClock.now().0 + 30);
+    let form = [("csrf", csrf.as_str()), ("continue", "/account"), ("code", &code)];
+    assert_eq!(phone.post("/signin/second-step", &form).await.status, 303, "the app's codes outlive the rotation");
     server.running.shutdown().await;
     assert!(!place.data.join("system-secret").exists(), "no secret file when secrets_system is set");
 

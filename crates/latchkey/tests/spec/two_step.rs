@@ -306,3 +306,34 @@ async fn each_change_of_second_steps_reaches_a_receiver_as_a_verified_credential
     );
     assert_eq!(events.len(), 6, "and the reset's sessions-revoked and session-revoked");
 }
+
+#[tokio::test]
+async fn the_json_api_lists_sign_in_methods_and_an_operator_resets_second_steps() {
+    let server = TestServer::start_with(|c| c.operators = vec!["ops@example.com".into()]).await;
+    let carol = server.user(CAROL).await;
+    server.user("ops@example.com").await;
+    let browser = server.browser();
+    password_step(&server, &browser, CAROL).await;
+    turn_on(&server, &browser, &carol, SystemClock.now().0).await;
+    let now = SystemClock.now();
+    let mut keys = Vec::new();
+    for who in [CAROL, "ops@example.com"] {
+        keys.push(latchkey_admin::api_keys::api_key_create(server.store(), who, "k", now).await.expect("key").api_key);
+    }
+    let (own, ops) = (keys[0].clone(), keys[1].clone());
+    let call = |method: reqwest::Method, path: &str, key: &str| {
+        let request = server.http().request(method, server.url(&format!("/console/api/v1/users/{path}")));
+        request.bearer_auth(key.to_owned()).send()
+    };
+    let listed: serde_json::Value =
+        call(reqwest::Method::GET, &format!("{carol}/methods"), &own).await.expect("api").json().await.expect("json");
+    let kinds: Vec<&str> =
+        listed["methods"].as_array().expect("methods").iter().filter_map(|m| m["kind"].as_str()).collect();
+    assert_eq!(kinds, ["password", "totp", "recovery_codes"], "{listed}");
+    assert!(!listed.to_string().contains("secret"), "never a secret");
+    let reset = format!("{CAROL}/reset-2sv");
+    assert_eq!(call(reqwest::Method::POST, &reset, &own).await.expect("api").status(), 403, "operators only");
+    assert_eq!(call(reqwest::Method::POST, &reset, &ops).await.expect("api").status(), 200);
+    assert_eq!(call(reqwest::Method::POST, &reset, &ops).await.expect("api").status(), 409, "nothing left");
+    assert!(server.store().totp_of(&carol).await.expect("read").is_none());
+}

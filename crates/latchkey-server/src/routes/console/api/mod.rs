@@ -52,6 +52,8 @@ fn parts() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(users::user_disable_post))
         .routes(routes!(users::user_enable_post))
         .routes(routes!(users::user_delete))
+        .routes(routes!(users::user_methods_get))
+        .routes(routes!(users::user_reset_two_step_post))
         .routes(routes!(projects::members_get, projects::members_post))
         .routes(routes!(projects::member_patch, projects::member_delete))
         .routes(routes!(clients::clients_get, clients::clients_post))

@@ -2,12 +2,12 @@
 //! operator's changes to accounts. An operator is an account whose e-mail address the configuration lists in
 //! `operators`; anyone else asking about another account, or for an operator's change, is refused with 403.
 
-use super::doc::{Forbidden, NotFound, Unauthorized};
+use super::doc::{Conflict, Forbidden, NotFound, Unauthorized};
 use super::{ok, ApiResult, Caller};
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use latchkey_admin::accounts::{self, AccessRemoved, AppList};
-use latchkey_admin::results::UserChanged;
+use latchkey_admin::results::{SignInMethods, UserChanged};
 use latchkey_admin::{self as admin, AdminError};
 use latchkey_store::User;
 use serde::Deserialize;
@@ -128,4 +128,35 @@ pub(super) async fn user_delete(
 ) -> ApiResult {
     caller.operator(&state)?;
     ok(admin::user_delete(&*state.store, &user, state.clock.now()).await?)
+}
+
+/// List an account's sign-in methods (the caller's own, or any for an operator): the password, the authenticator
+/// app and recovery codes while 2-step verification is on, and the passkeys; never a secret.
+#[utoipa::path(get, path = "/console/api/v1/users/{user}/methods", tag = "users", operation_id = "listUserSignInMethods",
+    params(UserPath),
+    responses((status = 200, body = SignInMethods), (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden), (status = 404, response = NotFound)))]
+pub(super) async fn user_methods_get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(UserPath { user }): Path<UserPath>,
+) -> ApiResult {
+    let user = caller.account(&state, &user).await?;
+    let methods = admin::two_step::methods(&*state.store, &user).await?;
+    ok(SignInMethods { user_id: user.id, methods })
+}
+
+/// Reset a locked-out person's second steps (operators only): the authenticator app, the recovery codes and the
+/// passkeys go, and every session ends; they sign in with their password and enrol again.
+#[utoipa::path(post, path = "/console/api/v1/users/{user}/reset-2sv", tag = "users", operation_id = "resetUserTwoStep",
+    params(UserPath),
+    responses((status = 200, body = UserChanged), (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden), (status = 404, response = NotFound), (status = 409, response = Conflict)))]
+pub(super) async fn user_reset_two_step_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(UserPath { user }): Path<UserPath>,
+) -> ApiResult {
+    caller.operator(&state)?;
+    ok(admin::user_reset_two_step(&*state.store, &user, state.clock.now()).await?)
 }
