@@ -327,4 +327,4 @@ pub enum OrgChange {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

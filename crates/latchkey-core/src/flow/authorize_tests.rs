@@ -3,7 +3,7 @@
 use super::*;
 use crate::authorize::tests::desktop;
 use crate::flow::tests::block_on;
-use crate::org::AppAccess;
+use crate::org::tests::member;
 use crate::sign_in::{Method, Policy};
 
 const NOW: UnixTime = UnixTime(1_700_000_000);
@@ -139,16 +139,7 @@ fn prompt_none_sends_back_whatever_would_need_a_page() {
 
 #[test]
 fn a_delegated_client_whose_identity_is_not_assured_gets_the_consent_page_not_a_code() {
-    let member = Membership {
-        org_id: "org".into(),
-        admin: false,
-        restricted: ScopeSet::EMPTY,
-        default_access: AppAccess::Limited,
-        trust_internal: false,
-        access: None,
-        delegated: Some(ScopeSet(u32::MAX)),
-        sign_in: Policy::default(),
-    };
+    let member = Membership { delegated: Some(ScopeSet(u32::MAX)), ..member("org") };
     let ports = Memory { member: Some(member), ..ports() };
     let outcome = block_on(super::show(&ports, &params(&[]), CHROME, Ok(&[ANN]))).expect("no store failure");
     assert!(matches!(outcome, Outcome::Consent { consent: Consent::AllOrNone, .. }), "{outcome:?}");
@@ -156,18 +147,8 @@ fn a_delegated_client_whose_identity_is_not_assured_gets_the_consent_page_not_a_
 
 #[test]
 fn a_session_weaker_than_the_organisation_asks_signs_in_again_before_any_consent() {
-    let member = |sign_in| Membership {
-        org_id: "org".into(),
-        admin: false,
-        restricted: ScopeSet::EMPTY,
-        default_access: AppAccess::Limited,
-        trust_internal: false,
-        access: None,
-        delegated: None,
-        sign_in,
-    };
     let shown = |sign_in, account: Account<'static>, extra: &[(&str, &str)]| {
-        let ports = Memory { member: Some(member(sign_in)), ..ports() };
+        let ports = Memory { member: Some(Membership { sign_in, ..member("org") }), ..ports() };
         block_on(super::show(&ports, &params(extra), CHROME, Ok(&[account]))).expect("no store failure")
     };
     let required = Policy { require_two_step: true, passkeys_only: false };

@@ -9,7 +9,8 @@ fn both(a: ScopeSet, b: ScopeSet) -> ScopeSet {
     ScopeSet(a.0 | b.0)
 }
 
-fn member(org: &str) -> Membership {
+/// A member of `org` under the default policy: limited access, nothing restricted, listed or delegated.
+pub(crate) fn member(org: &str) -> Membership {
     Membership {
         org_id: org.into(),
         admin: false,

@@ -38,9 +38,7 @@ pub(super) async fn after_password(
         Err(e) => return Err(NoSession::Store(e)),
     };
     let to_step = |path: &str, enrol: bool| {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query.append_pair("continue", continue_to);
-        let mut response = see_other(&format!("{path}?{}", query.finish()));
+        let mut response = see_other(&format!("{path}?{}", query_of(continue_to)));
         let passed = Passed { user_id: user.id.clone(), enrol };
         response.headers_mut().append(header::SET_COOKIE, two_step::passed_cookie(state, headers, &passed));
         response
@@ -73,11 +71,7 @@ async fn decide(state: &AppState, user: &User) -> Result<AfterPassword, StoreErr
 /// The browser's proof of a correct password and its account (not disabled), or the response that sends it back
 /// to the sign-in page.
 async fn passed_user(state: &AppState, headers: &HeaderMap, continue_to: &str) -> Result<(Passed, User), Response> {
-    let again = || {
-        let mut query = form_urlencoded::Serializer::new(String::new());
-        query.append_pair("continue", continue_to);
-        see_other(&format!("/signin?{}", query.finish()))
-    };
+    let again = || see_other(&format!("/signin?{}", query_of(continue_to)));
     let Some(passed) = two_step::passed(state, headers) else { return Err(again()) };
     match state.store.user(&passed.user_id).await {
         Ok(Some(u)) if u.disabled_at.is_none() => Ok((passed, u)),
@@ -86,8 +80,10 @@ async fn passed_user(state: &AppState, headers: &HeaderMap, continue_to: &str) -
     }
 }
 
-/// `GET /signin/second-step?continue=...`.
-pub async fn second_step_get(
+/// `GET /signin/second-step` and `GET /signin/enrol` (`?continue=...`): the page the browser's proof of a right
+/// password asks for: enrolment when the organisation requires a second step the account lacks, else the second
+/// step.
+pub async fn step_get(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
@@ -98,11 +94,14 @@ pub async fn second_step_get(
         Err(page) => return page,
     };
     if passed.enrol {
-        return see_other(&format!("/signin/enrol?{}", query_of(continue_to)));
+        let (csrf, _) = session::login_csrf(&headers);
+        let form = EnrolForm { action: "/signin/enrol", csrf: &csrf, account: None, continue_to, required: true };
+        return enrol_page(&state, &user, form, &two_step::new_secret(), StatusCode::OK, None);
     }
     second_step_page(&state, &headers, &user, continue_to, StatusCode::OK, None).await
 }
 
+/// `continue=...`, for the pages' URLs.
 fn query_of(continue_to: &str) -> String {
     form_urlencoded::Serializer::new(String::new()).append_pair("continue", continue_to).finish()
 }
@@ -214,23 +213,6 @@ pub async fn second_step_post(
             again(StatusCode::UNAUTHORIZED, why).await
         }
     }
-}
-
-/// `GET /signin/enrol?continue=...`: enrolment during a sign-in whose organisation requires 2-step verification.
-pub async fn enrol_get(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<HashMap<String, String>>,
-) -> Response {
-    let continue_to = safe_continue(q.get("continue").map(String::as_str));
-    let (passed, user) = match passed_user(&state, &headers, continue_to).await {
-        Ok(p) if p.0.enrol => p,
-        Ok(_) => return see_other(&format!("/signin/second-step?{}", query_of(continue_to))),
-        Err(page) => return page,
-    };
-    let (csrf, _) = session::login_csrf(&headers);
-    let form = EnrolForm { action: "/signin/enrol", csrf: &csrf, account: None, continue_to, required: passed.enrol };
-    enrol_page(&state, &user, form, &two_step::new_secret(), StatusCode::OK, None)
 }
 
 /// The parts of an enrolment page that depend on where it is shown.

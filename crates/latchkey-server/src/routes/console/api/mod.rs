@@ -289,7 +289,7 @@ mod tests {
         let count = ids.len();
         ids.sort();
         ids.dedup();
-        assert_eq!((ids.len(), count), (64, 64), "64 operations, each with its own id");
+        assert_eq!((ids.len(), count), (66, 66), "66 operations, each with its own id");
     }
 
     #[test]
