@@ -40,6 +40,9 @@ def schemathesis(server, key, *extra, config=(), env=None):
         "--seed", "19",
         "--workers", "2",
         "--request-timeout", "10",
+        # A generator's own health check (too many drawn path values filtered out), not a finding about the server:
+        # with two workers it fails now and then on operations whose drawn ids never exist.
+        "--suppress-health-check", "filter_too_much",
         "--no-color",
         *extra,
     ]

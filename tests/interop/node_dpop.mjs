@@ -15,228 +15,26 @@
 // Environment: LATCHKEY_BIN (required) is the latchkey binary. Optional: CHROMIUM (default /usr/bin/chromium),
 // LATCHKEY_INTEROP_KEEP=1 keeps the data directory. Prints "N passed, M failed" and exits 1 on any failure.
 
-import { execFileSync, spawn } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { Abort, check, childDone, info, main, require_, results, short, sleep } from './harness.mjs';
 
 const READONLY = 'https://latchkey.dev/auth/readonly';
 const EMAIL = 'grace@example.com';
-const CHILD_ENV = 'LATCHKEY_INTEROP_NODE_CHILD';
 
-const results = { passed: 0, failed: 0 };
-
-/** Records one assertion; never stops the run. */
-function check(name, ok, detail = '') {
-  if (ok) {
-    results.passed += 1;
-    console.log(`ok   ${name}`);
-  } else {
-    results.failed += 1;
-    console.log(`FAIL ${name}${detail ? `: ${detail}` : ''}`);
-  }
-  return ok;
-}
-
-/** A failed assertion the rest of the run depends on (already counted). */
-class Abort extends Error {}
-
-/** An assertion the rest of the run depends on. */
-function require_(name, ok, detail = '') {
-  if (!check(name, ok, detail)) throw new Abort(name);
-}
-
-function info(text) {
-  console.log(`info ${text}`);
-}
-
-function short(value) {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text && text.length > 300 ? `${text.slice(0, 300)}...` : text;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Parent: the server and its administrator.
-// ---------------------------------------------------------------------------------------------------------------
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function healthz(base, ca) {
-  return new Promise((resolve) => {
-    const req = https.get(`${base}/healthz`, { ca, timeout: 2000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (e) => resolve(e));
-  });
-}
-
-class Latchkey {
-  constructor(binary) {
-    this.binary = binary;
-    this.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'latchkey-interop-node-'));
-    this.cert = path.join(this.dataDir, 'tls', 'cert.pem');
-    this.logPath = path.join(this.dataDir, 'serve.log');
-    this.proc = null;
-  }
-
-  async start() {
-    this.port = await freePort();
-    this.base = `https://127.0.0.1:${this.port}`;
-    const log = fs.openSync(this.logPath, 'w');
-    this.proc = spawn(
-      this.binary,
-      ['serve', '--data-dir', this.dataDir, '--listen', `127.0.0.1:${this.port}`],
-      { stdio: ['ignore', log, log] },
-    );
-    fs.closeSync(log);
-    this.exited = new Promise((resolve) => this.proc.once('exit', (code, signal) => resolve({ code, signal })));
-    let exit = null;
-    this.exited.then((e) => {
-      exit = e;
-    });
-    const deadline = Date.now() + 60_000;
-    let last = null;
-    while (Date.now() < deadline) {
-      if (exit) throw new Error(`latchkey serve exited with ${JSON.stringify(exit)}:\n${this.output()}`);
-      if (fs.existsSync(this.cert)) {
-        const status = await healthz(this.base, fs.readFileSync(this.cert));
-        if (status === 200) return;
-        last = status;
-      }
-      await sleep(200);
-    }
-    throw new Error(`latchkey did not become healthy: ${last}\n${this.output()}`);
-  }
-
-  admin(args, input) {
-    let out;
-    try {
-      out = execFileSync(this.binary, ['admin', '--data-dir', this.dataDir, ...args], {
-        input,
-        encoding: 'utf8',
-        timeout: 60_000,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-    } catch (e) {
-      throw new Error(`latchkey admin ${args.join(' ')} failed (${e.status}): ${e.stderr}`);
-    }
-    out = out.trim();
-    return out ? JSON.parse(out) : null;
-  }
-
-  output() {
-    try {
-      return fs.readFileSync(this.logPath, 'utf8');
-    } catch {
-      return '';
-    }
-  }
-
-  async stop() {
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
-      this.proc.kill('SIGTERM');
-      const timer = setTimeout(() => this.proc.kill('SIGKILL'), 10_000);
-      await this.exited;
-      clearTimeout(timer);
-    }
-    if (process.env.LATCHKEY_INTEROP_KEEP === '1') {
-      console.log(`data directory kept: ${this.dataDir}`);
-    } else {
-      fs.rmSync(this.dataDir, { recursive: true, force: true });
-    }
-  }
-}
-
-function runChild(env) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [fileURLToPath(import.meta.url)], {
-      env: { ...process.env, ...env },
-      stdio: 'inherit',
-    });
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-}
-
-async function parent(binary) {
-  const server = new Latchkey(binary);
-  const stop = () => {
-    if (server.proc && server.proc.exitCode === null) server.proc.kill('SIGTERM');
+/** The server side: a project with the data API, a desktop client and a user. */
+async function setup(server) {
+  const project = server.admin(['project', 'create', '--name', 'Node DPoP interop']).project_id;
+  server.admin(['project', 'enable-api', '--project', project]);
+  const client = server.admin([
+    'client', 'create', '--project', project, '--type', 'desktop', '--name', 'oauth4webapi interop',
+  ]);
+  const password = `interop password ${Math.random().toString(36).slice(2, 10)}`;
+  server.admin(['user', 'create', '--email', EMAIL, '--password-stdin', '--name', 'Grace'], password);
+  return {
+    LATCHKEY_INTEROP_CLIENT_ID: client.client_id,
+    LATCHKEY_INTEROP_EMAIL: EMAIL,
+    LATCHKEY_INTEROP_PASSWORD: password,
   };
-  process.once('SIGINT', () => {
-    stop();
-    process.exit(130);
-  });
-  process.once('SIGTERM', () => {
-    stop();
-    process.exit(143);
-  });
-  let showLog = false;
-  try {
-    await server.start();
-    check('latchkey serve answers /healthz over TLS with its generated certificate', true);
-
-    const project = server.admin(['project', 'create', '--name', 'Node DPoP interop']).project_id;
-    server.admin(['project', 'enable-api', '--project', project]);
-    const client = server.admin([
-      'client', 'create', '--project', project, '--type', 'desktop', '--name', 'oauth4webapi interop',
-    ]);
-    const password = `interop password ${Math.random().toString(36).slice(2, 10)}`;
-    server.admin(['user', 'create', '--email', EMAIL, '--password-stdin', '--name', 'Grace'], password);
-
-    const resultsFile = path.join(server.dataDir, 'node-child-results.json');
-    const exit = await runChild({
-      [CHILD_ENV]: '1',
-      NODE_EXTRA_CA_CERTS: server.cert,
-      LATCHKEY_INTEROP_ISSUER: server.base,
-      LATCHKEY_INTEROP_CLIENT_ID: client.client_id,
-      LATCHKEY_INTEROP_EMAIL: EMAIL,
-      LATCHKEY_INTEROP_PASSWORD: password,
-      LATCHKEY_INTEROP_RESULTS: resultsFile,
-    });
-    let child = null;
-    try {
-      child = JSON.parse(fs.readFileSync(resultsFile, 'utf8'));
-    } catch {
-      // reported below
-    }
-    if (child) {
-      results.passed += child.passed;
-      results.failed += child.failed;
-      showLog = child.showLog;
-    }
-    check(
-      'the client process ran to the end',
-      child !== null && exit.code === (child.failed ? 1 : 0),
-      `exit ${JSON.stringify(exit)}, results ${child ? 'written' : 'missing'}`,
-    );
-    if (!child) showLog = true;
-  } catch (e) {
-    console.log(e.stack || String(e));
-    results.failed += 1;
-    showLog = true;
-  } finally {
-    if (showLog) console.log(`latchkey serve output:\n${server.output()}`);
-    await server.stop();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -481,8 +279,7 @@ async function child() {
     if (browser) await browser.close().catch(() => {});
     if (listener) await listener.stop();
   }
-  fs.writeFileSync(process.env.LATCHKEY_INTEROP_RESULTS, JSON.stringify({ ...results, showLog }));
-  return results.failed === 0 ? 0 : 1;
+  return childDone(showLog);
 }
 
 /** A refresh_token grant with DPoP, retried once on use_dpop_nonce as oauth4webapi documents. */
@@ -532,20 +329,4 @@ function describe(err) {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function main() {
-  if (process.env[CHILD_ENV] === '1') {
-    return child();
-  }
-  const binary = process.env.LATCHKEY_BIN;
-  try {
-    fs.accessSync(binary ?? '', fs.constants.X_OK);
-  } catch {
-    console.error(`LATCHKEY_BIN must name the latchkey binary (got ${JSON.stringify(binary)})`);
-    return 2;
-  }
-  await parent(binary);
-  console.log(`${results.passed} passed, ${results.failed} failed`);
-  return results.failed === 0 ? 0 : 1;
-}
-
-process.exitCode = await main();
+process.exitCode = await main(import.meta.url, setup, child);

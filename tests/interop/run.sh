@@ -102,12 +102,14 @@ start python_ssf_receiver.py "$venv/bin/python" "$here/python_ssf_receiver.py"
 start python_service_account.py "$venv/bin/python" "$here/python_service_account.py"
 start python_operations.py "$venv/bin/python" "$here/python_operations.py"
 start node_dpop.mjs node "$here/node_dpop.mjs"
+# oauth4webapi's device authorization grant (RFC 8628), Chromium as the person typing the code.
+start node_device.mjs node "$here/node_device.mjs"
 wait
 
 summary=()
 failed=0
 for name in python_authlib.py console_openapi.py python_ssf_receiver.py python_service_account.py \
-    python_operations.py node_dpop.mjs; do
+    python_operations.py node_dpop.mjs node_device.mjs; do
     read -r rc secs <"$logs/$name.rc"
     echo "---- interop: $name (exit $rc, $secs s)"
     cat "$logs/$name.log"

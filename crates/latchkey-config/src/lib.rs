@@ -93,6 +93,10 @@ pub struct Config {
     pub dpop_max_future: i64,
     /// Lifetime of a DPoP server nonce in seconds. Default 300.
     pub dpop_nonce_lifetime: i64,
+    /// Lifetime of a device code and its user code (RFC 8628 `expires_in`), in seconds. Default 1800.
+    pub device_code_lifetime: i64,
+    /// The seconds a device waits between polls (RFC 8628 `interval`). Default 5.
+    pub device_poll_interval: i64,
     /// The code-hash rule (`docs/decisions.md`, "DPoP"), strictly: a code-exchange proof's `jti` must be
     /// Base64url(SHA-256(code)). Default false:
     /// a proof with another unique `jti` is accepted together with a valid server nonce (RFC 9449 clients).
@@ -216,6 +220,8 @@ impl Default for Config {
             dpop_max_age: 60,
             dpop_max_future: 5,
             dpop_nonce_lifetime: 300,
+            device_code_lifetime: 1800,
+            device_poll_interval: 5,
             dpop_strict_code_jti: false,
             client_unused_days: 180,
             client_restore_days: 30,
@@ -242,7 +248,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 40] = [
+pub const FIELDS: [&str; 42] = [
     "data_dir",
     "listen",
     "database_url",
@@ -271,6 +277,8 @@ pub const FIELDS: [&str; 40] = [
     "dpop_max_age",
     "dpop_max_future",
     "dpop_nonce_lifetime",
+    "device_code_lifetime",
+    "device_poll_interval",
     "dpop_strict_code_jti",
     "client_unused_days",
     "client_restore_days",
@@ -395,6 +403,8 @@ impl Config {
             ("session_lifetime", self.session_lifetime),
             ("login_failure_window", self.login_failure_window),
             ("dpop_nonce_lifetime", self.dpop_nonce_lifetime),
+            ("device_code_lifetime", self.device_code_lifetime),
+            ("device_poll_interval", self.device_poll_interval),
             ("client_unused_days", self.client_unused_days),
             ("client_restore_days", self.client_restore_days),
         ];

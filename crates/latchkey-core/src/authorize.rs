@@ -167,6 +167,29 @@ pub struct Context<'a> {
     pub user_agent: &'a str,
 }
 
+/// The scopes a request asks for (the authorization endpoint's and the device authorization endpoint's rule): a
+/// scope is required, each must be known (`invalid_scope`), and data-API scopes need the API enabled for the
+/// client's project (`unauthorized_client`).
+pub fn requested_scopes(
+    registry: &ScopeRegistry,
+    scope: Option<&str>,
+    api_enabled: bool,
+) -> Result<ScopeSet, OAuthError> {
+    let scope = scope.unwrap_or("");
+    if scope.trim().is_empty() {
+        return Err(OAuthError::invalid_request("Missing required parameter: scope"));
+    }
+    let scopes = registry.parse(scope)?;
+    if !api_enabled && !IDENTITY.contains_all(scopes) {
+        return Err(OAuthError::new(
+            ErrorCode::UnauthorizedClient,
+            "The Video Data API is not enabled for this OAuth client's project. The project's developer must \
+             enable it in the console.",
+        ));
+    }
+    Ok(scopes)
+}
+
 /// Checks an authorization request, in order.
 pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidRequest, AuthorizeError> {
     let page = |e: OAuthError| AuthorizeError { error: OAuthError { redirectable: false, ..e }, redirect: None };
@@ -226,11 +249,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         },
     };
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
-    let scope = params.scope.as_deref().unwrap_or("");
-    if scope.trim().is_empty() {
-        return Err(back(OAuthError::invalid_request("Missing required parameter: scope")));
-    }
-    let scopes = cx.registry.parse(scope).map_err(back)?;
+    let scopes = requested_scopes(cx.registry, params.scope.as_deref(), true).map_err(back)?;
     let challenge = match params.code_challenge.as_deref() {
         Some(c) => {
             let method = ChallengeMethod::parse(params.code_challenge_method.as_deref()).map_err(back)?;
@@ -244,13 +263,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         }
         None => None,
     };
-    if !cx.api_enabled && !IDENTITY.contains_all(scopes) {
-        return Err(back(OAuthError::new(
-            ErrorCode::UnauthorizedClient,
-            "The Video Data API is not enabled for this OAuth client's project. The project's developer must \
-             enable it in the console.",
-        )));
-    }
+    requested_scopes(cx.registry, params.scope.as_deref(), cx.api_enabled).map_err(back)?;
     Ok(ValidRequest {
         redirect_uri: redirect_uri.to_owned(),
         scopes,

@@ -13,11 +13,15 @@ pub enum ClientType {
     Desktop,
     /// A browser extension using the browser's identity API.
     BrowserExtension,
+    /// A TV, console, camera, printer or command line without a browser: the device authorization grant
+    /// (RFC 8628) only, with no redirect URI.
+    Tv,
 }
 
 impl ClientType {
     /// Every type, in the order the console lists them.
-    pub const ALL: [ClientType; 4] = [Self::Desktop, Self::Mobile, Self::UniversalDesktop, Self::BrowserExtension];
+    pub const ALL: [ClientType; 5] =
+        [Self::Desktop, Self::Mobile, Self::UniversalDesktop, Self::BrowserExtension, Self::Tv];
 
     /// The type's name in the CLI, the store and the JSON API.
     pub const fn as_str(self) -> &'static str {
@@ -26,6 +30,7 @@ impl ClientType {
             Self::UniversalDesktop => "universal-desktop",
             Self::Desktop => "desktop",
             Self::BrowserExtension => "browser-extension",
+            Self::Tv => "tv",
         }
     }
 
@@ -36,6 +41,7 @@ impl ClientType {
             Self::UniversalDesktop => "Universal desktop platform app",
             Self::Desktop => "Desktop app",
             Self::BrowserExtension => "Browser extension",
+            Self::Tv => "TVs and Limited Input devices",
         }
     }
 
@@ -229,7 +235,11 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
     } else if name.chars().count() > 100 {
         errors.push(field_error("name", "A client name is at most 100 characters."));
     }
-    for uri in redirect_uris {
+    if kind == ClientType::Tv && !redirect_uris.is_empty() {
+        let why = "TVs and Limited Input devices have no redirect URIs: they sign in with the device flow.";
+        errors.push(field_error("redirect_uri", why));
+    }
+    for uri in redirect_uris.iter().filter(|_| kind != ClientType::Tv) {
         match scheme_of(uri) {
             Some(_) if uri.contains('#') || uri.chars().any(char::is_whitespace) => {
                 errors.push(field_error("redirect_uri", format!("Not an absolute URI without a fragment: {uri}")));
@@ -288,7 +298,7 @@ pub fn validate_fields(kind: ClientType, name: &str, redirect_uris: &[String], d
                 ));
             }
         }
-        ClientType::Desktop => {}
+        ClientType::Desktop | ClientType::Tv => {}
     }
     errors
 }

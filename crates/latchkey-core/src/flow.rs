@@ -14,6 +14,7 @@
 //! Adding a grant type means one module with its list of checks and one arm in [`token`].
 
 pub mod authorize;
+pub mod device;
 pub mod exchange;
 pub mod jwt_bearer;
 pub mod proof;
@@ -79,6 +80,12 @@ pub trait Ports: Sync {
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> Result<u64, Self::Error>;
     /// A user by id, with when they were disabled.
     async fn user(&self, user_id: &str) -> Result<Option<(Self::User, Option<UnixTime>)>, Self::Error>;
+    /// Notes a device's poll of its device code (RFC 8628) and returns what it found; `None` for an unknown code.
+    async fn poll_device(
+        &self,
+        device_code_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<Option<crate::device::Poll>, Self::Error>;
     /// Marks the grant's code used and stores the grant, in one unit; `false` when the code was used already.
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
     /// The id_token of a code exchange for `user` and `code` (its client's), with the access token issued with it.
@@ -158,6 +165,7 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
             };
             exchange::run(ports, exchange, checked).await?
         }
+        TokenGrant::DeviceCode { device_code } => device::run(ports, &device_code, checked).await?,
         TokenGrant::RefreshToken { refresh_token, scope } => {
             let refresh = refresh::Refresh { token: refresh_token.expose(), scope: scope.as_deref() };
             refresh::run(ports, refresh, checked).await?

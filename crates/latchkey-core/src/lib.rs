@@ -10,6 +10,7 @@ pub mod app_check;
 pub mod app_check_setting;
 pub mod authorize;
 pub mod client;
+pub mod device;
 pub mod dpop;
 pub mod error;
 pub mod events;

@@ -47,6 +47,11 @@ fn type_allows(client: &Client, uri: &str) -> Result<(), OAuthError> {
     let loopback = Loopback::parse(uri).is_some();
     match client.client_type {
         ClientType::Desktop => Ok(()),
+        ClientType::Tv => Err(OAuthError::page(
+            ErrorCode::InvalidRequest,
+            "This client is a TV or Limited Input device: it signs in with the device flow (RFC 8628), not at the \
+             authorization endpoint.",
+        )),
         ClientType::Mobile | ClientType::UniversalDesktop if loopback => {
             Err(mismatch("The loopback redirect method is only supported for desktop app clients."))
         }

@@ -139,6 +139,11 @@ pub enum TokenGrant {
         /// The redirect URI of the authorization request.
         redirect_uri: String,
     },
+    /// `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628).
+    DeviceCode {
+        /// The device code.
+        device_code: Secret,
+    },
     /// `grant_type=refresh_token`.
     RefreshToken {
         /// The refresh token.
@@ -263,13 +268,17 @@ pub fn parse(form: &Form<'_>, authorization: Option<&str>) -> Result<TokenReques
             code_verifier: form.get("code_verifier").map(|v| Secret::new(v.to_owned())),
             redirect_uri: form.require("redirect_uri")?.to_owned(),
         },
+        crate::device::GRANT_TYPE => {
+            TokenGrant::DeviceCode { device_code: Secret::new(form.require("device_code")?.to_owned()) }
+        }
         "refresh_token" => TokenGrant::RefreshToken {
             refresh_token: Secret::new(form.require("refresh_token")?.to_owned()),
             scope: form.get("scope").map(str::to_owned),
         },
         _ => return Err(OAuthError::new(
             ErrorCode::UnsupportedGrantType,
-            "Supported grant types: authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:jwt-bearer.",
+            "Supported grant types: authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:jwt-bearer, \
+             urn:ietf:params:oauth:grant-type:device_code.",
         )),
     };
     Ok(TokenRequest { client: client_auth(form, authorization)?, grant })
@@ -305,8 +314,12 @@ fn code_unexpired(code: &AuthCode, now: UnixTime) -> Result<(), OAuthError> {
     Ok(())
 }
 
-/// The redirect URI is the authorization request's, exactly.
+/// The redirect URI is the authorization request's, exactly; a device code's authorization code is no code of the
+/// authorization-code grant.
 fn same_redirect_uri(code: &AuthCode, redirect_uri: &str) -> Result<(), OAuthError> {
+    if code.redirect_uri == crate::device::REDIRECT_URI {
+        return Err(OAuthError::invalid_grant("The authorization code is invalid or has expired."));
+    }
     if code.redirect_uri != redirect_uri {
         return Err(OAuthError::invalid_grant("redirect_uri differs from the one of the authorization request."));
     }

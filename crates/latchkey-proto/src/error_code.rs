@@ -60,6 +60,12 @@ pub enum ErrorCode {
     /// `prompt=none` was sent but the browser is signed in to several accounts and the request names none
     /// (OpenID Connect Core §3.1.2.6).
     AccountSelectionRequired,
+    /// The person has not yet decided on the device's request: poll again after the interval (RFC 8628 §3.5).
+    AuthorizationPending,
+    /// The device polls too often: the interval grew by 5 seconds (RFC 8628 §3.5).
+    SlowDown,
+    /// The device code expired: start again (RFC 8628 §3.5).
+    ExpiredToken,
 }
 
 impl ErrorCode {
@@ -89,12 +95,15 @@ impl ErrorCode {
             Self::LoginRequired => "login_required",
             Self::ConsentRequired => "consent_required",
             Self::AccountSelectionRequired => "account_selection_required",
+            Self::AuthorizationPending => "authorization_pending",
+            Self::SlowDown => "slow_down",
+            Self::ExpiredToken => "expired_token",
         }
     }
 
     /// Parses a code from the wire; `None` for a code this crate does not know.
     pub fn parse(s: &str) -> Option<Self> {
-        const ALL: [ErrorCode; 23] = [
+        const ALL: [ErrorCode; 26] = [
             ErrorCode::InvalidRequest,
             ErrorCode::InvalidClient,
             ErrorCode::InvalidGrant,
@@ -118,6 +127,9 @@ impl ErrorCode {
             ErrorCode::LoginRequired,
             ErrorCode::ConsentRequired,
             ErrorCode::AccountSelectionRequired,
+            ErrorCode::AuthorizationPending,
+            ErrorCode::SlowDown,
+            ErrorCode::ExpiredToken,
         ];
         ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -141,7 +153,12 @@ mod tests {
 
     #[test]
     fn every_code_parses_back_to_itself() {
-        for code in [ErrorCode::InvalidDpopProof, ErrorCode::UseDpopNonce, ErrorCode::AccountSelectionRequired] {
+        for code in [
+            ErrorCode::InvalidDpopProof,
+            ErrorCode::UseDpopNonce,
+            ErrorCode::AccountSelectionRequired,
+            ErrorCode::SlowDown,
+        ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
         }
         assert_eq!(ErrorCode::parse("nope"), None);

@@ -14,6 +14,9 @@ pub struct ServerMetadata {
     pub token_endpoint: String,
     /// The revocation endpoint (RFC 7009).
     pub revocation_endpoint: String,
+    /// The device authorization endpoint (RFC 8628 §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_authorization_endpoint: Option<String>,
     /// The OpenID Connect UserInfo endpoint.
     pub userinfo_endpoint: String,
     /// Where the id_token signing keys are published.

@@ -117,7 +117,11 @@ impl From<StoreError> for TokenError {
 
 impl IntoResponse for TokenError {
     fn into_response(self) -> Response {
-        let status = self.status.unwrap_or_else(|| status_of(self.error.code));
+        let status = self.status.unwrap_or_else(|| match self.error.code {
+            // A device request the person declined is an error of the token request (RFC 8628 §3.5, RFC 6749 §5.2).
+            ErrorCode::AccessDenied => StatusCode::BAD_REQUEST,
+            code => status_of(code),
+        });
         let code = self.error.code.as_str();
         let body =
             ErrorResponse { error: code.to_owned(), error_description: Some(self.error.description.into_owned()) };

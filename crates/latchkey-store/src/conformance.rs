@@ -6,6 +6,7 @@ mod accounts;
 mod audit;
 mod checks;
 mod clients;
+mod device_codes;
 mod orgs;
 mod passkeys;
 mod served;

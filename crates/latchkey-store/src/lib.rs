@@ -23,6 +23,7 @@ pub mod conformance;
 mod console;
 mod console_rows;
 mod db;
+mod device_codes;
 mod grants;
 mod keys;
 mod maintenance;
@@ -51,6 +52,7 @@ pub use audit::{Audit, AuditRecord};
 pub use clients::Clients;
 pub use console::Console;
 pub use db::Db;
+pub use device_codes::DeviceCodes;
 pub use grants::Grants;
 pub use keys::Keys;
 pub use maintenance::Maintenance;
@@ -73,8 +75,8 @@ use std::time::Duration;
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Accounts, Audit, Clients, Console, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Served, ServiceAccounts,
-        Store, Streams, TwoStep, Users,
+        Accounts, Audit, Clients, Console, DeviceCodes, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Served,
+        ServiceAccounts, Store, Streams, TwoStep, Users,
     };
 }
 
@@ -103,7 +105,8 @@ store_of!(
     ServiceAccounts,
     Served,
     Passkeys,
-    TwoStep
+    TwoStep,
+    DeviceCodes
 );
 
 /// A storage failure.

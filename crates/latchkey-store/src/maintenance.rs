@@ -19,9 +19,10 @@ pub trait Maintenance: Send + Sync {
 
 /// What [`Maintenance::purge_expired`] deletes by time (`$1` is now); each is a range of an index. Security events
 /// finished (delivered, refused, dead-lettered, dropped) stay 30 days, for `latchkey admin stream deliveries`.
-pub(crate) static PURGE_BY_TIME: [Sql; 6] = [
+pub(crate) static PURGE_BY_TIME: [Sql; 7] = [
     Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
     Sql::new("DELETE FROM webauthn_ceremonies WHERE expires_at <= $1"),
+    Sql::new("DELETE FROM device_codes WHERE expires_at <= $1"),
     Sql::new("DELETE FROM auth_codes WHERE expires_at <= $1 - 86400"),
     // Throttling windows last a day at most, and the next one reads how the last ended for a window's length after
     // it; the marks of an address known to an account (`login-known:`) last 30 days.

@@ -92,6 +92,8 @@ fn untrusted_client_or_redirect_uri_gives_a_page() {
     let mut dup = good();
     dup.push(("redirect_uri", "http://127.0.0.1:5/x".into()));
     assert_eq!(page_error(run(&dup, Some(&c))), ErrorCode::InvalidRequest);
+    let tv = Client { client_type: ClientType::Tv, ..desktop() };
+    assert_eq!(page_error(run(&good(), Some(&tv))), ErrorCode::InvalidRequest, "a TV client uses the device flow");
 }
 
 #[test]

@@ -83,7 +83,7 @@ fn redirect_uris_follow_the_redirect_methods_of_the_type() {
         ClientType::BrowserExtension => {
             ClientDetails { extension_item_id: Some("abcdef".into()), ..Default::default() }
         }
-        ClientType::Desktop => ClientDetails::default(),
+        ClientType::Desktop | ClientType::Tv => ClientDetails::default(),
     };
     let fields = |kind, uri: &str| -> Vec<&'static str> {
         validate_fields(kind, "App", &[uri.to_owned()], &d(kind)).iter().map(|e| e.field).collect()
@@ -92,6 +92,11 @@ fn redirect_uris_follow_the_redirect_methods_of_the_type() {
         assert_eq!(fields(kind, "urn:ietf:wg:oauth:2.0:oob"), vec!["redirect_uri"], "{kind:?}: no OOB");
     }
     assert!(fields(ClientType::Desktop, "http://127.0.0.1:8080/cb").is_empty());
+    for uri in ["http://127.0.0.1:8080/cb", "https://example.com/cb", "com.example.app:/cb"] {
+        assert_eq!(fields(ClientType::Tv, uri), vec!["redirect_uri"], "a TV client has no redirect URI: {uri}");
+    }
+    assert!(validate_fields(ClientType::Tv, "Living room", &[], &ClientDetails::default()).is_empty());
+    assert_eq!(ClientType::parse("tv"), Some(ClientType::Tv));
     assert!(fields(ClientType::Desktop, "com.example.app:/cb").is_empty());
     for kind in [ClientType::Mobile, ClientType::UniversalDesktop, ClientType::BrowserExtension] {
         assert_eq!(fields(kind, "http://127.0.0.1:8080/cb"), vec!["redirect_uri"], "{kind:?}: loopback");

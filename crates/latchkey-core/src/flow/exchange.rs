@@ -36,17 +36,30 @@ pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'
         proof::use_once(ports, proof, rule, now).await?;
     }
     let user = user_enabled(ports.user(&record.user_id).await?)?;
-    let (grant, refresh_token) = new_grant(ports, &record, client, proof, now);
+    match issue(ports, &record, &user, client, proof, now).await? {
+        Some(response) => Ok(response),
+        None => Err(code_reused(ports, &record.code_hash, now).await),
+    }
+}
+
+/// Issues the grant of an authorization code and its tokens (the id_token for identity scopes): `None` when the
+/// code was redeemed meanwhile (the caller decides what that means).
+pub(super) async fn issue<P: Ports>(
+    ports: &P,
+    record: &AuthCode,
+    user: &P::User,
+    client: &Client,
+    proof: Option<&Proof>,
+    now: UnixTime,
+) -> Result<Option<TokenResponse>, P::Error> {
+    let (grant, refresh_token) = new_grant(ports, record, client, proof, now);
     if !ports.redeem_code(&grant, now).await? {
-        return Err(code_reused(ports, &record.code_hash, now).await);
+        return Ok(None);
     }
     let (access_token, expires_in) = mint(ports, &grant, grant.scopes, now)?;
-    let id_token = if record.scopes.intersects(IDENTITY) {
-        Some(ports.id_token(&user, &record, &access_token, now)?)
-    } else {
-        None
-    };
-    Ok(TokenResponse {
+    let id_token =
+        if record.scopes.intersects(IDENTITY) { Some(ports.id_token(user, record, &access_token, now)?) } else { None };
+    Ok(Some(TokenResponse {
         access_token,
         expires_in,
         id_token,
@@ -54,7 +67,7 @@ pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'
         refresh_token_expires_in: grant.expires_at.map(|e| now.until(e)),
         scope: ports.settings().scopes.format(grant.scopes),
         token_type: "Bearer".into(),
-    })
+    }))
 }
 
 /// The code is one the server issued and still holds.

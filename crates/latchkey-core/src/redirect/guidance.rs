@@ -44,6 +44,7 @@ pub fn hint(client: Option<&Client>, uri: Option<&str>) -> Option<&'static str> 
     }
     let loopback = Loopback::parse(uri);
     match client.client_type {
+        ClientType::Tv => Some("TVs and Limited Input devices use the device flow: POST /device/code, then the person enters the code at /device."),
         ClientType::Desktop => match loopback {
             None if scheme_of(uri).is_some_and(|s| s != "http" && s != "https") => {
                 Some("Desktop clients use a loopback redirect: http://127.0.0.1:PORT/ or http://[::1]:PORT/, any port. A custom scheme is for mobile clients.")

@@ -35,7 +35,7 @@ use latchkey_store::StoreError;
 const API_NAME: &str = "Video Data API";
 
 /// The flow's lookups, from the store.
-struct Ports<'a>(&'a AppState);
+pub(super) struct Ports<'a>(pub(super) &'a AppState);
 
 impl AuthorizePorts for Ports<'_> {
     type Error = StoreError;
@@ -347,9 +347,39 @@ fn consent_page(
     consent: Consent,
     error: Option<&str>,
 ) -> Response {
-    let csrf = session::csrf_token(state, &signed_in.session);
     let carried = continue_url(params, Mode::As(&signed_in.user.id));
     let carried = carried.split_once('?').map(|(_, q)| q).unwrap_or("");
+    let form = ConsentForm {
+        action: AUTHORIZE_PATH,
+        request: carried,
+        switch_href: &continue_url(params, Mode::Chooser),
+        warning: None,
+    };
+    consent_view(state, checked, signed_in, consent, form, error)
+}
+
+/// Where a consent page's form goes and what it carries: the authorization request's, or a device's.
+pub(super) struct ConsentForm<'a> {
+    /// The form's action.
+    pub action: &'a str,
+    /// What the form carries back (`request`).
+    pub request: &'a str,
+    /// Where "Switch account" leads.
+    pub switch_href: &'a str,
+    /// A warning above the permissions (the device flow's).
+    pub warning: Option<&'a str>,
+}
+
+/// The consent page of a checked request for a signed-in account, in `consent`'s form.
+pub(super) fn consent_view(
+    state: &AppState,
+    checked: &Checked,
+    signed_in: &SignedIn,
+    consent: Consent,
+    form: ConsentForm<'_>,
+    error: Option<&str>,
+) -> Response {
+    let csrf = session::csrf_token(state, &signed_in.session);
     let scopes = state
         .scopes
         .iter(checked.request.scopes)
@@ -365,12 +395,14 @@ fn consent_page(
         &ConsentPage {
             app_name: &checked.client.name,
             user_email: &signed_in.user.email,
-            switch_href: &continue_url(params, Mode::Chooser),
+            switch_href: form.switch_href,
             periods,
             scopes,
             all_or_none: consent == Consent::AllOrNone,
             csrf: &csrf,
-            request: carried,
+            request: form.request,
+            action: form.action,
+            warning: form.warning,
             error,
         },
     )

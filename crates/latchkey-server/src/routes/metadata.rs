@@ -6,6 +6,7 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
+use latchkey_core::device::GRANT_TYPE as DEVICE_CODE;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_proto::ServerMetadata;
 use serde_json::json;
@@ -19,11 +20,12 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         authorization_endpoint: format!("{}{AUTHORIZE_PATH}", u.auth),
         token_endpoint: u.token_endpoint.clone(),
         revocation_endpoint: format!("{}{REVOKE_PATH}", u.token),
+        device_authorization_endpoint: Some(format!("{}/device/code", u.token)),
         userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
         jwks_uri: format!("{}{JWKS_PATH}", u.issuer),
         response_types_supported: strings(&["code"]),
         response_modes_supported: strings(&["query"]),
-        grant_types_supported: strings(&["authorization_code", "refresh_token", JWT_BEARER]),
+        grant_types_supported: strings(&["authorization_code", "refresh_token", JWT_BEARER, DEVICE_CODE]),
         code_challenge_methods_supported: strings(&["S256", "plain"]),
         scopes_supported: state.scopes.all().iter().map(|s| s.id.clone()).collect(),
         token_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),

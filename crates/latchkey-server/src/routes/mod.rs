@@ -7,6 +7,7 @@ pub(crate) mod api;
 mod appcheck;
 mod authorize;
 pub mod console;
+mod device;
 mod id_token;
 mod identity;
 mod login;
@@ -61,6 +62,9 @@ pub fn router(state: AppState) -> Router {
         .route("/account/recovery-codes", axum::routing::post(account_two_step::recovery_codes_post))
         .route("/account/password/remove", axum::routing::post(account_two_step::remove_password_post))
         .route(TOKEN_PATH, axum::routing::post(token::token_post))
+        .route("/device/code", axum::routing::post(device::code_post))
+        .route("/device", get(device::page_get).post(device::page_post))
+        .route("/device/consent", axum::routing::post(device::consent_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
         .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))
         .route("/video/v3/channels", get(api::channels_get))

@@ -93,6 +93,14 @@ impl Ports for StorePorts<'_> {
         }))
     }
 
+    async fn poll_device(
+        &self,
+        device_code_hash: &[u8],
+        now: UnixTime,
+    ) -> Result<Option<latchkey_core::device::Poll>, TokenError> {
+        Ok(self.state.store.poll_device_code(device_code_hash, now).await?)
+    }
+
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, TokenError> {
         let redeemed = self.state.store.redeem_code(grant, self.state.grant_limits(), now).await?;
         if redeemed == Redeemed::Issued {

@@ -88,8 +88,8 @@ pub(super) fn continue_as(continue_to: &str, user_id: &str) -> String {
     format!("{path}?{}", out.finish())
 }
 
-/// Where a sign-in may continue to: only our own authorization endpoint, the account page, the console or the home
-/// page (no open redirect).
+/// Where a sign-in may continue to: only our own authorization endpoint, the account page, the console, the device
+/// page or the home page (no open redirect).
 pub(super) fn safe_continue(target: Option<&str>) -> &str {
     let ours = |t: &str| {
         t.starts_with(&format!("{AUTHORIZE_PATH}?"))
@@ -98,6 +98,8 @@ pub(super) fn safe_continue(target: Option<&str>) -> &str {
             || t == "/console"
             || t.starts_with("/console/")
             || t.starts_with("/console?")
+            || t == "/device"
+            || t.starts_with("/device?")
     };
     match target {
         Some(t) if ours(t) && !t.contains(['\r', '\n', '\\']) => t,
@@ -123,6 +125,8 @@ mod tests {
         assert_eq!(super::safe_continue(Some("/console\\evil")), "/");
         assert_eq!(super::safe_continue(Some("/account")), "/account");
         assert_eq!(super::safe_continue(Some("/accounts")), "/");
+        assert_eq!(super::safe_continue(Some("/device?user_code=BCDF-GHJK")), "/device?user_code=BCDF-GHJK");
+        assert_eq!(super::safe_continue(Some("/devices")), "/");
     }
 
     #[test]

@@ -76,8 +76,12 @@ pub struct ConsentPage<'a> {
     pub all_or_none: bool,
     /// The CSRF token.
     pub csrf: &'a str,
-    /// The authorization request, form-encoded, carried through the form.
+    /// The authorization request, form-encoded (or a device's user code), carried through the form.
     pub request: &'a str,
+    /// Where the form goes (the authorization endpoint, or `/device/consent`).
+    pub action: &'a str,
+    /// A warning above the permissions (a device's request: only go on for a device you own).
+    pub warning: Option<&'a str>,
     /// A message when the form was sent without a choice.
     pub error: Option<&'a str>,
 }
@@ -255,4 +259,20 @@ pub fn with_request_id(mut response: Response, request_id: &str) -> Response {
 /// A page with a heading and a message.
 pub fn notice(status: StatusCode, heading: &str, message: &str) -> Response {
     page(status, &NoticePage { heading, message })
+}
+
+/// The device flow's page where the person enters the code their device shows.
+#[derive(Template)]
+#[template(path = "device.html")]
+pub struct DevicePage<'a> {
+    /// The session's CSRF token.
+    pub csrf: &'a str,
+    /// The account entering the code.
+    pub account: &'a str,
+    /// Its e-mail address.
+    pub email: &'a str,
+    /// The code as typed or pre-filled.
+    pub user_code: &'a str,
+    /// Why the last code was refused.
+    pub error: Option<&'a str>,
 }

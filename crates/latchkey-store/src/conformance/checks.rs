@@ -2,6 +2,7 @@
 
 use super::accounts::*;
 use super::clients::*;
+use super::device_codes::*;
 use super::orgs::*;
 use super::passkeys::*;
 use super::served::*;
@@ -84,4 +85,5 @@ checks! {
     two_step_verification_is_turned_on_used_and_off_with_its_events: by_ref,
     totp_secrets_are_reencrypted_only_as_read: by_ref,
     passkey_only_accounts_keep_a_way_in_and_a_reset_removes_second_steps: by_ref,
+    device_codes_are_polled_at_their_pace_and_decided_once: by_ref,
 }

@@ -167,7 +167,7 @@ pub(super) struct TypeFlags {
 }
 
 fn parse_type(s: &str) -> Result<ClientType, String> {
-    ClientType::parse(s).ok_or_else(|| "one of desktop, mobile, universal-desktop, browser-extension".into())
+    ClientType::parse(s).ok_or_else(|| "one of desktop, mobile, universal-desktop, browser-extension, tv".into())
 }
 
 /// Runs a `client` command as the operator.

@@ -237,7 +237,8 @@ async fn clients_of_every_type_their_rules_delete_and_restore() {
     assert_eq!(fields, vec!["bundle_id", "store_id"], "{}", bad.1);
     assert_eq!(bad.1["field"], "bundle_id");
     for (body, field) in [
-        (json!({ "type": "tv", "name": "T" }), "type"),
+        (json!({ "type": "smart-fridge", "name": "F" }), "type"),
+        (json!({ "type": "tv", "name": "T", "redirect_uris": ["http://127.0.0.1:5/cb"] }), "redirect_uri"),
         (json!({ "type": "desktop", "name": "D", "bundle_id": "com.x" }), "bundle_id"),
         (json!({ "type": "desktop", "name": "D", "app_check": true }), "app_check"),
         (json!({ "type": "universal-desktop", "name": "U", "uwp_store_id": "short" }), "uwp_store_id"),

@@ -44,6 +44,7 @@ mod rfc7009_revoke;
 mod rfc7523_jwt_bearer;
 mod rfc7636_pkce;
 mod rfc8252_loopback;
+mod rfc8628_device;
 mod rfc9449_dpop;
 mod secrets_at_rest;
 mod service_accounts;

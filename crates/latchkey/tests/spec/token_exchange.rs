@@ -168,7 +168,7 @@ async fn a_missing_code_verifier_for_a_code_with_a_challenge_is_invalid_grant() 
 async fn an_unknown_grant_type_is_unsupported_grant_type() {
     let (server, app) = setup().await;
     for grant_type in
-        ["password", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code", "AUTHORIZATION_CODE"]
+        ["password", "client_credentials", "urn:ietf:params:oauth:grant-type:saml2-bearer", "AUTHORIZATION_CODE"]
     {
         let r = server
             .token(&[

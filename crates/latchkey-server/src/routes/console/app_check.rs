@@ -67,6 +67,9 @@ fn details(c: &Client) -> Vec<Detail> {
         ClientType::Desktop => {
             vec![Detail { label: "Loopback redirects", value: "Accepted on any port, no registration needed".into() }]
         }
+        ClientType::Tv => {
+            vec![Detail { label: "Sign-in", value: "The device flow (RFC 8628): no redirect URI".into() }]
+        }
     }
 }
 

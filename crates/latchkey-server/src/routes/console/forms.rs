@@ -25,6 +25,10 @@ fn description(t: ClientType) -> &'static str {
             "Universal desktop platform apps, identified by their store ID and package SID."
         }
         ClientType::BrowserExtension => "Browser extensions that sign in through the browser's identity API.",
+        ClientType::Tv => {
+            "TVs, consoles, cameras, printers and command lines without a browser: the person enters a short code on \
+             another device."
+        }
     }
 }
 
@@ -46,6 +50,10 @@ pub(super) fn help(t: ClientType) -> &'static str {
         ClientType::BrowserExtension => {
             "The browser's identity API delivers the response directly to the extension, so no redirect URI is needed. \
              Custom URI schemes are not supported."
+        }
+        ClientType::Tv => {
+            "The device asks for a code (POST /device/code) and shows it with the address /device; the person signs \
+             in on a phone or computer and enters it. No redirect URI; the client secret is optional."
         }
     }
 }
@@ -75,6 +83,7 @@ pub(super) fn fields(t: ClientType, editing: Option<&Client>) -> Vec<Field> {
         ClientType::Mobile => "One per line, for example com.example.app:/oauth2redirect.",
         ClientType::UniversalDesktop => "One per line, of the shape <platform_scheme>://<package_sid_lowercase>.",
         ClientType::BrowserExtension => "Optional. One per line, https only: the identity API needs none.",
+        ClientType::Tv => "",
     };
     let uris = Field { kind: FieldKind::Lines, ..text("redirect_uris", "Authorized redirect URIs", uris_hint, false) };
     match t {
@@ -126,6 +135,8 @@ pub(super) fn fields(t: ClientType, editing: Option<&Client>) -> Vec<Field> {
             f.push(uris);
         }
         ClientType::Desktop => f.push(uris),
+        // The device flow has no redirect.
+        ClientType::Tv => {}
     }
     f
 }

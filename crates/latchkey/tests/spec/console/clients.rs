@@ -30,7 +30,13 @@ async fn the_type_chooser_comes_first_and_each_type_has_exactly_its_fields() {
             assert_eq!(form.body.contains(&format!("name=\"{f}\"")), own.contains(&f), "{t}: {f}");
         }
     }
-    let bad = dev.get(&format!("/console/projects/{project}/clients/new?type=tv")).await;
+    let tv = dev.get(&format!("/console/projects/{project}/clients/new?type=tv")).await;
+    assert_eq!(tv.status, 200);
+    assert!(tv.body.contains("TVs and Limited Input devices") && tv.body.contains("name=\"name\""));
+    for f in all.iter().chain(&["redirect_uris"]) {
+        assert!(!tv.body.contains(&format!("name=\"{f}\"")), "tv: no {f}: the device flow has no redirect");
+    }
+    let bad = dev.get(&format!("/console/projects/{project}/clients/new?type=smart-fridge")).await;
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("Choose the type of your application."));
 }

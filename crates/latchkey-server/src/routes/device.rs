@@ -1,0 +1,386 @@
+//! The device authorization grant (RFC 8628): `POST /device/code`, where a TV or Limited Input device asks for its
+//! codes, and `/device`, where the person enters the user code on a phone or computer, sees which app asks (with a
+//! warning), and consents on the same page as the code flow, after the same organisation checks
+//! (`latchkey_core::flow::authorize::policy`). Allowing stores an authorization code under the device code's hash,
+//! under the organisation locks like any code, then marks the device code approved; the device's next poll of the
+//! token endpoint redeems it (`latchkey_core::flow::device`).
+
+use super::authorize::{browser_failure, consent_view, ConsentForm, Ports};
+use super::ports::StorePorts;
+use super::token::{read_pairs, refused};
+use crate::error::{no_store_json, store_error, TokenError};
+use crate::extract::{self, ClientAddr};
+use crate::rate_limit::address_group;
+use crate::session::{self, SignedIn};
+use crate::state::AppState;
+use crate::views;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::Extension;
+use latchkey_admin::clock::OsRandom;
+use latchkey_core::authorize::{requested_scopes, Prompt, ValidRequest};
+use latchkey_core::client::ClientType;
+use latchkey_core::device::{self, DeviceCode, State as Decided};
+use latchkey_core::flow::authorize::{self as flow, AuthorizePorts, Checked, Outcome};
+use latchkey_core::org::Consent;
+use latchkey_core::secret::Secret;
+use latchkey_core::token::{client_auth, AuthCode, Form};
+use latchkey_core::{ErrorCode, OAuthError};
+use latchkey_store::{LoginWindows, StoreError};
+use std::collections::HashMap;
+
+/// Wrong user codes a browser session, and an address, may enter in a minute.
+const WRONG_CODES_PER_MINUTE: u32 = 5;
+
+/// The warning shown before consent: the person must have started this on a device of their own.
+const WARNING: &str = "Only continue if you started this yourself on a device you own, such as your TV or game \
+                       console. If someone sent you this code, stop: they would get access to your account.";
+
+/// `POST /device/code`: a device's codes (RFC 8628 §3.1, §3.2).
+pub async fn code_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let pairs = match read_pairs(&headers, &body) {
+        Ok(p) => p,
+        Err(e) => return refused(e, &headers, None),
+    };
+    let form = match Form::new(extract::borrowed(&pairs)) {
+        Ok(f) => f,
+        Err(e) => return refused(e.into(), &headers, None),
+    };
+    match new_codes(&state, &headers, &form).await {
+        Ok(body) => no_store_json(&body),
+        Err(e) => refused(e, &headers, Some(&form)),
+    }
+}
+
+async fn new_codes(state: &AppState, headers: &HeaderMap, form: &Form<'_>) -> Result<serde_json::Value, TokenError> {
+    let authorization = extract::single_header(headers, &header::AUTHORIZATION)?;
+    let auth = client_auth(form, authorization)?;
+    let client = latchkey_core::flow::authenticate(&StorePorts::new(state, headers), &auth).await?;
+    if client.client_type != ClientType::Tv {
+        let why = "Only clients of the type TVs and Limited Input devices may use the device authorization grant.";
+        return Err(OAuthError::new(ErrorCode::UnauthorizedClient, why).into());
+    }
+    let api_enabled = state.store.project(&client.project_id).await?.is_some_and(|p| p.api_enabled);
+    let scopes = requested_scopes(&state.scopes, form.get("scope"), api_enabled)?;
+    let now = state.clock.now();
+    let device_code = Secret::generate("lkd_", &OsRandom);
+    let (lifetime, interval) = (state.config.device_code_lifetime, state.config.device_poll_interval);
+    for _ in 0..5 {
+        let user_code = device::new_user_code(&OsRandom);
+        let record = DeviceCode {
+            device_code_hash: device_code.hash(),
+            user_code_hash: device::user_code_hash(&user_code),
+            client_id: client.client_id.clone(),
+            scopes,
+            created_at: now,
+            expires_at: now.plus(lifetime),
+            interval,
+            state: Decided::Pending,
+        };
+        match state.store.insert_device_code(&record).await {
+            Ok(()) => {
+                let shown = device::format_user_code(&user_code);
+                let uri = format!("{}/device", state.urls.auth);
+                let complete = format!("{uri}?user_code={shown}");
+                return Ok(serde_json::json!({
+                    "device_code": device_code.expose(),
+                    "user_code": shown,
+                    "verification_uri": uri,
+                    "verification_uri_complete": complete,
+                    "expires_in": lifetime,
+                    "interval": interval,
+                }));
+            }
+            // A user code taken by another pending device: draw again.
+            Err(StoreError::Conflict(_)) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(OAuthError::new(ErrorCode::TemporarilyUnavailable, "No free user code: try again.").into())
+}
+
+/// The browser's account that enters the code: `authuser`, else the most recently used; or the response that
+/// sends it to sign in first.
+async fn account(state: &AppState, headers: &HeaderMap, authuser: &str, back_to: &str) -> Result<SignedIn, Response> {
+    let browser = session::accounts(state, headers).await.map_err(|e| browser_failure(state, e))?;
+    let found = match authuser {
+        "" => browser.accounts.first(),
+        id => browser.find(id),
+    };
+    match found {
+        Some(s) => Ok(s.clone()),
+        None => {
+            let query = form_urlencoded::Serializer::new(String::new()).append_pair("continue", back_to).finish();
+            Err(super::session_start::see_other(&format!("/signin?{query}")))
+        }
+    }
+}
+
+fn device_path(user_code: &str) -> String {
+    match user_code {
+        "" => "/device".into(),
+        code => format!(
+            "/device?{}",
+            form_urlencoded::Serializer::new(String::new()).append_pair("user_code", code).finish()
+        ),
+    }
+}
+
+/// `GET /device[?user_code=...]`: the code's form, pre-filled from `verification_uri_complete` (still a click away).
+pub async fn page_get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let typed = q.get("user_code").map(String::as_str).unwrap_or("");
+    let signed_in = match account(&state, &headers, "", &device_path(typed)).await {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    code_page(&state, &signed_in, typed, StatusCode::OK, None)
+}
+
+fn code_page(state: &AppState, s: &SignedIn, typed: &str, status: StatusCode, error: Option<&str>) -> Response {
+    let csrf = session::csrf_token(state, &s.session);
+    let page = views::DevicePage { csrf: &csrf, account: &s.user.id, email: &s.user.email, user_code: typed, error };
+    views::page(status, &page)
+}
+
+/// Counts a user code entered from this session and from this address before it is checked, in one-minute
+/// windows: the keys to forgive if it is right, or `None` past the limit (nothing checked).
+async fn admit_code(
+    state: &AppState,
+    s: &SignedIn,
+    addr: Option<std::net::IpAddr>,
+) -> Result<Option<[String; 2]>, StoreError> {
+    let keys = [
+        format!("device-session:{}", hex(&s.session.token_hash)),
+        format!("device-ip:{}", addr.map(address_group).unwrap_or_default()),
+    ];
+    let windows = LoginWindows { base: 60, longest: 60 };
+    let limits = [(keys[0].as_str(), WRONG_CODES_PER_MINUTE), (keys[1].as_str(), WRONG_CODES_PER_MINUTE)];
+    let counts = state.store.record_login_attempts(&limits, state.clock.now(), windows).await?;
+    Ok(counts.iter().all(|c| c.count <= WRONG_CODES_PER_MINUTE).then_some(keys))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The pending, unexpired device code a typed user code names, with its checked request for the consent page.
+async fn pending(state: &AppState, typed: &str) -> Result<Option<(DeviceCode, Box<Checked>)>, StoreError> {
+    let Some(code) = device::user_code(typed) else { return Ok(None) };
+    let Some(record) = state.store.device_code_by_user_code(&device::user_code_hash(&code)).await? else {
+        return Ok(None);
+    };
+    if record.state != Decided::Pending || record.expires_at <= state.clock.now() {
+        return Ok(None);
+    }
+    let Some((client, project)) = Ports(state).client(&record.client_id).await? else { return Ok(None) };
+    if client.deleted_at.is_some() {
+        return Ok(None);
+    }
+    let request = ValidRequest {
+        redirect_uri: device::REDIRECT_URI.into(),
+        scopes: record.scopes,
+        challenge: None,
+        state: None,
+        login_hint: None,
+        nonce: None,
+        prompt: Prompt::default(),
+        max_age: None,
+    };
+    Ok(Some((record, Box::new(Checked { client, request, project }))))
+}
+
+/// The organisation's checks for the account (the authorization endpoint's check 6), then the consent page.
+async fn consent_for(state: &AppState, s: &SignedIn, checked: Box<Checked>, code: &str) -> Response {
+    let account = flow::Account {
+        user_id: &s.user.id,
+        email: &s.user.email,
+        signed_in_at: s.session.created_at,
+        method: s.session.method,
+    };
+    match flow::policy(&Ports(state), checked, &account).await {
+        Ok(Ok((checked, consent))) => {
+            let switch = format!(
+                "/signin?continue={}",
+                form_urlencoded::byte_serialize(device_path(code).as_bytes()).collect::<String>()
+            );
+            let form =
+                ConsentForm { action: "/device/consent", request: code, switch_href: &switch, warning: Some(WARNING) };
+            consent_view(state, &checked, s, consent, form, None)
+        }
+        Ok(Err(outcome)) => match *outcome {
+            Outcome::StepUp { checked, email, .. } => super::login::login_page(
+                state,
+                &HeaderMap::new(),
+                StatusCode::OK,
+                Some(&checked.client.name),
+                Some("Your organisation requires a stronger sign-in. Sign in again to continue."),
+                &device_path(code),
+                &email,
+            ),
+            Outcome::Refused(flow::Refused::Page(error)) => views::error_page(StatusCode::FORBIDDEN, &error, None),
+            _ => views::notice(StatusCode::BAD_REQUEST, "This request cannot go on", "Start again on your device."),
+        },
+        Err(e) => views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    }
+}
+
+/// `POST /device`: the user code entered (`user_code`; case, spaces and the hyphen do not matter), counted; a
+/// right one shows which app asks, the warning and the consent page.
+pub async fn page_post(
+    State(state): State<AppState>,
+    addr: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = extract::pairs(&body);
+    let field = |name: &str| extract::field(&form, name);
+    let typed = field("user_code");
+    let s = match account(&state, &headers, field("account"), &device_path(typed)).await {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    if !session::csrf_ok(&state, &s.session, field("csrf")) {
+        return code_page(&state, &s, typed, StatusCode::FORBIDDEN, Some("The form expired. Enter the code again."));
+    }
+    let keys = match admit_code(&state, &s, addr.map(|Extension(a)| a.0.ip())).await {
+        Ok(Some(keys)) => keys,
+        Ok(None) => {
+            let why = "Too many wrong codes. Wait a minute, then enter the code your device shows.";
+            return super::session_start::retry_after(
+                code_page(&state, &s, typed, StatusCode::TOO_MANY_REQUESTS, Some(why)),
+                60,
+            );
+        }
+        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    };
+    let found = match pending(&state, typed).await {
+        Ok(found) => found,
+        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    };
+    let Some((_, checked)) = found else {
+        let why = "That code is not valid, or it expired. Check the code your device shows, or start again there.";
+        return code_page(&state, &s, typed, StatusCode::BAD_REQUEST, Some(why));
+    };
+    // A right code is no guess: it is taken back.
+    if let Err(e) = state.store.forgive_login_attempts(&[&keys[0], &keys[1]]).await {
+        return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None);
+    }
+    let code = device::user_code(typed).unwrap_or_default();
+    consent_for(&state, &s, checked, &code).await
+}
+
+/// `POST /device/consent`: the consent page's decision. Allow stores the authorization code the device will
+/// redeem, then approves the device code; Cancel declines it (the device gets `access_denied`).
+pub async fn consent_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let form = extract::pairs(&body);
+    let field = |name: &str| extract::field(&form, name);
+    let code = field("request");
+    let s = match account(&state, &headers, "", &device_path(code)).await {
+        Ok(s) => s,
+        Err(page) => return page,
+    };
+    if !session::csrf_ok(&state, &s.session, field("csrf")) {
+        return views::notice(StatusCode::FORBIDDEN, "This page has expired", "Enter the code again.");
+    }
+    let gone = || views::notice(StatusCode::BAD_REQUEST, "This code is no longer valid", "Start again on your device.");
+    let (record, checked) = match pending(&state, code).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return gone(),
+        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    };
+    let now = state.clock.now();
+    if field("decision") != "allow" {
+        return match state.store.decide_device_code(&record.user_code_hash, false, now).await {
+            Ok(_) => views::notice(
+                StatusCode::OK,
+                "You declined",
+                "The device was not given access. You can close this page.",
+            ),
+            Err(e) => views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+        };
+    }
+    // The policy again (it may have changed while the page was open), then the scopes chosen.
+    let account = flow::Account {
+        user_id: &s.user.id,
+        email: &s.user.email,
+        signed_in_at: s.session.created_at,
+        method: s.session.method,
+    };
+    let (checked, consent) = match flow::policy(&Ports(&state), checked, &account).await {
+        Ok(Ok(decided)) => decided,
+        // Refused now: the page that says why (the checks run again on a fresh read).
+        Ok(Err(_)) => {
+            return match pending(&state, code).await {
+                Ok(Some((_, checked))) => consent_for(&state, &s, checked, code).await,
+                _ => gone(),
+            }
+        }
+        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    };
+    let chosen = form
+        .iter()
+        .filter(|(k, _)| k == "scope")
+        .filter_map(|(_, v)| state.scopes.index_of(v))
+        .fold(0u32, |acc, i| acc | 1 << i);
+    let scopes = match consent {
+        Consent::Granular => latchkey_core::scope::ScopeSet(chosen).intersection(checked.request.scopes),
+        Consent::AllOrNone | Consent::Skip => checked.request.scopes,
+    };
+    if scopes.is_empty() {
+        return consent_view(
+            &state,
+            &checked,
+            &s,
+            consent,
+            ConsentForm {
+                action: "/device/consent",
+                request: code,
+                switch_href: "/signin?continue=/device",
+                warning: Some(WARNING),
+            },
+            Some("Select at least one permission to allow, or choose Cancel."),
+        );
+    }
+    let lifetime = match latchkey_core::account::access_period(
+        form.iter().find(|(k, _)| k == "duration").map(|(_, v)| v.as_str()),
+        checked.project.time_based_access,
+    ) {
+        Ok(l) => l,
+        Err(e) => return views::notice(StatusCode::BAD_REQUEST, "Bad request", &e.to_string()),
+    };
+    let record_code = AuthCode {
+        code_hash: record.device_code_hash.clone(),
+        client_id: record.client_id.clone(),
+        user_id: s.user.id.clone(),
+        redirect_uri: device::REDIRECT_URI.into(),
+        scopes,
+        challenge: None,
+        nonce: None,
+        auth_time: s.session.created_at,
+        expires_at: record.expires_at,
+        used: false,
+        grant_lifetime: lifetime,
+    };
+    match state.store.insert_code_if_allowed(&record_code, &checked.client.project_id).await {
+        Ok(Ok(())) => {}
+        Ok(Err(refusal)) => {
+            return views::error_page(StatusCode::FORBIDDEN, &refusal.error(&checked.client, &state.scopes), None)
+        }
+        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    }
+    match state.store.decide_device_code(&record.user_code_hash, true, now).await {
+        Ok(true) => views::notice(
+            StatusCode::OK,
+            "You're all set",
+            "Go back to your device: it is signing in now. You can close this page.",
+        ),
+        Ok(false) => gone(),
+        Err(e) => views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    }
+}

@@ -1,0 +1,52 @@
+//! Device codes (RFC 8628): stored as hashes, a user code held once, decided once while pending and unexpired, and
+//! each poll's pace counted once (a poll too soon grows the interval for good).
+
+use super::{fixture, random_b64, T0};
+use crate::prelude::*;
+use crate::StoreError;
+use latchkey_core::device::{DeviceCode, State};
+use latchkey_core::scope::ScopeSet;
+
+fn device_code(client_id: &str) -> DeviceCode {
+    DeviceCode {
+        device_code_hash: random_b64(32).into_bytes(),
+        user_code_hash: random_b64(32).into_bytes(),
+        client_id: client_id.into(),
+        scopes: ScopeSet(0b11),
+        created_at: T0,
+        expires_at: T0.plus(1800),
+        interval: 5,
+        state: State::Pending,
+    }
+}
+
+/// A device code is found by its user code; a poll notes its pace; the decision is taken once.
+pub(super) async fn device_codes_are_polled_at_their_pace_and_decided_once(store: &dyn Store) {
+    let (client_id, _) = fixture(store).await;
+    let code = device_code(&client_id);
+    store.insert_device_code(&code).await.expect("insert");
+    let same_user_code = DeviceCode { device_code_hash: random_b64(32).into_bytes(), ..code.clone() };
+    assert!(matches!(store.insert_device_code(&same_user_code).await, Err(StoreError::Conflict(_))));
+    assert_eq!(store.device_code_by_user_code(&code.user_code_hash).await.expect("find"), Some(code.clone()));
+
+    let poll = |at| store.poll_device_code(&code.device_code_hash, T0.plus(at));
+    let first = poll(10).await.expect("poll").expect("known");
+    assert_eq!((first.state, first.too_soon, first.client_id.as_str()), (State::Pending, false, client_id.as_str()));
+    assert!(poll(12).await.expect("poll").expect("known").too_soon, "2 s after the previous poll");
+    let found = store.device_code_by_user_code(&code.user_code_hash).await.expect("find").expect("there");
+    assert_eq!(found.interval, 10, "the interval grew by 5 s");
+    assert!(poll(20).await.expect("poll").expect("known").too_soon, "8 s is too soon under the grown interval");
+    assert!(!poll(35).await.expect("poll").expect("known").too_soon, "15 s later is at the pace");
+    assert_eq!(store.poll_device_code(b"unknown", T0).await.expect("poll"), None);
+
+    assert!(store.decide_device_code(&code.user_code_hash, true, T0.plus(40)).await.expect("decide"));
+    assert!(!store.decide_device_code(&code.user_code_hash, false, T0.plus(41)).await.expect("decide"), "once");
+    let approved = poll(36).await.expect("poll").expect("known");
+    assert_eq!((approved.state, approved.too_soon), (State::Approved, false), "an approved code has no pace");
+
+    let late = device_code(&client_id);
+    store.insert_device_code(&late).await.expect("insert");
+    assert!(!store.decide_device_code(&late.user_code_hash, true, T0.plus(1800)).await.expect("decide"), "expired");
+    store.purge_expired(T0.plus(1800)).await.expect("purge");
+    assert_eq!(store.device_code_by_user_code(&late.user_code_hash).await.expect("find"), None, "purged");
+}

@@ -1,0 +1,188 @@
+//! The device authorization grant (RFC 8628) over HTTP: a TV client's codes, the person entering the user code at
+//! `/device` after signing in, the warning and the consent page, and the device's polls of the token endpoint
+//! (`authorization_pending`, `slow_down`, the tokens once, `access_denied`, `expired_token`, `unauthorized_client`).
+
+use crate::support::*;
+use latchkey_admin::Actor;
+use latchkey_core::client::ClientType;
+use serde_json::Value;
+use std::sync::Arc;
+
+const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+const ANN: &str = "ann@example.com";
+
+/// A project with the data API and a TV client; its id and secret.
+async fn tv_app(server: &TestServer) -> App {
+    let now = latchkey_core::time::UnixTime(1_700_000_000);
+    let p = latchkey_admin::project_create(server.store(), &Actor::Operator, "TV project", None, now).await.expect("p");
+    latchkey_admin::project_set_api(server.store(), &Actor::Operator, &p.project_id, true).await.expect("api");
+    let new = latchkey_admin::NewClient {
+        project_id: p.project_id.clone(),
+        client_type: ClientType::Tv,
+        name: "Living Room TV".into(),
+        redirect_uris: vec![],
+        details: Default::default(),
+    };
+    let c = latchkey_admin::client_create(server.store(), &Actor::Operator, new, now).await.expect("client");
+    App { project_id: p.project_id, client_id: c.client_id, client_secret: c.client_secret.expect("secret") }
+}
+
+async fn post(server: &TestServer, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let r = server.http().post(server.url(path)).form(form).send().await.expect("post");
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+async fn codes(server: &TestServer, app: &App, scope: &str) -> Value {
+    let (status, body) = post(server, "/device/code", &[("client_id", &app.client_id), ("scope", scope)]).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn poll(server: &TestServer, app: &App, device_code: &str) -> (u16, Value) {
+    post(server, "/token", &[("grant_type", DEVICE_GRANT), ("client_id", &app.client_id), ("device_code", device_code)])
+        .await
+}
+
+/// Signs in at `/device?user_code=...` and enters the code as typed; returns the browser and the page it got.
+async fn enter_code(server: &TestServer, shown: &str, typed: &str) -> (Browser, Page) {
+    let browser = server.browser();
+    let first = browser.get(&server.url(&format!("/device?user_code={shown}"))).await;
+    assert_eq!(first.status, 303, "sign in first");
+    let login = browser.get(&server.url(first.headers["location"].to_str().expect("location"))).await;
+    let signed_in = browser.sign_in(&login, ANN, PASSWORD).await;
+    assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+    let page = browser.get(&server.url(signed_in.headers["location"].to_str().expect("location"))).await;
+    assert_eq!(page.input("user_code").as_deref(), Some(shown), "pre-filled, still a click away");
+    let csrf = page.input("csrf").expect("csrf");
+    let account = page.input("account").expect("account");
+    let consent = browser.post("/device", &[("csrf", &csrf), ("account", &account), ("user_code", typed)]).await;
+    (browser, consent)
+}
+
+#[tokio::test]
+async fn metadata_names_the_endpoint_and_only_tv_clients_get_codes() {
+    let server = TestServer::start().await;
+    let doc: Value = server
+        .http()
+        .get(server.url("/.well-known/openid-configuration"))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(doc["device_authorization_endpoint"], server.url("/device/code"));
+    assert!(doc["grant_types_supported"].as_array().expect("types").iter().any(|g| g == DEVICE_GRANT));
+    let desktop = server.app().await;
+    let (status, body) = post(&server, "/device/code", &[("client_id", &desktop.client_id), ("scope", READONLY)]).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("unauthorized_client")));
+    let tv = tv_app(&server).await;
+    let (status, body) = post(&server, "/device/code", &[("client_id", &tv.client_id), ("scope", "nope")]).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_scope")));
+    let body = codes(&server, &tv, READONLY).await;
+    let user_code = body["user_code"].as_str().expect("user code");
+    assert_eq!(user_code.len(), 9);
+    assert!(user_code.chars().enumerate().all(|(i, c)| if i == 4 {
+        c == '-'
+    } else {
+        "BCDFGHJKLMNPQRSTVWXZ".contains(c)
+    }));
+    assert_eq!(body["verification_uri"], server.url("/device"));
+    assert_eq!(body["verification_uri_complete"], format!("{}?user_code={user_code}", server.url("/device")));
+    assert_eq!((body["expires_in"].as_i64(), body["interval"].as_i64()), (Some(1800), Some(5)));
+    // The authorization endpoint is not a TV client's.
+    let pkce = Pkce::new();
+    let page =
+        server.browser().get(&authorize_url(&server, &tv, &[READONLY], &pkce, "http://127.0.0.1:5/cb", "s")).await;
+    assert_eq!(page.status, 400, "{}", page.body);
+    assert!(page.body.contains("invalid_request") && page.body.contains("device flow"), "{}", page.body);
+    // And a code-flow client cannot poll a TV's device code.
+    let (status, body) = poll(&server, &desktop, body["device_code"].as_str().expect("code")).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("unauthorized_client")));
+}
+
+#[tokio::test]
+async fn the_person_allows_on_another_device_and_the_device_gets_tokens_once() {
+    let clock = Arc::new(TestClock::default());
+    let server = TestServer::start_with_clock(|_| {}, clock.clone()).await;
+    server.user(ANN).await;
+    let tv = tv_app(&server).await;
+    let body = codes(&server, &tv, READONLY).await;
+    let (device_code, shown) = (body["device_code"].as_str().expect("dc"), body["user_code"].as_str().expect("uc"));
+    assert_eq!(poll(&server, &tv, device_code).await.1["error"], "authorization_pending");
+    assert_eq!(poll(&server, &tv, device_code).await.1["error"], "slow_down", "a poll at once");
+    clock.advance(11);
+    assert_eq!(poll(&server, &tv, device_code).await.1["error"], "authorization_pending", "at the grown pace");
+
+    let typed = shown.to_lowercase().replace('-', " ");
+    let (browser, consent) = enter_code(&server, shown, &typed).await;
+    assert_eq!(consent.status, 200, "{}", consent.body);
+    assert!(
+        consent.body.contains("Living Room TV") && consent.body.contains("id=\"device-warning\""),
+        "{}",
+        consent.body
+    );
+    let csrf = consent.input("csrf").expect("csrf");
+    let code = consent.input("request").expect("the user code");
+    let done = browser
+        .post("/device/consent", &[("csrf", &csrf), ("request", &code), ("scope", READONLY), ("decision", "allow")])
+        .await;
+    assert_eq!(done.status, 200);
+    assert!(done.body.contains("Go back to your device"), "{}", done.body);
+
+    clock.advance(20);
+    let (status, tokens) = poll(&server, &tv, device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    let access = tokens["access_token"].as_str().expect("access token");
+    assert!(tokens["refresh_token"].is_string());
+    assert_eq!(channels(&server, access).await.status(), 200);
+    clock.advance(20);
+    let (status, again) = poll(&server, &tv, device_code).await;
+    assert_eq!((status, again["error"].as_str()), (400, Some("invalid_grant")), "single use");
+    assert_eq!(channels(&server, access).await.status(), 200, "a second poll revokes nothing");
+    let refreshed = server.refresh(&tv, tokens["refresh_token"].as_str().expect("rt")).await;
+    assert_eq!(refreshed.status(), 200);
+}
+
+#[tokio::test]
+async fn declined_expired_and_wrong_codes() {
+    let clock = Arc::new(TestClock::default());
+    let server = TestServer::start_with_clock(|_| {}, clock.clone()).await;
+    server.user(ANN).await;
+    let tv = tv_app(&server).await;
+    let body = codes(&server, &tv, READONLY).await;
+    let (device_code, shown) = (body["device_code"].as_str().expect("dc"), body["user_code"].as_str().expect("uc"));
+    let (browser, consent) = enter_code(&server, shown, shown).await;
+    let csrf = consent.input("csrf").expect("csrf");
+    let declined = browser
+        .post("/device/consent", &[("csrf", &csrf), ("request", &shown.replace('-', "")), ("decision", "deny")])
+        .await;
+    assert_eq!(declined.status, 200);
+    let (status, refused) = poll(&server, &tv, device_code).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("access_denied")));
+
+    let expiring = codes(&server, &tv, READONLY).await;
+    clock.advance(1800);
+    let (_, expired) = poll(&server, &tv, expiring["device_code"].as_str().expect("dc")).await;
+    assert_eq!(expired["error"], "expired_token");
+
+    let fresh = codes(&server, &tv, READONLY).await;
+    let (browser, _) = enter_code(&server, fresh["user_code"].as_str().expect("uc"), "BBBB-BBBB").await;
+    let page = browser.get(&server.url("/device")).await;
+    let (csrf, account) = (page.input("csrf").expect("csrf"), page.input("account").expect("account"));
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(
+            browser.post("/device", &[("csrf", &csrf), ("account", &account), ("user_code", "CCCC-CCCC")]).await.status,
+        );
+    }
+    assert_eq!(statuses, [400, 400, 400, 400, 429, 429], "five wrong codes a minute (one was entered before)");
+    clock.advance(61);
+    let right = browser
+        .post(
+            "/device",
+            &[("csrf", &csrf), ("account", &account), ("user_code", fresh["user_code"].as_str().expect("uc"))],
+        )
+        .await;
+    assert_eq!(right.status, 200, "a minute later, the right code goes on");
+}
