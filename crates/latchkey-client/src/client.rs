@@ -150,6 +150,7 @@ impl std::fmt::Debug for OAuthClient {
 enum Grant<'a> {
     Code(&'a str),
     Refresh,
+    Device,
 }
 
 impl OAuthClient {
@@ -364,6 +365,10 @@ pub(crate) fn oauth_error(response: &HttpResponse, on_refresh: bool) -> Error {
 pub(crate) fn unix_now() -> i64 {
     SystemClock.now()
 }
+
+mod device;
+
+pub use device::{DeviceAuthorization, DevicePoll, DEVICE_GRANT};
 
 #[cfg(test)]
 mod tests;

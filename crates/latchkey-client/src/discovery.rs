@@ -16,6 +16,9 @@ pub struct Discovery {
     /// The revocation endpoint (RFC 7009), if the server has one.
     #[serde(default)]
     pub revocation_endpoint: Option<String>,
+    /// The device authorization endpoint (RFC 8628), when the server has one.
+    #[serde(default)]
+    pub device_authorization_endpoint: Option<String>,
     /// The UserInfo endpoint, if any.
     #[serde(default)]
     pub userinfo_endpoint: Option<String>,

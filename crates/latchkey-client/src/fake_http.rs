@@ -85,6 +85,7 @@ pub(crate) fn metadata(iss_parameter_supported: bool) -> serde_json::Value {
         "authorization_endpoint": format!("{ISSUER}/authorize"),
         "token_endpoint": format!("{ISSUER}/token"),
         "revocation_endpoint": format!("{ISSUER}/revoke"),
+        "device_authorization_endpoint": format!("{ISSUER}/device/code"),
         "code_challenge_methods_supported": ["S256"],
         "dpop_signing_alg_values_supported": ["ES256"],
         "authorization_response_iss_parameter_supported": iss_parameter_supported,

@@ -59,7 +59,9 @@ mod session;
 mod storage;
 mod tokens;
 
-pub use client::{AppConfig, Authorization, AuthorizationResponse, OAuthClient};
+pub use client::{
+    AppConfig, Authorization, AuthorizationResponse, DeviceAuthorization, DevicePoll, OAuthClient, DEVICE_GRANT,
+};
 pub use clock::{Clock, SystemClock};
 pub use discovery::Discovery;
 pub use dpop::{DpopKey, FileKeyStore, KeyStore};

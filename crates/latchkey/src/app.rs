@@ -17,6 +17,7 @@ use latchkey_client::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -84,6 +85,10 @@ struct LoginArgs {
     /// The loopback port that receives the redirect (default: any free port), for one forwarded over SSH.
     #[arg(long)]
     port: Option<u16>,
+    /// Sign in with the device flow (RFC 8628), for a client of the type TVs and Limited Input devices: print a code
+    /// to enter on any phone or computer (and, on a terminal, a QR code of the address), then wait for it.
+    #[arg(long, conflicts_with_all = ["no_browser", "port"])]
+    device: bool,
 }
 
 /// What `login` remembers for the other commands.
@@ -268,6 +273,60 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
         eprintln!("Note: the server does not advertise ES256 DPoP; trying anyway.");
     }
     let key = if saved.dpop { Some(DpopKey::load_or_create(&FileKeyStore::new(dir.join("dpop.key")))?) } else { None };
+    let tokens = if args.device {
+        let scope_refs: Vec<&str> = requested.iter().map(String::as_str).collect();
+        device_tokens(&client, &scope_refs, key.as_ref()).await?
+    } else {
+        let wait = Wait { no_browser: args.no_browser, port: args.port, timeout: args.timeout };
+        browser_tokens(&client, &requested, key.as_ref(), wait).await?
+    };
+    let bytes = serde_json::to_vec_pretty(&saved).map_err(|e| Failure::Other(e.into()))?;
+    write_private(&dir.join("app.json"), &bytes)?;
+    let result = report(&tokens, &saved);
+    session.save(tokens).await?;
+    Ok(result)
+}
+
+/// The device flow: the code and where to enter it (with a QR code of the address on a terminal), then polling at
+/// the server's interval until the person decides or the code expires.
+async fn device_tokens(client: &OAuthClient, scopes: &[&str], key: Option<&DpopKey>) -> Result<TokenSet, Failure> {
+    let auth = client.device_authorization(scopes).await?;
+    eprintln!(
+        "On a phone or computer, open\n\n  {}\n\nand enter the code\n\n  {}\n",
+        auth.verification_uri, auth.user_code
+    );
+    if let Some(complete) = auth.verification_uri_complete.as_deref().filter(|_| std::io::stderr().is_terminal()) {
+        if let Ok(code) = qrcode::QrCode::new(complete.as_bytes()) {
+            eprintln!(
+                "or scan this code:\n{}",
+                code.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build()
+            );
+        }
+    }
+    eprintln!(
+        "Waiting for you to allow access (the code works for {} minutes; Ctrl-C cancels)...",
+        auth.expires_in / 60
+    );
+    tokio::select! {
+        r = client.wait_for_device(&auth, key) => Ok(r?),
+        _ = tokio::signal::ctrl_c() => Err(Failure::Cancelled),
+    }
+}
+
+/// How a code-flow login waits for its browser.
+struct Wait {
+    no_browser: bool,
+    port: Option<u16>,
+    timeout: u64,
+}
+
+/// The code flow in the system browser (or, with `--no-browser`, on any machine), back through the loopback redirect.
+async fn browser_tokens(
+    client: &OAuthClient,
+    requested: &[String],
+    key: Option<&DpopKey>,
+    args: Wait,
+) -> Result<TokenSet, Failure> {
     let listener = LoopbackListener::bind_port(args.port.unwrap_or(0)).await?;
     let scope_refs: Vec<&str> = requested.iter().map(String::as_str).collect();
     let pending = client.authorize(&listener.redirect_uri(), &scope_refs)?;
@@ -298,12 +357,7 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
         r = pasted(&pending), if args.no_browser => r?,
         _ = tokio::signal::ctrl_c() => return Err(Failure::Cancelled),
     };
-    let tokens = client.exchange(pending, &response, key.as_ref()).await?;
-    let bytes = serde_json::to_vec_pretty(&saved).map_err(|e| Failure::Other(e.into()))?;
-    write_private(&dir.join("app.json"), &bytes)?;
-    let result = report(&tokens, &saved);
-    session.save(tokens).await?;
-    Ok(result)
+    Ok(client.exchange(pending, &response, key).await?)
 }
 
 /// The authorization response pasted on standard input: the redirect URI's address, whose `state` is checked as the

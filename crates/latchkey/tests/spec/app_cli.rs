@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 use time::format_description::well_known::Rfc3339;
 
+mod device;
 mod no_browser;
 mod output;
 

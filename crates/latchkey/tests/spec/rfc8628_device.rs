@@ -12,7 +12,7 @@ const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 const ANN: &str = "ann@example.com";
 
 /// A project with the data API and a TV client; its id and secret.
-async fn tv_app(server: &TestServer) -> App {
+pub(crate) async fn tv_app(server: &TestServer) -> App {
     let now = latchkey_core::time::UnixTime(1_700_000_000);
     let p = latchkey_admin::project_create(server.store(), &Actor::Operator, "TV project", None, now).await.expect("p");
     latchkey_admin::project_set_api(server.store(), &Actor::Operator, &p.project_id, true).await.expect("api");
