@@ -33,6 +33,8 @@ pub struct AppAccess {
     pub project_id: String,
     /// The project's name.
     pub project_name: String,
+    /// Whether it signed in with the device flow (a TV or Limited Input device, which signs in no other way).
+    pub device: bool,
     /// The permissions granted, across its grants.
     pub permissions: Vec<Permission>,
     /// When access was first given.
@@ -94,6 +96,7 @@ pub fn group(grants: Vec<LiveGrant>, registry: &ScopeRegistry) -> Vec<AppAccess>
                 client_name: first.client_name,
                 project_id: first.project_id,
                 project_name: first.project_name,
+                device: first.device,
                 permissions,
                 granted_at: grants.iter().map(|g| g.created_at.0).min().unwrap_or(first.created_at.0),
                 last_used_at: day_of(used.max().unwrap_or(first.created_at)).0,

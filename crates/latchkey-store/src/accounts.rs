@@ -28,6 +28,8 @@ pub struct LiveGrant {
     pub project_id: String,
     /// The project's name.
     pub project_name: String,
+    /// Whether the client is a TV or Limited Input device, whose grants come only from the device flow.
+    pub device: bool,
     /// The granted scopes.
     pub scopes: ScopeSet,
     /// When the grant was made.
@@ -76,7 +78,8 @@ static AUDIT_APP: Sql = Sql::new(
 static EVENTS: Sql =
     Sql::new("SELECT id, at, kind, user_id, client_id FROM account_events WHERE user_id = $1 ORDER BY id");
 static LIVE_GRANTS: Sql = Sql::new(
-    "SELECT g.client_id, c.name AS client_name, c.project_id, p.name AS project_name, g.scopes, g.created_at, \
+    "SELECT g.client_id, c.name AS client_name, c.project_id, p.name AS project_name, c.client_type, g.scopes, \
+     g.created_at, \
      g.expires_at, g.last_used_at FROM grants g JOIN clients c ON c.client_id = g.client_id \
      JOIN projects p ON p.id = c.project_id WHERE g.user_id = $1 AND g.revoked_at IS NULL \
      AND (g.expires_at IS NULL OR g.expires_at > $2) AND c.deleted_at IS NULL ORDER BY g.client_id, g.created_at",
@@ -203,6 +206,7 @@ fn live_grant_from_row(r: &dyn StoreRow) -> StoreResult<LiveGrant> {
         client_name: r.text("client_name")?,
         project_id: r.text("project_id")?,
         project_name: r.text("project_name")?,
+        device: r.text("client_type")? == latchkey_core::client::ClientType::Tv.as_str(),
         scopes: rows::scopes(r)?,
         created_at: UnixTime(r.int("created_at")?),
         expires_at: r.opt_int("expires_at")?.map(UnixTime),

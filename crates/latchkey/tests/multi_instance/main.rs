@@ -11,7 +11,9 @@
 //! - security events ([`events`]): delivered once by two instances sharing the outbox, and none lost across a
 //!   SIGKILL and a receiver down for a while;
 //! - service accounts ([`service_accounts`]): an assertion single use across instances, a disabled key's token
-//!   refused everywhere.
+//!   refused everywhere;
+//! - the device grant ([`device`]): a device code allowed through one instance gives tokens once when both are polled
+//!   at the same moment.
 //!
 //! A test binary of its own, out of `spec`, under the harness of `latchkey_store::test_database` (libtest-mimic):
 //! without a reachable PostgreSQL (`LATCHKEY_TEST_DATABASE_URL`, default the local server) the PostgreSQL tests are
@@ -23,6 +25,7 @@ mod set_receiver;
 mod support;
 
 mod crash;
+mod device;
 mod events;
 mod faults;
 mod instance;
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         events::on_two_instances_sharing_postgresql_every_event_is_delivered_once,
         events::an_instance_killed_and_a_receiver_down_lose_no_event,
         service_accounts::an_assertion_is_single_use_across_instances_and_a_disabled_key_stops_tokens_everywhere,
+        device::a_device_code_allowed_at_one_instance_gives_tokens_once_when_both_are_polled_at_once,
     );
     // A measurement, not a check: run it by name with --ignored (measure.rs).
     let measurements =

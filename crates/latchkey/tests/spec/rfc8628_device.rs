@@ -142,6 +142,20 @@ async fn the_person_allows_on_another_device_and_the_device_gets_tokens_once() {
     assert_eq!(channels(&server, access).await.status(), 200, "a second poll revokes nothing");
     let refreshed = server.refresh(&tv, tokens["refresh_token"].as_str().expect("rt")).await;
     assert_eq!(refreshed.status(), 200);
+    // The grant shows on the account page like any other, marked as a device sign-in; Remove access works.
+    let account = browser.get(&server.url("/account")).await;
+    assert!(
+        account.body.contains("Living Room TV") && account.body.contains("class=\"device-sign-in\""),
+        "{}",
+        account.body
+    );
+    let csrf = crate::account_page::form_input(&account, "/account/apps/remove", "csrf");
+    let user = account.input("account").expect("account");
+    let removed = browser
+        .post("/account/apps/remove", &[("csrf", &csrf), ("account", &user), ("client_id", &tv.client_id)])
+        .await;
+    assert_eq!(removed.status, 303);
+    assert_eq!(channels(&server, access).await.status(), 401, "removed");
 }
 
 #[tokio::test]
