@@ -8,8 +8,8 @@ use latchkey_core::client::ClientType;
 use serde_json::Value;
 use std::sync::Arc;
 
-const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
-const ANN: &str = "ann@example.com";
+pub(crate) const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+pub(crate) const ANN: &str = "ann@example.com";
 
 /// A project with the data API and a TV client; its id and secret.
 pub(crate) async fn tv_app(server: &TestServer) -> App {
@@ -32,7 +32,7 @@ async fn post(server: &TestServer, path: &str, form: &[(&str, &str)]) -> (u16, V
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
-async fn codes(server: &TestServer, app: &App, scope: &str) -> Value {
+pub(crate) async fn codes(server: &TestServer, app: &App, scope: &str) -> Value {
     let (status, body) = post(server, "/device/code", &[("client_id", &app.client_id), ("scope", scope)]).await;
     assert_eq!(status, 200, "{body}");
     body
@@ -57,6 +57,41 @@ async fn enter_code(server: &TestServer, shown: &str, typed: &str) -> (Browser, 
     let account = page.input("account").expect("account");
     let consent = browser.post("/device", &[("csrf", &csrf), ("account", &account), ("user_code", typed)]).await;
     (browser, consent)
+}
+
+/// Signs ANN in at `/device`, enters `user_code` and allows `readonly`.
+pub(crate) async fn allow(server: &TestServer, user_code: &str) {
+    let (browser, consent) = enter_code(server, user_code, user_code).await;
+    let csrf = consent.input("csrf").expect("csrf");
+    let request = consent.input("request").expect("request");
+    let form = [("csrf", csrf.as_str()), ("request", &request), ("scope", READONLY), ("decision", "allow")];
+    let done = browser.post("/device/consent", &form).await;
+    assert!(done.body.contains("Go back to your device"), "{}", done.body);
+}
+
+#[tokio::test]
+async fn the_organisation_checks_of_the_authorization_endpoint_hold_on_the_device_page() {
+    let server = TestServer::start().await;
+    server.user(ANN).await;
+    let org = crate::organisations::corp(&server).await;
+    let tv = tv_app(&server).await;
+    let now = latchkey_core::time::UnixTime(1_700_000_000);
+    let internal = Some(latchkey_core::org::Audience::Internal);
+    latchkey_admin::orgs::project_place(
+        server.store(),
+        &Actor::Operator,
+        &tv.project_id,
+        Some(Some(&org)),
+        internal,
+        now,
+    )
+    .await
+    .expect("an internal project");
+    let body = codes(&server, &tv, READONLY).await;
+    let shown = body["user_code"].as_str().expect("user code");
+    let (_, refused) = enter_code(&server, shown, shown).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("org_internal"), "ann is no member of the app's organisation: {}", refused.body);
 }
 
 #[tokio::test]

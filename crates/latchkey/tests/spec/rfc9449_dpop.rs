@@ -435,6 +435,7 @@ async fn a_code_presented_again_with_a_broken_proof_still_revokes_its_grant() {
     a.assert_refused("invalid_grant", "the refresh token of the revoked grant");
 }
 
+mod device;
 mod proof_checks;
 mod refresh;
 
