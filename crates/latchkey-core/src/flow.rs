@@ -80,10 +80,12 @@ pub trait Ports: Sync {
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> Result<u64, Self::Error>;
     /// A user by id, with when they were disabled.
     async fn user(&self, user_id: &str) -> Result<Option<(Self::User, Option<UnixTime>)>, Self::Error>;
-    /// Notes a device's poll of its device code (RFC 8628) and returns what it found; `None` for an unknown code.
+    /// Notes a device's poll of its device code (RFC 8628) and returns what it found; `None` (nothing noted) for
+    /// an unknown code or another client's.
     async fn poll_device(
         &self,
         device_code_hash: &[u8],
+        client_id: &str,
         now: UnixTime,
     ) -> Result<Option<crate::device::Poll>, Self::Error>;
     /// Marks the grant's code used and stores the grant, in one unit; `false` when the code was used already.

@@ -20,9 +20,15 @@ pub trait DeviceCodes: Send + Sync {
     async fn device_code_by_user_code(&self, user_code_hash: &[u8]) -> StoreResult<Option<DeviceCode>>;
     /// Records the person's decision on a pending, unexpired device code: true when this call decided it.
     async fn decide_device_code(&self, user_code_hash: &[u8], approved: bool, now: UnixTime) -> StoreResult<bool>;
-    /// Notes a poll at `now` and returns what it found: a poll sooner than the interval after the previous one,
-    /// while the code is pending, grows the interval by 5 s (for good) and says so. `None` for an unknown code.
-    async fn poll_device_code(&self, device_code_hash: &[u8], now: UnixTime) -> StoreResult<Option<Poll>>;
+    /// Notes a poll by `client_id` at `now` and returns what it found: a poll sooner than the interval after the
+    /// previous one, while the code is pending, grows the interval by 5 s (for good) and says so. `None`, with
+    /// nothing noted, for an unknown code or another client's.
+    async fn poll_device_code(
+        &self,
+        device_code_hash: &[u8],
+        client_id: &str,
+        now: UnixTime,
+    ) -> StoreResult<Option<Poll>>;
 }
 
 static INSERT: Sql = Sql::new(
@@ -43,7 +49,7 @@ static POLL: Sql = Sql::new(
      poll_interval = poll_interval + CASE WHEN state = 'pending' AND last_poll_at IS NOT NULL \
        AND $2 - last_poll_at < poll_interval THEN $3 ELSE 0 END, \
      last_poll_at = $2 \
-     WHERE device_code_hash = $1 RETURNING client_id, state, expires_at, too_soon",
+     WHERE device_code_hash = $1 AND client_id = $4 RETURNING client_id, state, expires_at, too_soon",
 );
 
 fn state(r: &dyn StoreRow) -> StoreResult<State> {
@@ -76,11 +82,11 @@ fn poll_from_row(r: &dyn StoreRow) -> StoreResult<Poll> {
 /// Notes a poll: one statement, in a unit of its own (a write with its answer).
 fn poll<'t>(
     tx: &'t mut dyn Tx,
-    (hash, now): &'t (Vec<u8>, UnixTime),
+    (hash, client_id, now): &'t (Vec<u8>, String, UnixTime),
 ) -> BoxFuture<'t, StoreResult<Outcome<Option<Poll>>>> {
     Box::pin(async move {
         let step = latchkey_core::device::SLOW_DOWN_STEP;
-        let found = rows_of(tx, &POLL, args![hash, *now, step], poll_from_row).await?.pop();
+        let found = rows_of(tx, &POLL, args![hash, *now, step, client_id], poll_from_row).await?.pop();
         Ok(Outcome::Keep(found))
     })
 }
@@ -111,8 +117,13 @@ impl<E: Engine> DeviceCodes for Db<E> {
         self.exec_one(&DECIDE, args![to.as_str(), user_code_hash, now]).await
     }
 
-    async fn poll_device_code(&self, device_code_hash: &[u8], now: UnixTime) -> StoreResult<Option<Poll>> {
+    async fn poll_device_code(
+        &self,
+        device_code_hash: &[u8],
+        client_id: &str,
+        now: UnixTime,
+    ) -> StoreResult<Option<Poll>> {
         // A poll lost to a crash costs nothing but a forgotten pace: no fsync for it.
-        self.engine.unit(Durability::Ephemeral, poll, (device_code_hash.to_vec(), now)).await
+        self.engine.unit(Durability::Ephemeral, poll, (device_code_hash.to_vec(), client_id.to_owned(), now)).await
     }
 }

@@ -25,11 +25,8 @@ pub async fn run<P: Ports>(ports: &P, device_code: &Secret, checked: Checked<'_>
         proof::use_once(ports, proof, NonceRule::IfPresent, now).await?;
     }
     let hash = device_code.hash();
-    let poll = match ports.poll_device(&hash, now).await? {
-        Some(p) if p.client_id == client.client_id => p,
-        Some(_) => return Err(OAuthError::invalid_grant("The device code was issued to another client.").into()),
-        None => return Err(unknown().into()),
-    };
+    // Another client's device code is as unknown as one never issued, and its poll notes nothing.
+    let Some(poll) = ports.poll_device(&hash, &client.client_id, now).await? else { return Err(unknown().into()) };
     let refused = |code, text: &'static str| Err(OAuthError::new(code, text).into());
     match device::answer(&poll, now) {
         Answer::Pending => refused(ErrorCode::AuthorizationPending, "The person has not decided yet."),

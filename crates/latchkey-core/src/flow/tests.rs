@@ -102,7 +102,7 @@ impl Ports for Memory {
     async fn user(&self, id: &str) -> Result<Option<(String, Option<UnixTime>)>, OAuthError> {
         Ok(self.users.iter().find(|(u, _)| u == id).cloned())
     }
-    async fn poll_device(&self, _: &[u8], _: UnixTime) -> Result<Option<crate::device::Poll>, OAuthError> {
+    async fn poll_device(&self, _: &[u8], _: &str, _: UnixTime) -> Result<Option<crate::device::Poll>, OAuthError> {
         Ok(None)
     }
     async fn redeem_code(&self, grant: &Grant, _: UnixTime) -> Result<bool, OAuthError> {

@@ -96,9 +96,10 @@ impl Ports for StorePorts<'_> {
     async fn poll_device(
         &self,
         device_code_hash: &[u8],
+        client_id: &str,
         now: UnixTime,
     ) -> Result<Option<latchkey_core::device::Poll>, TokenError> {
-        Ok(self.state.store.poll_device_code(device_code_hash, now).await?)
+        Ok(self.state.store.poll_device_code(device_code_hash, client_id, now).await?)
     }
 
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, TokenError> {

@@ -29,7 +29,7 @@ pub(super) async fn device_codes_are_polled_at_their_pace_and_decided_once(store
     assert!(matches!(store.insert_device_code(&same_user_code).await, Err(StoreError::Conflict(_))));
     assert_eq!(store.device_code_by_user_code(&code.user_code_hash).await.expect("find"), Some(code.clone()));
 
-    let poll = |at| store.poll_device_code(&code.device_code_hash, T0.plus(at));
+    let poll = |at| store.poll_device_code(&code.device_code_hash, &client_id, T0.plus(at));
     let first = poll(10).await.expect("poll").expect("known");
     assert_eq!((first.state, first.too_soon, first.client_id.as_str()), (State::Pending, false, client_id.as_str()));
     assert!(poll(12).await.expect("poll").expect("known").too_soon, "2 s after the previous poll");
@@ -37,7 +37,13 @@ pub(super) async fn device_codes_are_polled_at_their_pace_and_decided_once(store
     assert_eq!(found.interval, 10, "the interval grew by 5 s");
     assert!(poll(20).await.expect("poll").expect("known").too_soon, "8 s is too soon under the grown interval");
     assert!(!poll(35).await.expect("poll").expect("known").too_soon, "15 s later is at the pace");
-    assert_eq!(store.poll_device_code(b"unknown", T0).await.expect("poll"), None);
+    assert_eq!(store.poll_device_code(b"unknown", &client_id, T0).await.expect("poll"), None);
+    let other = store.poll_device_code(&code.device_code_hash, "another-client", T0.plus(36)).await.expect("poll");
+    assert_eq!(other, None, "another client's poll finds nothing");
+    assert!(
+        !poll(50).await.expect("poll").expect("known").too_soon,
+        "it noted nothing: 14 s after it would be too soon"
+    );
 
     assert!(store.decide_device_code(&code.user_code_hash, true, T0.plus(40)).await.expect("decide"));
     assert!(!store.decide_device_code(&code.user_code_hash, false, T0.plus(41)).await.expect("decide"), "once");

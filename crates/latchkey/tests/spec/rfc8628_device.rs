@@ -235,3 +235,21 @@ async fn declined_expired_and_wrong_codes() {
         .await;
     assert_eq!(right.status, 200, "a minute later, the right code goes on");
 }
+
+#[tokio::test]
+async fn another_devices_code_and_a_code_entered_again_change_nothing() {
+    let server = TestServer::start().await;
+    server.user(ANN).await;
+    let (tv, other) = (tv_app(&server).await, tv_app(&server).await);
+    let body = codes(&server, &tv, READONLY).await;
+    let (device_code, shown) = (body["device_code"].as_str().expect("dc"), body["user_code"].as_str().expect("uc"));
+    assert_eq!(poll(&server, &tv, device_code).await.1["error"], "authorization_pending");
+    let (status, refused) = poll(&server, &other, device_code).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_grant")), "another TV's device code");
+    allow(&server, shown).await;
+    let (_, again) = enter_code(&server, shown, shown).await;
+    assert_eq!(again.status, 400, "a code already decided: {}", again.body);
+    assert!(again.body.contains("not valid"), "{}", again.body);
+    let (status, tokens) = poll(&server, &tv, device_code).await;
+    assert_eq!(status, 200, "the device still gets its tokens: {tokens}");
+}
