@@ -3,6 +3,7 @@
 use super::accounts::*;
 use super::clients::*;
 use super::device_codes::*;
+use super::members::*;
 use super::orgs::*;
 use super::passkeys::*;
 use super::served::*;
