@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// Interop: panva's oauth4webapi (unmodified; the library under openid-client 6) as a TV app using the device
-// authorization grant (RFC 8628) against the real latchkey binary, with headless Chromium (playwright-core) as the
-// person who types the code on another device.
+// Interop: panva's openid-client 6 (unmodified) as a TV app using the device authorization grant (RFC 8628) against
+// the real latchkey binary, with headless Chromium (playwright-core) as the person who types the code on another
+// device.
 //
-// Discovery names the device authorization endpoint; the app asks for its codes, polls once before the person
-// decides (authorization_pending), then the person opens verification_uri_complete, signs in, confirms the
-// pre-filled code, reads the warning and allows one scope; the app polls at the interval until the tokens come,
-// calls the data API with the access token, and a poll after that is refused (the device code is single use).
+// Discovery names the device authorization endpoint; the app asks for its codes and polls once by hand before the
+// person decides (authorization_pending). Then the library's own polling loop runs while the person opens
+// verification_uri_complete, signs in, confirms the pre-filled code, reads the warning and allows one scope; the loop
+// ends with the tokens, the app calls the data API with the access token, and a poll after that is refused (the
+// device code is single use).
 //
 // Environment: LATCHKEY_BIN (required), CHROMIUM (default /usr/bin/chromium), LATCHKEY_INTEROP_KEEP=1 keeps the
 // data directory. Prints "N passed, M failed" and exits 1 on any failure.
@@ -59,61 +60,52 @@ async function person(browser, uri, userCode, email, password) {
 }
 
 async function child() {
-  const oauth = await import('oauth4webapi');
+  const client = await import('openid-client');
   const { chromium } = await import('playwright-core');
   const issuer = new URL(process.env.LATCHKEY_INTEROP_ISSUER);
+  const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
   let showLog = false;
   let browser = null;
   try {
-    const as = await oauth
-      .discoveryRequest(issuer, { algorithm: 'oidc' })
-      .then((response) => oauth.processDiscoveryResponse(issuer, response));
+    const config = await client.discovery(issuer, process.env.LATCHKEY_INTEROP_CLIENT_ID, undefined, client.None());
+    const as = config.serverMetadata();
     require_('discovery names the device authorization endpoint', !!as.device_authorization_endpoint);
-    check(
-      'discovery lists the device grant',
-      as.grant_types_supported?.includes('urn:ietf:params:oauth:grant-type:device_code') === true,
-    );
-    const client = { client_id: process.env.LATCHKEY_INTEROP_CLIENT_ID };
-    const clientAuth = oauth.None();
-    const codes = await oauth
-      .deviceAuthorizationRequest(as, client, clientAuth, { scope: READONLY })
-      .then((response) => oauth.processDeviceAuthorizationResponse(as, client, response));
+    check('discovery lists the device grant', as.grant_types_supported?.includes(DEVICE_GRANT) === true);
+    const codes = await client.initiateDeviceAuthorization(config, { scope: READONLY });
     check('the user code reads XXXX-XXXX', /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/.test(codes.user_code));
     check('the interval is 5 s', codes.interval === 5, codes.interval);
     info(`device code issued; verification_uri ${codes.verification_uri}`);
 
-    const poll = () =>
-      oauth
-        .deviceCodeGrantRequest(as, client, clientAuth, codes.device_code)
-        .then((response) => oauth.processDeviceCodeResponse(as, client, response))
+    // One poll by hand before the person decides; the library's own polling loop comes after.
+    const once = () =>
+      client
+        .genericGrantRequest(config, DEVICE_GRANT, { device_code: codes.device_code })
         .then((tokens) => ({ tokens }), (error) => ({ error }));
-    const early = await poll();
+    const early = await once();
     check('a poll before the person decides is authorization_pending', early.error?.error === 'authorization_pending', early.error?.error);
 
     browser = await chromium.launch({
       executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
     });
+    // The library polls at the interval (and honours slow_down) while the person decides.
+    const polling = client
+      .pollDeviceAuthorizationGrant(config, codes, undefined, { signal: AbortSignal.timeout(60_000) })
+      .then((tokens) => ({ tokens }), (error) => ({ error }));
     await person(browser, codes.verification_uri_complete, codes.user_code, process.env.LATCHKEY_INTEROP_EMAIL, process.env.LATCHKEY_INTEROP_PASSWORD);
-
-    let interval = codes.interval;
-    let result = null;
-    for (let tries = 0; tries < 6 && !result?.tokens; tries += 1) {
-      await sleep(interval * 1000);
-      result = await poll();
-      if (result.error?.error === 'slow_down') interval += 5;
-    }
-    require_('the device gets its tokens once the person allowed', !!result?.tokens, result?.error?.error);
+    const result = await polling;
+    require_('the device gets its tokens once the person allowed', !!result.tokens, result.error?.error ?? result.error?.message);
     check('the tokens carry the scope allowed', result.tokens.scope === READONLY, result.tokens.scope);
     check('and a refresh token', typeof result.tokens.refresh_token === 'string');
-    const api = await oauth.protectedResourceRequest(
+    const api = await client.fetchProtectedResource(
+      config,
       result.tokens.access_token,
-      'GET',
       new URL('/video/v3/channels?part=snippet&mine=true', issuer),
+      'GET',
     );
     check('the access token opens the data API', api.status === 200, api.status);
-    await sleep(interval * 1000);
-    const again = await poll();
+    await sleep(codes.interval * 1000);
+    const again = await once();
     check('the device code is single use', again.error?.error === 'invalid_grant', again.error?.error);
   } catch (e) {
     if (e instanceof Abort) {

@@ -34,8 +34,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
 
-# node_dpop.mjs: oauth4webapi (DPoP) through playwright-core with the same Chromium; versions pinned in
-# package-lock.json.
+# node_dpop.mjs: oauth4webapi (DPoP) and node_device.mjs: openid-client 6 (the device grant), both driving
+# playwright-core with the same Chromium; versions pinned in package-lock.json.
 # playwright-core ships no browser and has no install script, so `npm ci` downloads none.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null \
     || ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then

@@ -6,6 +6,8 @@ pub const AUTHORIZE_PATH: &str = "/o/oauth2/v2/auth";
 pub const TOKEN_PATH: &str = "/token";
 /// The revocation endpoint's path.
 pub const REVOKE_PATH: &str = "/revoke";
+/// The device authorization endpoint's path (RFC 8628).
+pub const DEVICE_CODE_PATH: &str = "/device/code";
 /// The UserInfo endpoint's path.
 pub const USERINFO_PATH: &str = "/v1/userinfo";
 /// The debug App Check provider's path.

@@ -184,7 +184,9 @@ async fn unused_code<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Res
         return Ok(None);
     };
     let code_hash = secret::hash(code);
-    let record = ports.code(&code_hash).await?;
+    // A device code's authorization code is redeemed by the device grant alone: sent here, it is unknown, and
+    // revokes nothing.
+    let record = ports.code(&code_hash).await?.filter(|r| r.redirect_uri != crate::device::REDIRECT_URI);
     if record.as_ref().is_some_and(|r| r.used) {
         return Err(code_reused(ports, &code_hash, now).await);
     }

@@ -1,14 +1,18 @@
 //! Device codes of the device authorization grant (RFC 8628): made by `POST /device/code`, found by their user
 //! code on `/device`, decided by the person, and polled by the device. Every write is one statement, so that on
-//! every engine and instance a code is decided once and a poll's pace is counted once.
+//! every engine and instance a code is decided once and a poll's pace is counted once; approval stores the
+//! authorization code in the same unit.
 
 use crate::db::{rows as rows_of, BoxFuture, Db, Durability, Engine, Outcome, Tx};
+use crate::grants::{code_args, INSERT_CODE};
 use crate::rows::{self, StoreRow};
 use crate::sql::{args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
 use latchkey_core::device::{DeviceCode, Poll, State};
+use latchkey_core::org::Refusal;
 use latchkey_core::time::UnixTime;
+use latchkey_core::token::AuthCode;
 
 /// Device codes.
 #[async_trait]
@@ -18,8 +22,19 @@ pub trait DeviceCodes: Send + Sync {
     async fn insert_device_code(&self, code: &DeviceCode) -> StoreResult<()>;
     /// The device code whose user code has this hash, whatever its state or expiry.
     async fn device_code_by_user_code(&self, user_code_hash: &[u8]) -> StoreResult<Option<DeviceCode>>;
-    /// Records the person's decision on a pending, unexpired device code: true when this call decided it.
-    async fn decide_device_code(&self, user_code_hash: &[u8], approved: bool, now: UnixTime) -> StoreResult<bool>;
+    /// Declines a pending, unexpired device code: true when this call decided it.
+    async fn deny_device_code(&self, user_code_hash: &[u8], now: UnixTime) -> StoreResult<bool>;
+    /// Approves a pending, unexpired device code and stores the authorization code the device will redeem (under
+    /// the device code's hash), in one unit and under the organisation's locks like any code: `Ok(false)`, with
+    /// nothing written, when the code was decided or expired meanwhile; the refusal when the organisation's
+    /// policy no longer allows it.
+    async fn approve_device_code(
+        &self,
+        user_code_hash: &[u8],
+        code: &AuthCode,
+        project_id: &str,
+        now: UnixTime,
+    ) -> StoreResult<Result<bool, Refusal>>;
     /// Notes a poll by `client_id` at `now` and returns what it found: a poll sooner than the interval after the
     /// previous one, while the code is pending, grows the interval by 5 s (for good) and says so. `None`, with
     /// nothing noted, for an unknown code or another client's.
@@ -79,6 +94,23 @@ fn poll_from_row(r: &dyn StoreRow) -> StoreResult<Poll> {
     })
 }
 
+/// Approves: the policy, the decision (on a pending code only), then the code.
+fn approve<'t>(
+    tx: &'t mut dyn Tx,
+    (user_code_hash, code, project, now): &'t (Vec<u8>, AuthCode, String, UnixTime),
+) -> BoxFuture<'t, StoreResult<Outcome<Result<bool, Refusal>>>> {
+    Box::pin(async move {
+        if let Err(refusal) = crate::orgs::code::allowed(tx, code, project).await? {
+            return Ok(Outcome::Discard(Err(refusal)));
+        }
+        if tx.exec(&DECIDE, args![State::Approved.as_str(), user_code_hash, *now]).await? == 0 {
+            return Ok(Outcome::Discard(Ok(false)));
+        }
+        tx.exec(&INSERT_CODE, code_args(code)).await?;
+        Ok(Outcome::Keep(Ok(true)))
+    })
+}
+
 /// Notes a poll: one statement, in a unit of its own (a write with its answer).
 fn poll<'t>(
     tx: &'t mut dyn Tx,
@@ -112,9 +144,19 @@ impl<E: Engine> DeviceCodes for Db<E> {
         self.engine.one(&BY_USER_CODE, args![user_code_hash], from_row).await
     }
 
-    async fn decide_device_code(&self, user_code_hash: &[u8], approved: bool, now: UnixTime) -> StoreResult<bool> {
-        let to = if approved { State::Approved } else { State::Denied };
-        self.exec_one(&DECIDE, args![to.as_str(), user_code_hash, now]).await
+    async fn deny_device_code(&self, user_code_hash: &[u8], now: UnixTime) -> StoreResult<bool> {
+        self.exec_one(&DECIDE, args![State::Denied.as_str(), user_code_hash, now]).await
+    }
+
+    async fn approve_device_code(
+        &self,
+        user_code_hash: &[u8],
+        code: &AuthCode,
+        project_id: &str,
+        now: UnixTime,
+    ) -> StoreResult<Result<bool, Refusal>> {
+        let data = (user_code_hash.to_vec(), code.clone(), project_id.to_owned(), now);
+        self.engine.unit(Durability::Durable, approve, data).await
     }
 
     async fn poll_device_code(

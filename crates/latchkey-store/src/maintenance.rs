@@ -22,7 +22,8 @@ pub trait Maintenance: Send + Sync {
 pub(crate) static PURGE_BY_TIME: [Sql; 7] = [
     Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
     Sql::new("DELETE FROM webauthn_ceremonies WHERE expires_at <= $1"),
-    Sql::new("DELETE FROM device_codes WHERE expires_at <= $1"),
+    // A device polling late learns its code expired (`expired_token`) for a day, as a code's reuse is seen.
+    Sql::new("DELETE FROM device_codes WHERE expires_at <= $1 - 86400"),
     Sql::new("DELETE FROM auth_codes WHERE expires_at <= $1 - 86400"),
     // Throttling windows last a day at most, and the next one reads how the last ended for a window's length after
     // it; the marks of an address known to an account (`login-known:`) last 30 days.

@@ -20,7 +20,7 @@ use latchkey_core::time::UnixTime;
 use latchkey_core::token::AuthCode;
 
 mod change;
-mod code;
+pub(crate) mod code;
 
 /// Organisations and their policies.
 #[async_trait]

@@ -241,28 +241,59 @@ pub async fn decide<P: AuthorizePorts>(
         Err(outcome) => return Ok(*outcome),
     };
     let page_again = |checked, again| Outcome::Consent { checked, account: index, consent, again: Some(again) };
-    Ok(match form.decision {
-        Some("deny") => back(&checked.request, ErrorCode::AccessDenied, "The user denied the request."),
+    Ok(match consent_choice(&checked, consent, &form) {
+        Choice::Deny => back(&checked.request, ErrorCode::AccessDenied, "The user denied the request."),
+        Choice::Again(why) => page_again(checked, why),
+        Choice::Allow { scopes, lifetime } => Outcome::IssueCode { checked, account: index, scopes, lifetime },
+        Choice::Refused(error) => Outcome::Refused(Refused::Page(error)),
+    })
+}
+
+/// What a consent form's decision comes to, against the consent now due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// The person chose Cancel.
+    Deny,
+    /// The page again, saying why.
+    Again(&'static str),
+    /// Allowed: these scopes, for this access period (`None`: until revoked).
+    Allow {
+        /// The scopes granted.
+        scopes: ScopeSet,
+        /// The grant's lifetime in seconds.
+        lifetime: Option<i64>,
+    },
+    /// A form no page of ours sends.
+    Refused(OAuthError),
+}
+
+/// Reads a consent form's decision (shared by the authorization endpoint and the device grant's page). A page
+/// shown for a trusted or delegated app is the all-or-none form, so its boxes are never read: the choice shown
+/// must still be the one due, or the page comes again.
+pub fn consent_choice(checked: &Checked, consent: Consent, form: &Decision<'_>) -> Choice {
+    match form.decision {
+        Some("deny") => Choice::Deny,
         // The app became trusted, or stopped being, while the page was open: the choice shown no longer fits.
-        Some("allow") if (consent == Consent::AllOrNone) != form.all_or_none => {
-            page_again(checked, "This app's access changed while the page was open. Review it again.")
+        Some("allow") if (consent != Consent::Granular) != form.all_or_none => {
+            Choice::Again("This app's access changed while the page was open. Review it again.")
         }
         Some("allow") => {
             let Ok(lifetime) = account::access_period(form.duration, checked.project.time_based_access) else {
-                let error = OAuthError::invalid_request("The access period chosen is not one this app offers.");
-                return Ok(Outcome::Refused(Refused::Page(error)));
+                return Choice::Refused(OAuthError::invalid_request(
+                    "The access period chosen is not one this app offers.",
+                ));
             };
             let scopes = match consent {
                 Consent::Granular => form.scopes.intersection(checked.request.scopes),
                 Consent::AllOrNone | Consent::Skip => checked.request.scopes,
             };
             if scopes.is_empty() {
-                return Ok(page_again(checked, "Select at least one permission to allow, or choose Cancel."));
+                return Choice::Again("Select at least one permission to allow, or choose Cancel.");
             }
-            Outcome::IssueCode { checked, account: index, scopes, lifetime }
+            Choice::Allow { scopes, lifetime }
         }
-        _ => Outcome::Refused(Refused::Page(OAuthError::invalid_request("Choose Allow or Cancel."))),
-    })
+        _ => Choice::Refused(OAuthError::invalid_request("Choose Allow or Cancel.")),
+    }
 }
 
 /// Check 1: the client and the request's parameters.

@@ -126,23 +126,29 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
         Ok(b) => b,
         Err(e) => return browser_failure(&state, e),
     };
+    let decision = decision_of(&state, &form);
+    let csrf = field("csrf").unwrap_or("");
+    let csrf_ok = |i: usize| session::csrf_ok(&state, &browser.accounts[i].session, csrf);
+    let accounts = accounts_of(&browser);
+    let outcome = flow::decide(&Ports(&state), &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
+    render(&state, &headers, &params, Some(&browser), outcome).await
+}
+
+/// The consent form's decision as sent (the authorization endpoint's and the device grant's page).
+pub(super) fn decision_of<'a>(state: &AppState, form: &'a [(String, String)]) -> Decision<'a> {
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let mut scopes = ScopeSet::EMPTY;
     for (_, id) in form.iter().filter(|(k, _)| k == "scope") {
         if let Some(i) = state.scopes.index_of(id) {
             scopes.0 |= 1 << i;
         }
     }
-    let decision = Decision {
+    Decision {
         decision: field("decision"),
         all_or_none: field("mode") == Some("all"),
         duration: field("duration"),
         scopes,
-    };
-    let csrf = field("csrf").unwrap_or("");
-    let csrf_ok = |i: usize| session::csrf_ok(&state, &browser.accounts[i].session, csrf);
-    let accounts = accounts_of(&browser);
-    let outcome = flow::decide(&Ports(&state), &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
-    render(&state, &headers, &params, Some(&browser), outcome).await
+    }
 }
 
 /// The response for what the flow decided.
@@ -398,7 +404,7 @@ pub(super) fn consent_view(
             switch_href: form.switch_href,
             periods,
             scopes,
-            all_or_none: consent == Consent::AllOrNone,
+            all_or_none: consent != Consent::Granular,
             csrf: &csrf,
             request: form.request,
             action: form.action,

@@ -5,7 +5,7 @@
 //! under the organisation locks like any code, then marks the device code approved; the device's next poll of the
 //! token endpoint redeems it (`latchkey_core::flow::device`).
 
-use super::authorize::{browser_failure, consent_view, ConsentForm, Ports};
+use super::authorize::{browser_failure, consent_view, decision_of, ConsentForm, Ports};
 use super::ports::StorePorts;
 use super::token::{read_pairs, refused};
 use crate::error::{no_store_json, store_error, TokenError};
@@ -23,8 +23,8 @@ use latchkey_admin::clock::OsRandom;
 use latchkey_core::authorize::{requested_scopes, Prompt, ValidRequest};
 use latchkey_core::client::ClientType;
 use latchkey_core::device::{self, DeviceCode, State as Decided};
-use latchkey_core::flow::authorize::{self as flow, AuthorizePorts, Checked, Outcome};
-use latchkey_core::org::Consent;
+use latchkey_core::flow::authorize::{self as flow, AuthorizePorts, Checked, Choice, Outcome};
+use latchkey_core::scope::IDENTITY;
 use latchkey_core::secret::Secret;
 use latchkey_core::token::{client_auth, AuthCode, Form};
 use latchkey_core::{ErrorCode, OAuthError};
@@ -179,7 +179,8 @@ async fn pending(state: &AppState, typed: &str) -> Result<Option<(DeviceCode, Bo
         return Ok(None);
     }
     let Some((client, project)) = Ports(state).client(&record.client_id).await? else { return Ok(None) };
-    if client.deleted_at.is_some() {
+    // The data API may have been switched off for the project since the code was issued.
+    if client.deleted_at.is_some() || (!project.api_enabled && !IDENTITY.contains_all(record.scopes)) {
         return Ok(None);
     }
     let request = ValidRequest {
@@ -195,22 +196,50 @@ async fn pending(state: &AppState, typed: &str) -> Result<Option<(DeviceCode, Bo
     Ok(Some((record, Box::new(Checked { client, request, project }))))
 }
 
-/// The organisation's checks for the account (the authorization endpoint's check 6), then the consent page.
-async fn consent_for(state: &AppState, s: &SignedIn, checked: Box<Checked>, code: &str) -> Response {
-    let account = flow::Account {
+/// The account as the organisation's checks see it.
+fn signed_in_account(s: &SignedIn) -> flow::Account<'_> {
+    flow::Account {
         user_id: &s.user.id,
         email: &s.user.email,
         signed_in_at: s.session.created_at,
         method: s.session.method,
-    };
-    match flow::policy(&Ports(state), checked, &account).await {
+    }
+}
+
+/// The name of the project the asking app belongs to (empty when it cannot be read: the page goes on without it).
+async fn project_name(state: &AppState, checked: &Checked) -> String {
+    state.store.project(&checked.client.project_id).await.ok().flatten().map(|p| p.name).unwrap_or_default()
+}
+
+/// Which app asks, from which project, then the warning.
+fn warning(checked: &Checked, project: &str) -> String {
+    match project {
+        "" => format!("{} asks for access. {WARNING}", checked.client.name),
+        project => format!("{} (project {project}) asks for access. {WARNING}", checked.client.name),
+    }
+}
+
+/// The consent page's form for a device's user code.
+fn consent_form<'a>(code: &'a str, warning: &'a str) -> ConsentForm<'a> {
+    ConsentForm {
+        action: "/device/consent",
+        request: code,
+        switch_href: "/signin?continue=/device",
+        warning: Some(warning),
+    }
+}
+
+/// The organisation's checks for the account (the authorization endpoint's check 6), then the consent page.
+async fn consent_for(state: &AppState, s: &SignedIn, checked: Box<Checked>, code: &str) -> Response {
+    match flow::policy(&Ports(state), checked, &signed_in_account(s)).await {
         Ok(Ok((checked, consent))) => {
             let switch = format!(
                 "/signin?continue={}",
                 form_urlencoded::byte_serialize(device_path(code).as_bytes()).collect::<String>()
             );
-            let form =
-                ConsentForm { action: "/device/consent", request: code, switch_href: &switch, warning: Some(WARNING) };
+            let project = project_name(state, &checked).await;
+            let warning = warning(&checked, &project);
+            let form = ConsentForm { switch_href: &switch, ..consent_form(code, &warning) };
             consent_view(state, &checked, s, consent, form, None)
         }
         Ok(Err(outcome)) => match *outcome {
@@ -230,6 +259,35 @@ async fn consent_for(state: &AppState, s: &SignedIn, checked: Box<Checked>, code
     }
 }
 
+/// A user code entered, as the page that took it found it.
+enum Entry {
+    /// A pending code of a usable client, with its request for the consent page.
+    Found(DeviceCode, Box<Checked>),
+    /// No such pending code (counted as a wrong code).
+    Wrong,
+    /// Past the wrong codes allowed this minute (nothing checked).
+    TooMany,
+}
+
+/// Counts the user code entered against the session's and the address's wrong codes, then looks it up; a right
+/// code is taken back from the count. Both forms that carry a user code come through here, so neither can be
+/// used to guess codes faster.
+async fn enter(
+    state: &AppState,
+    s: &SignedIn,
+    addr: Option<Extension<ClientAddr>>,
+    typed: &str,
+) -> Result<Entry, StoreError> {
+    let Some(keys) = admit_code(state, s, addr.map(|Extension(a)| a.0.ip())).await? else {
+        return Ok(Entry::TooMany);
+    };
+    let Some((record, checked)) = pending(state, typed).await? else { return Ok(Entry::Wrong) };
+    state.store.forgive_login_attempts(&[&keys[0], &keys[1]]).await?;
+    Ok(Entry::Found(record, checked))
+}
+
+const TOO_MANY: &str = "Too many wrong codes. Wait a minute, then enter the code your device shows.";
+
 /// `POST /device`: the user code entered (`user_code`; case, spaces and the hyphen do not matter), counted; a
 /// right one shows which app asks, the warning and the consent page.
 pub async fn page_post(
@@ -248,36 +306,33 @@ pub async fn page_post(
     if !session::csrf_ok(&state, &s.session, field("csrf")) {
         return code_page(&state, &s, typed, StatusCode::FORBIDDEN, Some("The form expired. Enter the code again."));
     }
-    let keys = match admit_code(&state, &s, addr.map(|Extension(a)| a.0.ip())).await {
-        Ok(Some(keys)) => keys,
-        Ok(None) => {
-            let why = "Too many wrong codes. Wait a minute, then enter the code your device shows.";
-            return super::session_start::retry_after(
-                code_page(&state, &s, typed, StatusCode::TOO_MANY_REQUESTS, Some(why)),
-                60,
-            );
+    match enter(&state, &s, addr, typed).await {
+        Ok(Entry::Found(_, checked)) => {
+            let code = device::user_code(typed).unwrap_or_default();
+            consent_for(&state, &s, checked, &code).await
         }
-        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
-    };
-    let found = match pending(&state, typed).await {
-        Ok(found) => found,
-        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
-    };
-    let Some((_, checked)) = found else {
-        let why = "That code is not valid, or it expired. Check the code your device shows, or start again there.";
-        return code_page(&state, &s, typed, StatusCode::BAD_REQUEST, Some(why));
-    };
-    // A right code is no guess: it is taken back.
-    if let Err(e) = state.store.forgive_login_attempts(&[&keys[0], &keys[1]]).await {
-        return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None);
+        Ok(Entry::Wrong) => {
+            let why = "That code is not valid, or it expired. Check the code your device shows, or start again there.";
+            code_page(&state, &s, typed, StatusCode::BAD_REQUEST, Some(why))
+        }
+        Ok(Entry::TooMany) => super::session_start::retry_after(
+            code_page(&state, &s, typed, StatusCode::TOO_MANY_REQUESTS, Some(TOO_MANY)),
+            60,
+        ),
+        Err(e) => views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
     }
-    let code = device::user_code(typed).unwrap_or_default();
-    consent_for(&state, &s, checked, &code).await
 }
 
-/// `POST /device/consent`: the consent page's decision. Allow stores the authorization code the device will
-/// redeem, then approves the device code; Cancel declines it (the device gets `access_denied`).
-pub async fn consent_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+/// `POST /device/consent`: the consent page's decision, read as the authorization endpoint reads it
+/// (`flow::consent_choice`). The user code it carries is counted like one typed on `/device`. Allow approves the
+/// device code and stores the authorization code the device will redeem, in one unit; Cancel declines it (the
+/// device gets `access_denied`).
+pub async fn consent_post(
+    State(state): State<AppState>,
+    addr: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let form = extract::pairs(&body);
     let field = |name: &str| extract::field(&form, name);
     let code = field("request");
@@ -289,30 +344,20 @@ pub async fn consent_post(State(state): State<AppState>, headers: HeaderMap, bod
         return views::notice(StatusCode::FORBIDDEN, "This page has expired", "Enter the code again.");
     }
     let gone = || views::notice(StatusCode::BAD_REQUEST, "This code is no longer valid", "Start again on your device.");
-    let (record, checked) = match pending(&state, code).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return gone(),
-        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+    let unavailable = |e| views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None);
+    let (record, checked) = match enter(&state, &s, addr, code).await {
+        Ok(Entry::Found(record, checked)) => (record, checked),
+        Ok(Entry::Wrong) => return gone(),
+        Ok(Entry::TooMany) => {
+            return super::session_start::retry_after(
+                views::notice(StatusCode::TOO_MANY_REQUESTS, "Too many wrong codes", TOO_MANY),
+                60,
+            )
+        }
+        Err(e) => return unavailable(e),
     };
-    let now = state.clock.now();
-    if field("decision") != "allow" {
-        return match state.store.decide_device_code(&record.user_code_hash, false, now).await {
-            Ok(_) => views::notice(
-                StatusCode::OK,
-                "You declined",
-                "The device was not given access. You can close this page.",
-            ),
-            Err(e) => views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
-        };
-    }
-    // The policy again (it may have changed while the page was open), then the scopes chosen.
-    let account = flow::Account {
-        user_id: &s.user.id,
-        email: &s.user.email,
-        signed_in_at: s.session.created_at,
-        method: s.session.method,
-    };
-    let (checked, consent) = match flow::policy(&Ports(&state), checked, &account).await {
+    // The policy again (it may have changed while the page was open), then the decision.
+    let (checked, consent) = match flow::policy(&Ports(&state), checked, &signed_in_account(&s)).await {
         Ok(Ok(decided)) => decided,
         // Refused now: the page that says why (the checks run again on a fresh read).
         Ok(Err(_)) => {
@@ -321,38 +366,28 @@ pub async fn consent_post(State(state): State<AppState>, headers: HeaderMap, bod
                 _ => gone(),
             }
         }
-        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+        Err(e) => return unavailable(e),
     };
-    let chosen = form
-        .iter()
-        .filter(|(k, _)| k == "scope")
-        .filter_map(|(_, v)| state.scopes.index_of(v))
-        .fold(0u32, |acc, i| acc | 1 << i);
-    let scopes = match consent {
-        Consent::Granular => latchkey_core::scope::ScopeSet(chosen).intersection(checked.request.scopes),
-        Consent::AllOrNone | Consent::Skip => checked.request.scopes,
-    };
-    if scopes.is_empty() {
-        return consent_view(
-            &state,
-            &checked,
-            &s,
-            consent,
-            ConsentForm {
-                action: "/device/consent",
-                request: code,
-                switch_href: "/signin?continue=/device",
-                warning: Some(WARNING),
-            },
-            Some("Select at least one permission to allow, or choose Cancel."),
-        );
-    }
-    let lifetime = match latchkey_core::account::access_period(
-        form.iter().find(|(k, _)| k == "duration").map(|(_, v)| v.as_str()),
-        checked.project.time_based_access,
-    ) {
-        Ok(l) => l,
-        Err(e) => return views::notice(StatusCode::BAD_REQUEST, "Bad request", &e.to_string()),
+    let now = state.clock.now();
+    let (scopes, lifetime) = match flow::consent_choice(&checked, consent, &decision_of(&state, &form)) {
+        Choice::Allow { scopes, lifetime } => (scopes, lifetime),
+        Choice::Deny => {
+            return match state.store.deny_device_code(&record.user_code_hash, now).await {
+                Ok(_) => views::notice(
+                    StatusCode::OK,
+                    "You declined",
+                    "The device was not given access. You can close this page.",
+                ),
+                Err(e) => unavailable(e),
+            }
+        }
+        Choice::Again(why) => {
+            let project = project_name(&state, &checked).await;
+            let warning = warning(&checked, &project);
+            let form = consent_form(code, &warning);
+            return consent_view(&state, &checked, &s, consent, form, Some(why));
+        }
+        Choice::Refused(error) => return views::error_page(StatusCode::BAD_REQUEST, &error, None),
     };
     let record_code = AuthCode {
         code_hash: record.device_code_hash.clone(),
@@ -367,20 +402,17 @@ pub async fn consent_post(State(state): State<AppState>, headers: HeaderMap, bod
         used: false,
         grant_lifetime: lifetime,
     };
-    match state.store.insert_code_if_allowed(&record_code, &checked.client.project_id).await {
-        Ok(Ok(())) => {}
-        Ok(Err(refusal)) => {
-            return views::error_page(StatusCode::FORBIDDEN, &refusal.error(&checked.client, &state.scopes), None)
-        }
-        Err(e) => return views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
-    }
-    match state.store.decide_device_code(&record.user_code_hash, true, now).await {
-        Ok(true) => views::notice(
+    let project_id = &checked.client.project_id;
+    match state.store.approve_device_code(&record.user_code_hash, &record_code, project_id, now).await {
+        Ok(Ok(true)) => views::notice(
             StatusCode::OK,
             "You're all set",
             "Go back to your device: it is signing in now. You can close this page.",
         ),
-        Ok(false) => gone(),
-        Err(e) => views::error_page(StatusCode::SERVICE_UNAVAILABLE, &store_error(e), None),
+        Ok(Ok(false)) => gone(),
+        Ok(Err(refusal)) => {
+            views::error_page(StatusCode::FORBIDDEN, &refusal.error(&checked.client, &state.scopes), None)
+        }
+        Err(e) => unavailable(e),
     }
 }

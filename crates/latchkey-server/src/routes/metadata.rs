@@ -1,6 +1,6 @@
 //! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery) and the id_token JWKS.
 
-use super::{AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
+use super::{AUTHORIZE_PATH, DEVICE_CODE_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
 use crate::error::no_store_json;
 use crate::state::AppState;
 use axum::extract::State;
@@ -20,7 +20,7 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         authorization_endpoint: format!("{}{AUTHORIZE_PATH}", u.auth),
         token_endpoint: u.token_endpoint.clone(),
         revocation_endpoint: format!("{}{REVOKE_PATH}", u.token),
-        device_authorization_endpoint: Some(format!("{}/device/code", u.token)),
+        device_authorization_endpoint: Some(format!("{}{DEVICE_CODE_PATH}", u.token)),
         userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
         jwks_uri: format!("{}{JWKS_PATH}", u.issuer),
         response_types_supported: strings(&["code"]),

@@ -35,7 +35,9 @@ use axum::Router;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::paths::{APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH};
+pub use crate::paths::{
+    APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, DEVICE_CODE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
+};
 
 /// Every route of the service.
 pub fn router(state: AppState) -> Router {
@@ -62,7 +64,7 @@ pub fn router(state: AppState) -> Router {
         .route("/account/recovery-codes", axum::routing::post(account_two_step::recovery_codes_post))
         .route("/account/password/remove", axum::routing::post(account_two_step::remove_password_post))
         .route(TOKEN_PATH, axum::routing::post(token::token_post))
-        .route("/device/code", axum::routing::post(device::code_post))
+        .route(DEVICE_CODE_PATH, axum::routing::post(device::code_post))
         .route("/device", get(device::page_get).post(device::page_post))
         .route("/device/consent", axum::routing::post(device::consent_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))

@@ -33,19 +33,24 @@ pub(super) fn insert_if_allowed<'t>(
     (code, project): &'t (AuthCode, String),
 ) -> BoxFuture<'t, StoreResult<Outcome<Result<(), Refusal>>>> {
     Box::pin(async move {
-        let user = code.user_id.as_str();
-        tx.lock(&SHARE_USER, args![user]).await?;
-        tx.lock(&SHARE_ORG, args![user]).await?;
-        tx.lock(&SHARE_PROJECT, args![project]).await?;
-        let (org_id, audience) =
-            rows(tx, &PLACEMENT, args![project], placement_from_row).await?.pop().unwrap_or((None, Audience::Internal));
-        let member = rows(tx, &MEMBER_POLICY, args![user, &code.client_id], membership_from_row).await?.pop().flatten();
-        // Whether a code is refused does not depend on the client's assured identity (only how consent is asked).
-        let placement = Placement { org_id: org_id.as_deref(), audience, identity_assured: false };
-        if let Err(refusal) = org::decide(placement, member.as_ref(), code.scopes) {
+        if let Err(refusal) = allowed(tx, code, project).await? {
             return Ok(Outcome::Discard(Err(refusal)));
         }
         tx.exec(&INSERT_CODE, code_args(code)).await?;
         Ok(Outcome::Keep(Ok(())))
     })
+}
+
+/// Inside a unit: takes the locks, reads the placement and the member's policy, and judges the code's scopes
+/// (whether a code is refused does not depend on the client's assured identity, only how consent is asked).
+pub(crate) async fn allowed(tx: &mut dyn Tx, code: &AuthCode, project: &str) -> StoreResult<Result<(), Refusal>> {
+    let user = code.user_id.as_str();
+    tx.lock(&SHARE_USER, args![user]).await?;
+    tx.lock(&SHARE_ORG, args![user]).await?;
+    tx.lock(&SHARE_PROJECT, args![project]).await?;
+    let (org_id, audience) =
+        rows(tx, &PLACEMENT, args![project], placement_from_row).await?.pop().unwrap_or((None, Audience::Internal));
+    let member = rows(tx, &MEMBER_POLICY, args![user, &code.client_id], membership_from_row).await?.pop().flatten();
+    let placement = Placement { org_id: org_id.as_deref(), audience, identity_assured: false };
+    Ok(org::decide(placement, member.as_ref(), code.scopes).map(|_| ()))
 }

@@ -253,3 +253,67 @@ async fn another_devices_code_and_a_code_entered_again_change_nothing() {
     let (status, tokens) = poll(&server, &tv, device_code).await;
     assert_eq!(status, 200, "the device still gets its tokens: {tokens}");
 }
+
+#[tokio::test]
+async fn the_consent_form_counts_the_user_code_it_carries_and_reads_its_decision_like_the_code_flow() {
+    let server = TestServer::start().await;
+    server.user(ANN).await;
+    let tv = tv_app(&server).await;
+    let body = codes(&server, &tv, READONLY).await;
+    let (device_code, shown) = (body["device_code"].as_str().expect("dc"), body["user_code"].as_str().expect("uc"));
+    let (browser, consent) = enter_code(&server, shown, shown).await;
+    assert!(consent.body.contains("(project TV project)"), "the app's project is named: {}", consent.body);
+    let csrf = consent.input("csrf").expect("csrf");
+    let request = consent.input("request").expect("request");
+    // Neither Allow nor Cancel: refused, and the code stays pending.
+    let neither = browser.post("/device/consent", &[("csrf", &csrf), ("request", &request)]).await;
+    assert_eq!(neither.status, 400, "{}", neither.body);
+    assert!(neither.body.contains("Choose Allow or Cancel"), "{}", neither.body);
+    assert_eq!(poll(&server, &tv, device_code).await.1["error"], "authorization_pending");
+    // Guessing codes through the consent form is counted like typing them on /device.
+    let mut statuses = Vec::new();
+    for guess in ["CCCC-CCCC", "DDDD-DDDD", "FFFF-FFFF", "GGGG-GGGG", "HHHH-HHHH", "JJJJ-JJJJ"] {
+        let form = [("csrf", csrf.as_str()), ("request", guess), ("scope", READONLY), ("decision", "deny")];
+        statuses.push(browser.post("/device/consent", &form).await.status);
+    }
+    assert_eq!(statuses, [400, 400, 400, 400, 400, 429], "five wrong codes a minute, whichever form sends them");
+    let right = [("csrf", csrf.as_str()), ("request", &request), ("scope", READONLY), ("decision", "allow")];
+    assert_eq!(browser.post("/device/consent", &right).await.status, 429, "past the limit nothing is checked");
+    assert_eq!(poll(&server, &tv, device_code).await.1["error"], "slow_down", "still undecided");
+}
+
+#[tokio::test]
+async fn a_device_code_sent_as_an_authorization_code_is_unknown_and_revokes_nothing() {
+    let server = TestServer::start().await;
+    server.user(ANN).await;
+    let tv = tv_app(&server).await;
+    let body = codes(&server, &tv, READONLY).await;
+    let device_code = body["device_code"].as_str().expect("dc");
+    allow(&server, body["user_code"].as_str().expect("uc")).await;
+    let (status, tokens) = poll(&server, &tv, device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    let access = tokens["access_token"].as_str().expect("access token");
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("client_id", tv.client_id.as_str()),
+        ("code", device_code),
+        ("redirect_uri", DEVICE_GRANT),
+        ("code_verifier", "a-verifier-that-is-long-enough-to-be-read-as-one-0123456789"),
+    ];
+    let (status, refused) = post(&server, "/token", &exchange).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_grant")), "{refused}");
+    assert_eq!(channels(&server, access).await.status(), 200, "the device's grant stands");
+}
+
+#[tokio::test]
+async fn the_device_authorization_endpoint_refuses_in_oauth_json_before_its_handler_runs() {
+    let server = TestServer::start().await;
+    let r = server.http().get(server.url("/device/code")).send().await.expect("get");
+    assert_eq!(r.status(), 405);
+    assert!(r.headers()["allow"].to_str().expect("allow").contains("POST"));
+    let body: Value = r.json().await.expect("an OAuth JSON error, not a page");
+    assert_eq!(body["error"], "invalid_request");
+    let r = server.http().post(server.url("/device/code")).body("client_id=x").send().await.expect("post");
+    let body: Value = r.json().await.expect("JSON for a body that is no form");
+    assert_eq!(body["error"], "invalid_request");
+}
