@@ -530,6 +530,16 @@ impl Urls {
         }
     }
 
+    /// The data API's resource identifier (RFC 8707): its base URL and path, without a trailing slash.
+    pub fn data_api_resource(&self) -> String {
+        format!("{}{}", self.api, crate::paths::DATA_API_PATH)
+    }
+
+    /// Where the data API's protected resource metadata is served (RFC 9728 §3.1).
+    pub fn data_api_metadata(&self) -> String {
+        format!("{}{}{}", self.api, crate::paths::PROTECTED_RESOURCE_METADATA_PATH, crate::paths::DATA_API_PATH)
+    }
+
     /// The URLs a running server recorded in the store.
     pub fn from_served(served: &latchkey_store::ServedUrls) -> Self {
         Self {

@@ -8,6 +8,11 @@ pub const TOKEN_PATH: &str = "/token";
 pub const REVOKE_PATH: &str = "/revoke";
 /// The device authorization endpoint's path (RFC 8628).
 pub const DEVICE_CODE_PATH: &str = "/device/code";
+/// The data API's base path: with the API's base URL, its resource identifier (RFC 8707, RFC 9728), without a
+/// trailing slash.
+pub const DATA_API_PATH: &str = "/video/v3";
+/// Where a protected resource's metadata lives (RFC 9728 §3.1): this, then the resource's own path.
+pub const PROTECTED_RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The UserInfo endpoint's path.
 pub const USERINFO_PATH: &str = "/v1/userinfo";
 /// The debug App Check provider's path.

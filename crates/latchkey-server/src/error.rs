@@ -275,6 +275,17 @@ impl ApiError {
         }
     }
 
+    /// Points the challenge, if the error has one, at the protected resource's metadata (RFC 9728 §5.1), where a
+    /// client finds the authorization server to get a token from.
+    pub fn with_resource_metadata(mut self, url: &str) -> Self {
+        if let Some(challenge) = &mut self.www_authenticate {
+            challenge.push_str(", resource_metadata=\"");
+            challenge.push_str(url);
+            challenge.push('"');
+        }
+        self
+    }
+
     /// 400 with a reason, for a bad parameter.
     pub fn bad_request(reason: &'static str, message: String) -> Self {
         Self { status: StatusCode::BAD_REQUEST, reason, message, www_authenticate: None }

@@ -31,9 +31,6 @@ use latchkey_core::token::AuthCode;
 use latchkey_core::ErrorCode;
 use latchkey_store::StoreError;
 
-/// The API service named on the consent page.
-const API_NAME: &str = "Video Data API";
-
 /// The flow's lookups, from the store.
 pub(super) struct Ports<'a>(pub(super) &'a AppState);
 
@@ -389,7 +386,12 @@ pub(super) fn consent_view(
     let scopes = state
         .scopes
         .iter(checked.request.scopes)
-        .map(|s| ConsentScope { id: &s.id, summary: s.summary, checked: false, api: (!s.identity).then_some(API_NAME) })
+        .map(|s| ConsentScope {
+            id: &s.id,
+            summary: s.summary,
+            checked: false,
+            api: (!s.identity).then_some(super::DATA_API_NAME),
+        })
         .collect();
     let periods = match checked.project.time_based_access {
         true => ACCESS_PERIODS.iter().map(|(secs, label)| Period { secs: *secs, label }).collect(),

@@ -1,6 +1,7 @@
-//! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery) and the id_token JWKS.
+//! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery), the data API's protected resource
+//! metadata (RFC 9728) and the id_token JWKS.
 
-use super::{AUTHORIZE_PATH, DEVICE_CODE_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
+use super::{AUTHORIZE_PATH, DATA_API_NAME, DEVICE_CODE_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
 use crate::error::no_store_json;
 use crate::state::AppState;
 use axum::extract::State;
@@ -50,6 +51,21 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         authorization_response_iss_parameter_supported: true,
     };
     cacheable(no_store_json(&body))
+}
+
+/// `/.well-known/oauth-protected-resource/video/v3`: the data API's protected resource metadata (RFC 9728), served
+/// from the API's base URL. A client that met the API's 401 follows its `resource_metadata` here, and from here
+/// to the authorization server's own metadata.
+pub async fn data_api_resource_get(State(state): State<AppState>) -> Response {
+    let u = &state.urls;
+    let scopes: Vec<&str> = state.scopes.all().iter().filter(|s| !s.identity).map(|s| s.id.as_str()).collect();
+    cacheable(no_store_json(&json!({
+        "resource": u.data_api_resource(),
+        "authorization_servers": [u.issuer],
+        "scopes_supported": scopes,
+        "bearer_methods_supported": ["header", "query"],
+        "resource_name": DATA_API_NAME,
+    })))
 }
 
 /// The id_token keys (ES256) and the security event keys (RS256), live and recently retired. The set is read

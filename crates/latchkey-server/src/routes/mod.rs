@@ -36,8 +36,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::paths::{
-    APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, DEVICE_CODE_PATH, JWKS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
+    APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, DATA_API_PATH, DEVICE_CODE_PATH, JWKS_PATH, PROTECTED_RESOURCE_METADATA_PATH,
+    REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
 };
+
+/// The data API's name, as the consent page and its resource metadata show it.
+pub const DATA_API_NAME: &str = "Video Data API";
 
 /// Every route of the service.
 pub fn router(state: AppState) -> Router {
@@ -72,6 +76,7 @@ pub fn router(state: AppState) -> Router {
         .route("/video/v3/channels", get(api::channels_get))
         .route(USERINFO_PATH, get(identity::userinfo).post(identity::userinfo))
         .route("/.well-known/oauth-authorization-server", get(metadata::metadata_get))
+        .route(&format!("{PROTECTED_RESOURCE_METADATA_PATH}{DATA_API_PATH}"), get(metadata::data_api_resource_get))
         .route("/.well-known/openid-configuration", get(metadata::metadata_get))
         .route(JWKS_PATH, get(metadata::jwks_get))
         .route(

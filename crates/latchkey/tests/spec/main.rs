@@ -46,6 +46,7 @@ mod rfc7636_pkce;
 mod rfc8252_loopback;
 mod rfc8628_device;
 mod rfc9449_dpop;
+mod rfc9728_resource_metadata;
 mod secrets_at_rest;
 mod service_accounts;
 mod service_accounts_api;

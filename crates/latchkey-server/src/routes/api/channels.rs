@@ -27,7 +27,7 @@ const DEFAULT_RESULTS: usize = 5;
 pub async fn channels_get(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
     match channels(&state, &headers, query.as_deref()).await {
         Ok(body) => no_store_json(&body),
-        Err(e) => e.into_response(),
+        Err(e) => e.with_resource_metadata(&state.urls.data_api_metadata()).into_response(),
     }
 }
 
