@@ -5,7 +5,7 @@
 #
 # Builds the release binaries (latchkey, latchkey-bench), then for each of N runs (default 3) starts a fresh
 # `latchkey serve` pinned to core 0 and drives it with `latchkey-bench` pinned to core 1 (every workload, then
-# login and login-passkey), and does the same with node-oidc-provider (bench/oidc-provider, `npm ci` on first use) in production mode
+# introspect, login and login-passkey), and does the same with node-oidc-provider (bench/oidc-provider, `npm ci` on first use) in production mode
 # (`NODE_ENV=production`, as its documentation asks of a deployment). Prints the per-run JSON lines to
 # target/bench/<timestamp>/ and a Markdown table of the medians with the latchkey/oidc-provider ratios.
 # Each run also measures, on the server's core: the ES256 verification rate of the library latchkey uses
@@ -84,7 +84,7 @@ for run in $(seq 1 "$runs"); do
     "${db_args[@]}" >"$data/serve.log" 2>&1 &
   server_pid=$!
   wait_for 9443
-  for workload in all login login-passkey; do
+  for workload in all introspect login login-passkey; do
     taskset -c 1 "$bench" --setup --issuer https://localhost:9443 --data-dir "$data" "${db_args[@]}" \
       --server-pid "$server_pid" --workload "$workload" --duration "$duration" --json |
       sed "s/^{/{\"server\":\"latchkey\",\"run\":$run,/" | tee -a "$out/results.jsonl"
@@ -134,7 +134,7 @@ print()
 print("| workload | latchkey req/s | p50 ms | p99 ms | max ms | CPU µs/req | RSS peak MB | trivial req/s | trivial CPU µs/req "
       "| oidc-provider req/s | p99 ms | RSS peak MB | req/s ratio |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for w in ["refresh", "refresh-dpop", "exchange", "api", "revoke", "login", "login-passkey"]:
+for w in ["refresh", "refresh-dpop", "exchange", "api", "revoke", "introspect", "login", "login-passkey"]:
     l = lambda k: median("latchkey", w, k)
     t = lambda k: median("trivial", w, k)
     o = lambda k: median("oidc-provider", w, k)

@@ -3,7 +3,7 @@
 
 RFC 6749 authorization code grant with RFC 7636 PKCE (S256), an RFC 8252 loopback redirect received by a
 real local HTTP server, the browser part done by headless Chromium through Selenium, then token exchange,
-API call, refresh and RFC 7009 revocation through authlib's OAuth2Session.
+API call, refresh, RFC 7662 introspection and RFC 7009 revocation through authlib's OAuth2Session.
 
 Environment: LATCHKEY_BIN (required) is the latchkey binary. Optional: CHROMIUM (default /usr/bin/chromium),
 CHROMEDRIVER (default /usr/bin/chromedriver), LATCHKEY_INTEROP_KEEP=1 keeps the data directory.
@@ -320,8 +320,29 @@ def run(binary):
         r = session.get(channels, timeout=10)
         check("channels.list works with the refreshed token", r.status_code == 200, f"{r.status_code}")
 
+        introspection_endpoint = meta.get("introspection_endpoint")
+        require("discovery names the introspection endpoint", bool(introspection_endpoint), meta)
+        r = session.introspect_token(introspection_endpoint, token=session.token["access_token"])
+        info = r.json() if r.status_code == 200 else {}
+        check(
+            "introspection (RFC 7662) says the access token is active, for this client and user",
+            info.get("active") is True and info.get("client_id") == client_id and bool(info.get("sub")),
+            f"{r.status_code} {r.text[:300]}",
+        )
+        check("introspection names the scopes granted", sorted(str(info.get("scope", "")).split()) == sorted(SCOPES), info)
+        r = session.introspect_token(
+            introspection_endpoint, token=session.token["refresh_token"], token_type_hint="refresh_token"
+        )
+        check("the refresh token introspects as active", r.status_code == 200 and r.json().get("active") is True, r.text[:300])
+
         r = session.revoke_token(revocation_endpoint, token=session.token["refresh_token"], token_type_hint="refresh_token")
         check("revocation answers 200", r.status_code == 200, f"{r.status_code} {r.text[:200]}")
+        r = session.introspect_token(introspection_endpoint, token=session.token["access_token"])
+        check(
+            "after revocation the access token introspects as inactive",
+            r.status_code == 200 and r.json() == {"active": False},
+            f"{r.status_code} {r.text[:200]}",
+        )
         r = session.get(channels, timeout=10)
         check("after revocation the API answers 401", r.status_code == 401, f"{r.status_code} {r.text[:200]}")
         check(

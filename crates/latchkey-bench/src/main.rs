@@ -72,6 +72,8 @@ pub enum Workload {
     Api,
     /// A revocation of a refresh token.
     Revoke,
+    /// An introspection (RFC 7662) of the connection's access token by its client (latchkey only).
+    Introspect,
     /// The five above, in this order.
     All,
     /// The sign-in form's POST, whose cost is the password hash (latchkey only).

@@ -43,6 +43,8 @@ pub struct Endpoints {
     pub token: String,
     /// The revocation endpoint.
     pub revoke: String,
+    /// The introspection endpoint (empty where the server names none).
+    pub introspect: String,
     /// The API call of the `api` workload.
     pub api: String,
     /// The scope of the authorization requests.
@@ -55,6 +57,7 @@ impl Endpoints {
             authorize: format!("{issuer}/o/oauth2/v2/auth"),
             token: format!("{issuer}/token"),
             revoke: format!("{issuer}/revoke"),
+            introspect: format!("{issuer}/introspect"),
             api: format!("{issuer}/video/v3/channels?part=id&mine=true"),
             scope: LATCHKEY_SCOPE,
         }
@@ -73,6 +76,7 @@ impl Endpoints {
             authorize: field("authorization_endpoint")?,
             token: field("token_endpoint")?,
             revoke: field("revocation_endpoint")?,
+            introspect: field("introspection_endpoint").unwrap_or_default(),
             api: field("userinfo_endpoint")?,
             scope: "openid offline_access",
         })

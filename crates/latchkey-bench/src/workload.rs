@@ -15,6 +15,8 @@ enum Work {
     Refresh(Box<Grant>),
     Exchange(Vec<(String, Pkce)>),
     Api(String),
+    /// The access token to introspect.
+    Introspect(String),
     Revoke(Vec<String>),
     /// The sign-in form's CSRF token (it stays valid for the connection's cookie).
     Login(String),
@@ -30,6 +32,12 @@ async fn prepare(conn: &Conn, workload: Workload, pool: usize) -> anyhow::Result
         Workload::Refresh => Work::Refresh(Box::new(retry(|| conn.grant(false)).await?)),
         Workload::RefreshDpop => Work::Refresh(Box::new(retry(|| conn.grant(true)).await?)),
         Workload::Api => Work::Api(retry(|| conn.grant(false)).await?.access),
+        Workload::Introspect => {
+            if conn.target.kind != TargetKind::Latchkey {
+                bail!("the introspect workload is for latchkey only");
+            }
+            Work::Introspect(retry(|| conn.grant(false)).await?.access)
+        }
         Workload::Exchange => {
             let mut codes = Vec::with_capacity(pool);
             for _ in 0..pool {
@@ -78,7 +86,7 @@ fn made_up(workload: Workload, pool: usize) -> anyhow::Result<Work> {
         Workload::Revoke => {
             Work::Revoke((0..pool).map(|_| grant(false).map(|g| g.refresh)).collect::<anyhow::Result<_>>()?)
         }
-        Workload::All | Workload::Login | Workload::LoginPasskey => {
+        Workload::All | Workload::Login | Workload::LoginPasskey | Workload::Introspect => {
             bail!("the trivial server takes refresh, refresh-dpop, exchange, api and revoke")
         }
     })
@@ -110,6 +118,10 @@ async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
             conn.exchange(&code, &pkce, None).await.map(|(status, _)| status.is_success())
         }
         Work::Api(access) => drain(conn.http.get(&t.endpoints.api).bearer_auth(&*access).send().await, success).await,
+        Work::Introspect(access) => {
+            let form = [("token", access.as_str()), ("client_id", &t.client_id)];
+            introspected(conn.http.post(&t.endpoints.introspect).form(&form).send().await).await
+        }
         Work::Revoke(tokens) => {
             let token = tokens.pop()?;
             let form = [("token", token.as_str()), ("client_id", &t.client_id)];
@@ -139,6 +151,15 @@ async fn passkey_sign_in(conn: &Conn, csrf: &str) -> anyhow::Result<bool> {
     let ok = finished.status().is_success();
     let body: serde_json::Value = finished.json().await?;
     Ok(ok && body["next"].is_string())
+}
+
+/// Whether an introspection answered that the token is active.
+async fn introspected(response: reqwest::Result<reqwest::Response>) -> anyhow::Result<bool> {
+    let r = response?;
+    let ok = r.status().is_success();
+    let body = r.bytes().await?;
+    const ACTIVE: &[u8] = b"\"active\":true";
+    Ok(ok && body.windows(ACTIVE.len()).any(|w| w == ACTIVE))
 }
 
 /// Whether a response is what the workload expects, after reading its body (so the connection is reused).

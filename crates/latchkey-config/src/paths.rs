@@ -13,6 +13,8 @@ pub const DEVICE_CODE_PATH: &str = "/device/code";
 pub const DATA_API_PATH: &str = "/video/v3";
 /// Where a protected resource's metadata lives (RFC 9728 §3.1): this, then the resource's own path.
 pub const PROTECTED_RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+/// The introspection endpoint's path (RFC 7662).
+pub const INTROSPECT_PATH: &str = "/introspect";
 /// The UserInfo endpoint's path.
 pub const USERINFO_PATH: &str = "/v1/userinfo";
 /// The debug App Check provider's path.

@@ -16,6 +16,7 @@
 pub mod authorize;
 pub mod device;
 pub mod exchange;
+pub mod introspect;
 pub mod jwt_bearer;
 pub mod proof;
 pub mod refresh;

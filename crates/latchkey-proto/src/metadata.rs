@@ -14,6 +14,15 @@ pub struct ServerMetadata {
     pub token_endpoint: String,
     /// The revocation endpoint (RFC 7009).
     pub revocation_endpoint: String,
+    /// The introspection endpoint (RFC 7662, RFC 8414 §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection_endpoint: Option<String>,
+    /// Client authentication methods at the introspection endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub introspection_endpoint_auth_methods_supported: Vec<String>,
+    /// Algorithms that sign introspection answers (RFC 9701 §6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub introspection_signing_alg_values_supported: Vec<String>,
     /// The device authorization endpoint (RFC 8628 §4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_authorization_endpoint: Option<String>,

@@ -7,7 +7,8 @@
 use super::{ApiError, ConsoleApiError, TokenError};
 use crate::extract::ClientAddr;
 use crate::paths::{
-    APP_CHECK_DEBUG_PATH, DEVICE_CODE_PATH, JWKS_PATH, METRICS_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
+    APP_CHECK_DEBUG_PATH, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH, METRICS_PATH, REVOKE_PATH, TOKEN_PATH,
+    USERINFO_PATH,
 };
 use crate::rate_limit::RateLimits;
 use axum::body::{Body, HttpBody};
@@ -44,7 +45,8 @@ pub enum Surface {
 impl Surface {
     /// The format of the endpoint at `path`.
     pub fn of(path: &str) -> Self {
-        if [TOKEN_PATH, REVOKE_PATH, DEVICE_CODE_PATH, APP_CHECK_DEBUG_PATH, JWKS_PATH].contains(&path) {
+        if [TOKEN_PATH, REVOKE_PATH, INTROSPECT_PATH, DEVICE_CODE_PATH, APP_CHECK_DEBUG_PATH, JWKS_PATH].contains(&path)
+        {
             Self::OAuth
         } else if path.starts_with("/video/") || path == USERINFO_PATH {
             Self::DataApi
@@ -135,11 +137,11 @@ fn is_framework(response: &Response) -> bool {
 
 /// Whether requests to `path` count against their address's rate limit (`crate::rate_limit`).
 fn is_rate_limited(path: &str) -> bool {
-    path == TOKEN_PATH || path == REVOKE_PATH || path == DEVICE_CODE_PATH
+    path == TOKEN_PATH || path == REVOKE_PATH || path == INTROSPECT_PATH || path == DEVICE_CODE_PATH
 }
 
 /// Lets a request through, unless its path and query or its header fields are over their limits (414, 431), its
-/// address is over its rate limit (429, on the token, revocation and device authorization endpoints), or its body
+/// address is over its rate limit (429, on the token, revocation, introspection and device authorization endpoints), or its body
 /// is announced over the limit: then the body is read to [`DRAIN_LIMIT`] (so that the client, still sending, reads
 /// the answer; beyond it the connection closes) and refused with 413 before any handler runs. Every other request costs one look at the body's size hint, which the server set from
 /// `Content-Length` when it read the head (a body without one is bounded by the extractors' limit instead).

@@ -1,7 +1,7 @@
 //! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery), the data API's protected resource
 //! metadata (RFC 9728) and the id_token JWKS.
 
-use super::{AUTHORIZE_PATH, DATA_API_NAME, DEVICE_CODE_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
+use super::{AUTHORIZE_PATH, DATA_API_NAME, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
 use crate::error::no_store_json;
 use crate::state::AppState;
 use axum::extract::State;
@@ -21,6 +21,9 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         authorization_endpoint: format!("{}{AUTHORIZE_PATH}", u.auth),
         token_endpoint: u.token_endpoint.clone(),
         revocation_endpoint: format!("{}{REVOKE_PATH}", u.token),
+        introspection_endpoint: Some(format!("{}{INTROSPECT_PATH}", u.token)),
+        introspection_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
+        introspection_signing_alg_values_supported: strings(&["ES256"]),
         device_authorization_endpoint: Some(format!("{}{DEVICE_CODE_PATH}", u.token)),
         userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
         jwks_uri: format!("{}{JWKS_PATH}", u.issuer),

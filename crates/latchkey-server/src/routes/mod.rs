@@ -10,6 +10,7 @@ pub mod console;
 mod device;
 mod id_token;
 mod identity;
+mod introspect;
 mod login;
 mod metadata;
 mod metrics;
@@ -36,8 +37,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::paths::{
-    APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, DATA_API_PATH, DEVICE_CODE_PATH, JWKS_PATH, PROTECTED_RESOURCE_METADATA_PATH,
-    REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
+    APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, DATA_API_PATH, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH,
+    PROTECTED_RESOURCE_METADATA_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
 };
 
 /// The data API's name, as the consent page and its resource metadata show it.
@@ -72,6 +73,7 @@ pub fn router(state: AppState) -> Router {
         .route("/device", get(device::page_get).post(device::page_post))
         .route("/device/consent", axum::routing::post(device::consent_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
+        .route(INTROSPECT_PATH, axum::routing::post(introspect::introspect_post))
         .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))
         .route("/video/v3/channels", get(api::channels_get))
         .route(USERINFO_PATH, get(identity::userinfo).post(identity::userinfo))

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     let mut tests = latchkey_store::trials!("";
         two_instances_on_an_empty_database_behind_a_round_robin_balancer_serve_one_consistent_service,
         a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_both_redeem_it_at_once,
-        a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second,
+        a_grant_revoked_at_one_instance_is_refused_by_the_others_token_and_introspection_endpoints_at_once_and_by_its_data_api_within_a_second,
         a_token_signed_with_a_key_rotated_in_elsewhere_is_accepted_and_revoked_by_every_instance,
         access_removed_with_the_admin_cli_ends_the_apps_tokens_on_every_instance,
         an_organisation_policy_set_through_one_instance_holds_on_the_next_authorization_at_the_other,
@@ -190,7 +190,7 @@ async fn a_code_issued_through_one_instance_is_redeemed_exactly_once_even_when_b
     Ok(())
 }
 
-async fn a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_its_data_api_within_a_second(
+async fn a_grant_revoked_at_one_instance_is_refused_by_the_others_token_and_introspection_endpoints_at_once_and_by_its_data_api_within_a_second(
 ) -> Result<(), Unreachable> {
     let c = Cluster::start(&[]).await?;
     let http = http(&c.tls, false);
@@ -200,10 +200,22 @@ async fn a_grant_revoked_at_one_instance_is_refused_by_the_other_at_once_and_by_
     let (status, body) = refresh(&http, &c.b.base, &c.client_id, &rt).await.expect("refresh");
     assert_eq!(status, 200, "{body}");
     let from_b = body["access_token"].as_str().expect("access token").to_owned();
+    let introspect = |token: &str| {
+        let (http, base, client_id) = (&http, &c.b.base, &c.client_id);
+        let token = token.to_owned();
+        async move {
+            let form = [("token", token.as_str()), ("client_id", client_id.as_str())];
+            post(http, base, "/introspect", &form).await.expect("introspect").1["active"].clone()
+        }
+    };
+    assert_eq!(introspect(&from_b).await, true, "B's introspection knows A's grant");
     assert_eq!(revoke(&http, &c.a.base, &c.client_id, &rt).await.expect("revoke"), 200);
     let acknowledged = Instant::now();
     let (status, body) = refresh(&http, &c.b.base, &c.client_id, &rt).await.expect("refresh");
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "B's token endpoint, at once");
+    for token in [rt.as_str(), &t.access_token, &from_b] {
+        assert_eq!(introspect(token).await, false, "B's introspection, at once");
+    }
     for access in [&t.access_token, &from_b] {
         loop {
             let status = channels(&http, &c.b.base, access).await.expect("api");

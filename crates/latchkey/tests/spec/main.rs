@@ -43,6 +43,7 @@ mod refusals;
 mod rfc7009_revoke;
 mod rfc7523_jwt_bearer;
 mod rfc7636_pkce;
+mod rfc7662_introspection;
 mod rfc8252_loopback;
 mod rfc8628_device;
 mod rfc9449_dpop;

@@ -112,7 +112,7 @@ async fn tokens_with(server: &TestServer, app: &App, scopes: &[&str], extra: &[(
 }
 
 /// Verifies an id_token's ES256 signature with the JWKS key its `kid` names; returns header and claims.
-async fn verified(server: &TestServer, id_token: &str) -> (Value, Value) {
+pub(crate) async fn verified(server: &TestServer, id_token: &str) -> (Value, Value) {
     let parts: Vec<&str> = id_token.split('.').collect();
     assert_eq!(parts.len(), 3, "compact JWS");
     let decode = |p: &str| URL_SAFE_NO_PAD.decode(p).expect("base64url without padding");

@@ -436,6 +436,7 @@ async fn a_code_presented_again_with_a_broken_proof_still_revokes_its_grant() {
 }
 
 mod device;
+mod introspect;
 mod proof_checks;
 mod refresh;
 
