@@ -4,10 +4,11 @@
 //! kept in the store (so every instance verifies every other's tokens). Nothing is written to mint one, and
 //! checking one needs no lookup but the grant's state, which a revocation changes. The token is opaque to clients.
 //!
-//! Layout before base64url: `version(1) | key_id(4) | holder(16 or 20) | expires_at(8) | scopes(4) | salt(8) |
-//! mac(32)`. Version 1 names a user's grant (16 bytes), version 2 a service account's key (20 bytes): a
+//! Layout before base64url: `version(1) | key_id(4) | holder(16 or 20) | expires_at(8) | scopes(4 or 8) | salt(8)
+//! | mac(32)`. Version 1 names a user's grant (16 bytes), version 2 a service account's key (20 bytes): a
 //! service account's token names the key that signed its assertion, so disabling or deleting either the key or
-//! the account stops it at its next use.
+//! the account stops it at its next use. Version 3 is version 1 with 8 bytes of scopes, for a set that holds a
+//! registered API's scope past the first 32 bits; the well-known scopes' tokens keep the shorter form.
 
 use crate::scope::ScopeSet;
 use crate::secret::Random;
@@ -21,12 +22,23 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const PREFIX: &str = "lka_";
 const GRANT: u8 = 1;
 const SERVICE_KEY: u8 = 2;
-/// The longest token body and MAC (a service key's).
-const MAX_LEN: usize = body_len(20) + 32;
+const GRANT_WIDE: u8 = 3;
+/// The longest token body and MAC (a service key's, or a grant's with wide scopes).
+const MAX_LEN: usize = body_len(20, 8) + 32;
 
-/// The bytes before the MAC for a holder of `holder` bytes.
-const fn body_len(holder: usize) -> usize {
-    1 + 4 + holder + 8 + 4 + 8
+/// The bytes before the MAC for a holder of `holder` bytes and scopes of `scopes` bytes.
+const fn body_len(holder: usize, scopes: usize) -> usize {
+    1 + 4 + holder + 8 + scopes + 8
+}
+
+/// A version's holder and scopes lengths.
+const fn lengths(version: u8) -> Option<(usize, usize)> {
+    match version {
+        GRANT => Some((16, 4)),
+        SERVICE_KEY => Some((20, 4)),
+        GRANT_WIDE => Some((16, 8)),
+        _ => None,
+    }
 }
 
 /// A grant's identifier: 16 random bytes.
@@ -177,16 +189,25 @@ impl std::fmt::Debug for MacKey {
 
 /// Mints an access token.
 pub fn mint(key: &MacKey, claims: &AccessClaims, random: &dyn Random) -> String {
-    let (version, holder) = claims.holder.version_and_bytes();
+    let (mut version, holder) = claims.holder.version_and_bytes();
+    let narrow = u32::try_from(claims.scopes.0).ok();
+    if version == GRANT && narrow.is_none() {
+        version = GRANT_WIDE;
+    }
+    let scopes_len = if version == GRANT_WIDE { 8 } else { 4 };
     let h = 5 + holder.len();
-    let body = body_len(holder.len());
+    let body = body_len(holder.len(), scopes_len);
     let mut raw = [0u8; MAX_LEN];
     raw[0] = version;
     raw[1..5].copy_from_slice(&key.id.to_be_bytes());
     raw[5..h].copy_from_slice(holder);
     raw[h..h + 8].copy_from_slice(&claims.expires_at.0.to_be_bytes());
-    raw[h + 8..h + 12].copy_from_slice(&claims.scopes.0.to_be_bytes());
-    random.fill(&mut raw[h + 12..body]);
+    match narrow {
+        Some(bits) if version != GRANT_WIDE => raw[h + 8..h + 12].copy_from_slice(&bits.to_be_bytes()),
+        // A service key's scopes are the data API's, always narrow; a wide grant's take 8 bytes.
+        _ => raw[h + 8..h + 16].copy_from_slice(&claims.scopes.0.to_be_bytes()),
+    }
+    random.fill(&mut raw[h + 8 + scopes_len..body]);
     let tag = hmac::sign(&key.key, &raw[..body]);
     raw[body..body + 32].copy_from_slice(tag.as_ref());
     let mut out = String::with_capacity(PREFIX.len() + 103);
@@ -200,12 +221,8 @@ pub fn verify(keys: &[MacKey], token: &str, now: UnixTime) -> Result<AccessClaim
     let body = token.strip_prefix(PREFIX).ok_or(AccessTokenError::Invalid)?;
     let mut raw = [0u8; MAX_LEN];
     let len = URL_SAFE_NO_PAD.decode_slice(body, &mut raw).map_err(|_| AccessTokenError::Invalid)?;
-    let holder_len = match raw[0] {
-        GRANT => 16,
-        SERVICE_KEY => 20,
-        _ => return Err(AccessTokenError::Invalid),
-    };
-    let (h, body) = (5 + holder_len, body_len(holder_len));
+    let (holder_len, scopes_len) = lengths(raw[0]).ok_or(AccessTokenError::Invalid)?;
+    let (h, body) = (5 + holder_len, body_len(holder_len, scopes_len));
     if len != body + 32 {
         return Err(AccessTokenError::Invalid);
     }
@@ -214,13 +231,17 @@ pub fn verify(keys: &[MacKey], token: &str, now: UnixTime) -> Result<AccessClaim
     let key = keys.iter().find(|k| k.id == key_id).ok_or(AccessTokenError::UnknownKey)?;
     hmac::verify(&key.key, &raw[..body], &raw[body..len]).map_err(|_| AccessTokenError::Invalid)?;
     let holder = match raw[0] {
-        GRANT => Holder::Grant(GrantId(raw[5..h].try_into().map_err(invalid)?)),
-        _ => Holder::ServiceKey(ServiceKeyId(raw[5..h].try_into().map_err(invalid)?)),
+        SERVICE_KEY => Holder::ServiceKey(ServiceKeyId(raw[5..h].try_into().map_err(invalid)?)),
+        _ => Holder::Grant(GrantId(raw[5..h].try_into().map_err(invalid)?)),
+    };
+    let scopes = match scopes_len {
+        4 => u64::from(u32::from_be_bytes(raw[h + 8..h + 12].try_into().map_err(invalid)?)),
+        _ => u64::from_be_bytes(raw[h + 8..h + 16].try_into().map_err(invalid)?),
     };
     let claims = AccessClaims {
         holder,
         expires_at: UnixTime(i64::from_be_bytes(raw[h..h + 8].try_into().map_err(invalid)?)),
-        scopes: ScopeSet(u32::from_be_bytes(raw[h + 8..h + 12].try_into().map_err(invalid)?)),
+        scopes: ScopeSet(scopes),
     };
     if now >= claims.expires_at {
         return Err(AccessTokenError::Expired);
@@ -287,6 +308,22 @@ mod tests {
         assert_eq!(verify(&[key], &relabelled, UnixTime(0)), Err(AccessTokenError::Invalid));
         assert_eq!(ServiceKeyId::decode("AB"), None);
         assert_eq!(ServiceKeyId::decode(&"G".repeat(40)), None);
+    }
+
+    #[test]
+    fn a_registered_apis_scope_past_32_bits_takes_the_wide_form_and_others_keep_the_short_one() {
+        let key = MacKey::new(4, b"k");
+        let narrow = mint(&key, &claims(), &Counter::default());
+        let wide_claims = AccessClaims { scopes: ScopeSet(1 << 40 | 0b1), ..claims() };
+        let wide = mint(&key, &wide_claims, &Counter::default());
+        let raw_len = |t: &str| URL_SAFE_NO_PAD.decode(&t[PREFIX.len()..]).unwrap().len();
+        assert_eq!(raw_len(&wide), raw_len(&narrow) + 4, "4 more bytes of scopes");
+        assert_eq!(verify(std::slice::from_ref(&key), &wide, UnixTime(999)), Ok(wide_claims));
+        let mut raw = URL_SAFE_NO_PAD.decode(&narrow[PREFIX.len()..]).unwrap();
+        assert_eq!(raw[0], GRANT, "the short form is the one every token had");
+        raw[0] = GRANT_WIDE;
+        let relabelled = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(&raw));
+        assert_eq!(verify(&[key], &relabelled, UnixTime(0)), Err(AccessTokenError::Invalid));
     }
 
     #[test]

@@ -198,7 +198,7 @@ pub fn email_domain(email: &str) -> String {
 }
 
 /// Every scope bit a registry can hold.
-const EVERY: ScopeSet = ScopeSet(u32::MAX);
+const EVERY: ScopeSet = ScopeSet(u64::MAX);
 
 /// Runs the checks of the module's doc, in order, for an account (`member`: its organisation's policy for this
 /// client, `None` outside any organisation) asking a client of a project placed at `placement` for `requested`.

@@ -16,13 +16,45 @@ pub struct ScopeInfo {
     pub identity: bool,
 }
 
-/// A set of scopes of one registry, as bits.
+/// A set of scopes of one registry, as bits: the well-known scopes' ([`Scope`]) below [`FIRST_REGISTERED`], the
+/// registered APIs' scopes from there to [`LAST_REGISTERED`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct ScopeSet(pub u32);
+pub struct ScopeSet(pub u64);
+
+/// The first bit a registered API's scope may hold.
+pub const FIRST_REGISTERED: u32 = 10;
+/// The last bit a registered API's scope may hold (bit 63 stays clear, so that a set stored as a signed 64-bit
+/// integer is never negative).
+pub const LAST_REGISTERED: u32 = 62;
 
 impl ScopeSet {
     /// The empty set.
     pub const EMPTY: ScopeSet = ScopeSet(0);
+
+    /// The set as stored: a 64-bit integer column.
+    pub const fn to_stored(self) -> i64 {
+        self.0 as i64
+    }
+
+    /// The set of a stored integer (its bits as they are).
+    pub const fn from_stored(bits: i64) -> Self {
+        ScopeSet(bits as u64)
+    }
+
+    /// The set holding just the scope of bit `index`.
+    pub const fn bit(index: u32) -> Self {
+        ScopeSet(1 << index)
+    }
+
+    /// The scopes in either set.
+    pub const fn union(self, other: ScopeSet) -> ScopeSet {
+        ScopeSet(self.0 | other.0)
+    }
+
+    /// The scopes of `self` that are not in `other`.
+    pub const fn without(self, other: ScopeSet) -> ScopeSet {
+        ScopeSet(self.0 & !other.0)
+    }
 
     /// Whether no scope is in the set.
     pub const fn is_empty(self) -> bool {
@@ -46,7 +78,7 @@ impl ScopeSet {
 
     /// Whether the scope with bit `index` is in the set.
     pub const fn has(self, index: Scope) -> bool {
-        self.0 & (1 << index as u32) != 0
+        self.0 & (1 << index as u64) != 0
     }
 }
 
@@ -79,7 +111,7 @@ pub enum Scope {
 impl Scope {
     /// The set holding just this scope.
     pub const fn set(self) -> ScopeSet {
-        ScopeSet(1 << self as u32)
+        ScopeSet(1 << self as u64)
     }
 }
 
@@ -141,7 +173,7 @@ impl ScopeRegistry {
 
     /// Parses a space-separated `scope` parameter. Unknown identifiers fail with `invalid_scope`.
     pub fn parse(&self, scope: &str) -> Result<ScopeSet, OAuthError> {
-        let mut set = 0u32;
+        let mut set = 0u64;
         for id in scope.split(' ').filter(|s| !s.is_empty()) {
             match self.index_of(id) {
                 Some(i) => set |= 1 << i,
@@ -159,7 +191,7 @@ impl ScopeRegistry {
     /// Parses a scope string, keeping only the identifiers this registry knows (used for stored data and for
     /// narrowing on refresh, where unknown scopes are left out rather than refused).
     pub fn parse_known(&self, scope: &str) -> ScopeSet {
-        let mut set = 0u32;
+        let mut set = 0u64;
         for id in scope.split(' ') {
             if let Some(i) = self.index_of(id) {
                 set |= 1 << i;

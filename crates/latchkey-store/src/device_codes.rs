@@ -126,7 +126,7 @@ fn poll<'t>(
 #[async_trait]
 impl<E: Engine> DeviceCodes for Db<E> {
     async fn insert_device_code(&self, c: &DeviceCode) -> StoreResult<()> {
-        let scopes = i64::from(c.scopes.0);
+        let scopes = c.scopes.to_stored();
         let row = args![
             &c.device_code_hash,
             &c.user_code_hash,

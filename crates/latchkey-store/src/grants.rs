@@ -111,7 +111,7 @@ pub(crate) fn code_args(c: &AuthCode) -> Args<'_> {
         &c.client_id,
         &c.user_id,
         &c.redirect_uri,
-        i64::from(c.scopes.0),
+        c.scopes.to_stored(),
         c.challenge.as_ref().map(|(m, _)| m.as_str()),
         c.challenge.as_ref().map(|(_, v)| v.as_str()),
         &c.nonce,
@@ -123,7 +123,7 @@ pub(crate) fn code_args(c: &AuthCode) -> Args<'_> {
 
 /// A grant's columns, in the order of [`INSERT_GRANT`].
 pub(crate) fn grant_args(g: &Grant) -> Args<'_> {
-    let mut args = args![&g.id, &g.client_id, &g.user_id, i64::from(g.scopes.0), &g.refresh_hash, &g.dpop_jkt];
+    let mut args = args![&g.id, &g.client_id, &g.user_id, g.scopes.to_stored(), &g.refresh_hash, &g.dpop_jkt];
     args.extend(args![g.created_at, g.expires_at, g.revoked_at, &g.code_hash]);
     args
 }

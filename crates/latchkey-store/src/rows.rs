@@ -166,14 +166,14 @@ pub(crate) fn audience(r: &dyn StoreRow) -> StoreResult<Audience> {
 
 /// A scope-set column (the registry's bits).
 pub(crate) fn scope_bits(r: &dyn StoreRow, col: &str) -> StoreResult<ScopeSet> {
-    u32::try_from(r.int(col)?).map(ScopeSet).map_err(|_| StoreError::Other(format!("{col} out of range")))
+    Ok(ScopeSet::from_stored(r.int(col)?))
 }
 
 /// An app-access pair of columns: the access's name and the scopes of a `specific` one.
 pub(crate) fn app_access(r: &dyn StoreRow, col: &str, scopes: &str) -> StoreResult<Option<AppAccess>> {
     let Some(name) = r.opt_text(col)? else { return Ok(None) };
     let listed = match r.opt_int(scopes)? {
-        Some(bits) => ScopeSet(u32::try_from(bits).map_err(|_| StoreError::Other(format!("{scopes} out of range")))?),
+        Some(bits) => ScopeSet::from_stored(bits),
         None => ScopeSet::EMPTY,
     };
     AppAccess::parse(&name, listed).map(Some).ok_or_else(|| StoreError::Other(format!("app access {name}")))

@@ -139,7 +139,7 @@ fn prompt_none_sends_back_whatever_would_need_a_page() {
 
 #[test]
 fn a_delegated_client_whose_identity_is_not_assured_gets_the_consent_page_not_a_code() {
-    let member = Membership { delegated: Some(ScopeSet(u32::MAX)), ..member("org") };
+    let member = Membership { delegated: Some(ScopeSet(u64::MAX)), ..member("org") };
     let ports = Memory { member: Some(member), ..ports() };
     let outcome = block_on(super::show(&ports, &params(&[]), CHROME, Ok(&[ANN]))).expect("no store failure");
     assert!(matches!(outcome, Outcome::Consent { consent: Consent::AllOrNone, .. }), "{outcome:?}");

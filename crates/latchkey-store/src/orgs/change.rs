@@ -200,7 +200,7 @@ async fn enforce(tx: &mut dyn Tx, affected: Affected<'_>, now: UnixTime) -> Stor
 pub(super) fn create<'t>(tx: &'t mut dyn Tx, (o, domains): &'t (Org, Vec<String>)) -> BoxFuture<'t, Changed<()>> {
     Box::pin(async move {
         let access = o.default_access;
-        let row = args![&o.id, &o.name, o.created_at, i64::from(o.restricted.0), access.name(), o.trust_internal];
+        let row = args![&o.id, &o.name, o.created_at, o.restricted.to_stored(), access.name(), o.trust_internal];
         tx.exec(&INSERT_ORG, row).await?;
         for d in domains {
             if let Err(why) = add_domain(tx, &o.id, d, o.created_at).await? {
@@ -275,19 +275,19 @@ pub(super) fn change<'t>(
             }
             OrgChange::AppAccess { client_id, access } => {
                 let name = access.map(AppAccess::name);
-                let listed = access.map_or(0, |a| i64::from(a.scopes().0));
+                let listed = access.map_or(0, |a| a.scopes().to_stored());
                 tx.exec(&SET_ACCESS, args![org, client_id, name, listed]).await?;
                 tx.exec(&DROP_EMPTY_APP, args![org, client_id]).await?;
                 ("org_app_access", Affected::Members(org))
             }
             OrgChange::Delegate { client_id, scopes } => {
-                tx.exec(&SET_DELEGATION, args![org, client_id, scopes.map(|s| i64::from(s.0))]).await?;
+                tx.exec(&SET_DELEGATION, args![org, client_id, scopes.map(ScopeSet::to_stored)]).await?;
                 tx.exec(&DROP_EMPTY_APP, args![org, client_id]).await?;
                 ("org_delegation", Affected::Members(org))
             }
             OrgChange::ScopeAccess { scopes, restricted } => {
                 let now_restricted = tx.scalar(&RESTRICTED, args![org]).await?.unwrap_or(0);
-                let bits = i64::from(scopes.0);
+                let bits = scopes.to_stored();
                 let next = if *restricted { now_restricted | bits } else { now_restricted & !bits };
                 tx.exec(&SET_RESTRICTED, args![org, next]).await?;
                 ("org_scope_access", Affected::Members(org))

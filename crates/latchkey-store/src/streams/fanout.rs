@@ -90,7 +90,7 @@ pub(crate) async fn record(
         .scalar(&INSERT_EVENT, args![now, kind.as_str(), user, client])
         .await?
         .ok_or_else(|| StoreError::Other("no account event id".into()))?;
-    let email_scope = i64::from(Scope::Email.set().0);
+    let email_scope = Scope::Email.set().to_stored();
     let args = args![user, client, client.is_none(), now, email_scope];
     let listeners = crate::db::rows(tx, &STREAMS_OF_ACCOUNT, args, listener).await?;
     if listeners.is_empty() {
