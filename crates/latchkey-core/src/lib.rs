@@ -21,6 +21,7 @@ pub mod passkey;
 pub mod pkce;
 pub mod redirect;
 pub mod refresh_token;
+pub mod resource;
 pub mod scope;
 pub mod secret;
 pub mod service_account;

@@ -10,6 +10,7 @@ mod device_codes;
 mod members;
 mod orgs;
 mod passkeys;
+mod resources;
 mod served;
 mod service_accounts;
 mod streams;

@@ -34,6 +34,7 @@ mod passkeys;
 pub mod postgres;
 mod records;
 mod replay;
+mod resources;
 mod rows;
 #[cfg(any(test, feature = "seed"))]
 pub mod seed;
@@ -63,6 +64,7 @@ pub use records::{
     OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
 };
 pub use replay::Replay;
+pub use resources::{ResourceUpdate, Resources};
 pub use served::{Served, ServedUrls};
 pub use service_accounts::{ContentOwner, ServiceAccount, ServiceAccountKey, ServiceAccounts, MAX_KEYS};
 pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
@@ -75,8 +77,8 @@ use std::time::Duration;
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Accounts, Audit, Clients, Console, DeviceCodes, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Served,
-        ServiceAccounts, Store, Streams, TwoStep, Users,
+        Accounts, Audit, Clients, Console, DeviceCodes, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Resources,
+        Served, ServiceAccounts, Store, Streams, TwoStep, Users,
     };
 }
 
@@ -106,7 +108,8 @@ store_of!(
     Served,
     Passkeys,
     TwoStep,
-    DeviceCodes
+    DeviceCodes,
+    Resources
 );
 
 /// A storage failure.

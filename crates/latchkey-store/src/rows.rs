@@ -233,7 +233,7 @@ pub(crate) fn secrets_json(secrets: &[ClientSecret]) -> StoreResult<String> {
     serde_json::to_string(&stored).map_err(|e| StoreError::Other(e.to_string()))
 }
 
-fn secrets_from_json(text: &str) -> StoreResult<Vec<ClientSecret>> {
+pub(crate) fn secrets_from_json(text: &str) -> StoreResult<Vec<ClientSecret>> {
     let stored: Vec<StoredSecret> =
         serde_json::from_str(text).map_err(|e| StoreError::Other(format!("secrets: {e}")))?;
     stored

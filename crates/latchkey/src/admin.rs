@@ -23,6 +23,7 @@ mod clients;
 mod ids;
 mod keys;
 mod orgs;
+mod resources;
 mod served;
 mod service_accounts;
 mod streams;
@@ -60,6 +61,9 @@ enum Noun {
     /// Keys of the console's JSON API (`Authorization: Bearer lk_...`), per developer.
     #[command(subcommand)]
     ApiKey(ApiKeyCmd),
+    /// APIs registered as resources (RFC 8707): their scopes, token format and introspection secrets.
+    #[command(subcommand)]
+    Resource(resources::ResourceCmd),
     /// Content owners: the channels they manage, and the service accounts that act for them.
     #[command(subcommand)]
     ContentOwner(ContentOwnerCmd),
@@ -311,6 +315,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             ListingCmd::Show { item_id } => out(ops::listing_show(&StoreDirectory(store), &item_id.get()).await),
             ListingCmd::Remove { item_id } => out(ops::listing_remove(store, &item_id.get()).await),
         },
+        Noun::Resource(cmd) => resources::resource(store, &config, cmd, now).await,
         Noun::ContentOwner(cmd) => service_accounts::content_owner(store, cmd, now).await,
         Noun::ServiceAccount(cmd) => service_accounts::service_account(store, &config, cmd, now).await,
         Noun::Stream(cmd) => streams::stream(store, &config, cmd, now).await?,

@@ -6,6 +6,7 @@ use super::device_codes::*;
 use super::members::*;
 use super::orgs::*;
 use super::passkeys::*;
+use super::resources::*;
 use super::served::*;
 use super::service_accounts::*;
 use super::streams::*;
@@ -87,4 +88,5 @@ checks! {
     totp_secrets_are_reencrypted_only_as_read: by_ref,
     passkey_only_accounts_keep_a_way_in_and_a_reset_removes_second_steps: by_ref,
     device_codes_are_polled_at_their_pace_and_decided_once: by_ref,
+    apis_hold_their_identifier_and_scope_names_once_each_on_its_own_bit: by_ref,
 }

@@ -40,6 +40,7 @@ mod quotas;
 mod rate_limits;
 mod refresh;
 mod refusals;
+mod resources;
 mod rfc7009_revoke;
 mod rfc7523_jwt_bearer;
 mod rfc7636_pkce;
