@@ -87,7 +87,7 @@ pub fn group(grants: Vec<LiveGrant>, registry: &ScopeRegistry) -> Vec<AppAccess>
             let scopes = grants.iter().fold(ScopeSet::EMPTY, |s, g| ScopeSet(s.0 | g.scopes.0));
             let permissions = registry
                 .iter(scopes)
-                .map(|s| Permission { scope: s.id.clone(), description: s.summary.to_owned() })
+                .map(|s| Permission { scope: s.id.clone(), description: s.summary.to_string() })
                 .collect();
             let used = grants.iter().map(|g| g.last_used_at.unwrap_or(g.created_at).max(g.created_at));
             let unlimited = grants.iter().any(|g| g.expires_at.is_none());

@@ -91,7 +91,7 @@ pub fn data_scopes(registry: &ScopeRegistry, ids: &[String]) -> Result<ScopeSet,
     let mut set = ScopeSet::EMPTY;
     for id in ids.iter().flat_map(|s| s.split_whitespace()) {
         match registry.index_of(id) {
-            Some(i) if !registry.all()[i].identity => set.0 |= 1 << i,
+            Some(i) if registry.get(i).is_some_and(|s| !s.identity) => set.0 |= 1 << i,
             Some(_) => {
                 return Err(AdminError::Invalid(format!("scope {id} is an identity scope: only data-API scopes are")))
             }

@@ -6,7 +6,7 @@
 
 use crate::client::Client;
 use crate::pkce::{self, ChallengeMethod};
-use crate::scope::{ScopeRegistry, ScopeSet, IDENTITY};
+use crate::scope::{ScopeRegistry, ScopeSet, DATA_API};
 use crate::{redirect, useragent, ErrorCode, OAuthError};
 
 /// Declares the known parameters once: the field list, the name table and the accessors follow from it.
@@ -168,19 +168,27 @@ pub struct Context<'a> {
 }
 
 /// The scopes a request asks for (the authorization endpoint's and the device authorization endpoint's rule): a
-/// scope is required, each must be known (`invalid_scope`), and data-API scopes need the API enabled for the
-/// client's project (`unauthorized_client`).
+/// scope is required, each must be known to a client of `project_id` (`invalid_scope`: a registered API of
+/// another project that is not public is as unknown as a scope never registered), and data-API scopes need the
+/// API enabled for the client's project (`unauthorized_client`).
 pub fn requested_scopes(
     registry: &ScopeRegistry,
     scope: Option<&str>,
     api_enabled: bool,
+    project_id: &str,
 ) -> Result<ScopeSet, OAuthError> {
     let scope = scope.unwrap_or("");
     if scope.trim().is_empty() {
         return Err(OAuthError::invalid_request("Missing required parameter: scope"));
     }
     let scopes = registry.parse(scope)?;
-    if !api_enabled && !IDENTITY.contains_all(scopes) {
+    if let Some(hidden) = registry.iter(registry.hidden_from(project_id, scopes)).next() {
+        return Err(OAuthError::new(
+            ErrorCode::InvalidScope,
+            format!("Some requested scopes were invalid: {{invalid={}}}", hidden.id),
+        ));
+    }
+    if !api_enabled && scopes.intersects(DATA_API) {
         return Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
             "The Video Data API is not enabled for this OAuth client's project. The project's developer must \
@@ -249,7 +257,8 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         },
     };
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
-    let scopes = requested_scopes(cx.registry, params.scope.as_deref(), true).map_err(back)?;
+    let project_id = cx.client.map_or("", |c| c.project_id.as_str());
+    let scopes = requested_scopes(cx.registry, params.scope.as_deref(), true, project_id).map_err(back)?;
     let challenge = match params.code_challenge.as_deref() {
         Some(c) => {
             let method = ChallengeMethod::parse(params.code_challenge_method.as_deref()).map_err(back)?;
@@ -263,7 +272,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         }
         None => None,
     };
-    requested_scopes(cx.registry, params.scope.as_deref(), cx.api_enabled).map_err(back)?;
+    requested_scopes(cx.registry, params.scope.as_deref(), cx.api_enabled, project_id).map_err(back)?;
     Ok(ValidRequest {
         redirect_uri: redirect_uri.to_owned(),
         scopes,

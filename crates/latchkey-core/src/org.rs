@@ -176,7 +176,7 @@ impl Refusal {
                 ),
             ),
             Self::Policy { blocked } => {
-                let names: Vec<&str> = registry.iter(blocked).map(|s| s.summary).collect();
+                let names: Vec<&str> = registry.iter(blocked).map(|s| &*s.summary).collect();
                 page(
                     ErrorCode::AdminPolicyEnforced,
                     format!(

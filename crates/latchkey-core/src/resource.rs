@@ -8,7 +8,7 @@
 //! until [`BIT_QUARANTINE`] has passed: by then no token that carries the bit is still alive.
 
 use crate::client::ClientSecret;
-use crate::scope::{ScopeSet, FIRST_REGISTERED, LAST_REGISTERED};
+use crate::scope::{ApiInfo, ScopeRegistry, ScopeSet, FIRST_REGISTERED, LAST_REGISTERED};
 use crate::time::UnixTime;
 
 /// How long a retired scope's bit stays unused: longer than any access token, code or device code lives.
@@ -117,6 +117,21 @@ impl Resource {
     pub fn scope_set(&self) -> ScopeSet {
         self.scopes.iter().fold(ScopeSet::EMPTY, |set, s| set.union(ScopeSet::bit(s.bit)))
     }
+}
+
+/// The deployment's scopes: the well-known ones under `scope_base`, and those of `resources`.
+pub fn registry(scope_base: &str, resources: &[Resource]) -> ScopeRegistry {
+    resources.iter().fold(ScopeRegistry::new(scope_base), |registry, r| {
+        let api = ApiInfo {
+            resource_id: r.id.clone(),
+            project_id: r.project_id.clone(),
+            uri: r.uri.clone(),
+            name: r.name.clone(),
+            public: r.visibility == Visibility::Public,
+            jwt: r.token_format == TokenFormat::Jwt,
+        };
+        registry.with_api(api, r.scopes.iter().map(|s| (s.bit, s.name.clone(), s.description.clone())))
+    })
 }
 
 /// Why a registration was refused.

@@ -1,9 +1,12 @@
-//! Scopes: the seven data-API scopes (`docs/decisions.md`, "Scopes") and the OpenID Connect identity scopes.
+//! Scopes: the seven data-API scopes (`docs/decisions.md`, "Scopes"), the OpenID Connect identity scopes, and
+//! the scopes of the APIs a deployment registered (`crate::resource`).
 //!
 //! A granted set is a [`ScopeSet`], a bit set over the registry, so that it can travel inside an access token
 //! and be checked without string work on the data-API path.
 
 use crate::OAuthError;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// One scope the server knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,9 +14,30 @@ pub struct ScopeInfo {
     /// The scope identifier as requested and granted.
     pub id: String,
     /// The summary shown on the consent page.
-    pub summary: &'static str,
+    pub summary: Cow<'static, str>,
     /// Whether this is an identity scope (`openid`, `email`, `profile`).
     pub identity: bool,
+    /// Its bit in scope sets.
+    pub bit: u32,
+    /// The registered API that defines it; `None` for a well-known scope.
+    pub api: Option<Arc<ApiInfo>>,
+}
+
+/// A registered API, as its scopes name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiInfo {
+    /// Its id.
+    pub resource_id: String,
+    /// Its project.
+    pub project_id: String,
+    /// Its resource identifier.
+    pub uri: String,
+    /// Its name, shown on the consent page.
+    pub name: String,
+    /// Whether any client may ask for its scopes (else only its project's).
+    pub public: bool,
+    /// Whether it wants JWT access tokens.
+    pub jwt: bool,
 }
 
 /// A set of scopes of one registry, as bits: the well-known scopes' ([`Scope`]) below [`FIRST_REGISTERED`], the
@@ -122,6 +146,12 @@ pub const CHANNELS_LIST: ScopeSet =
 /// The identity scopes; any of them makes the code exchange return an id_token.
 pub const IDENTITY: ScopeSet = ScopeSet(Scope::OpenId.set().0 | Scope::Email.set().0 | Scope::Profile.set().0);
 
+/// The data API's seven scopes.
+pub const DATA_API: ScopeSet = ScopeSet((1 << 7) - 1);
+
+/// The scopes registered APIs may hold.
+pub const REGISTERED: ScopeSet = ScopeSet(((1 << (LAST_REGISTERED + 1)) - 1) & !((1 << FIRST_REGISTERED) - 1));
+
 /// The scopes of one deployment, built from its `scope_base`.
 #[derive(Debug, Clone)]
 pub struct ScopeRegistry {
@@ -147,18 +177,40 @@ impl ScopeRegistry {
                 "View private information of your channel relevant during the audit process with a partner",
             ),
         ];
-        let mut scopes: Vec<ScopeInfo> = data
-            .iter()
-            .map(|(name, summary)| ScopeInfo { id: format!("{base}/auth/{name}"), summary, identity: false })
-            .collect();
-        for (id, summary) in [
+        let well_known = |(i, (id, summary, identity)): (usize, (String, &'static str, bool))| ScopeInfo {
+            id,
+            summary: Cow::Borrowed(summary),
+            identity,
+            bit: i as u32,
+            api: None,
+        };
+        let identity = [
             ("openid", "Associate you with your personal info"),
             ("email", "See your primary email address"),
             ("profile", "See your personal info, including any personal info you've made publicly available"),
-        ] {
-            scopes.push(ScopeInfo { id: id.to_owned(), summary, identity: true });
-        }
+        ];
+        let scopes = data
+            .iter()
+            .map(|(name, summary)| (format!("{base}/auth/{name}"), *summary, false))
+            .chain(identity.iter().map(|(id, summary)| ((*id).to_owned(), *summary, true)))
+            .enumerate()
+            .map(well_known)
+            .collect();
         Self { scopes }
+    }
+
+    /// This registry with a registered API's scopes (bit, name, description) added; a scope whose bit is not one
+    /// registered scopes may hold is left out.
+    pub fn with_api(mut self, api: ApiInfo, scopes: impl IntoIterator<Item = (u32, String, String)>) -> Self {
+        let api = Arc::new(api);
+        for (bit, id, summary) in scopes {
+            if (FIRST_REGISTERED..=LAST_REGISTERED).contains(&bit) {
+                let info = ScopeInfo { id, summary: Cow::Owned(summary), identity: false, bit, api: Some(api.clone()) };
+                self.scopes.push(info);
+            }
+        }
+        self.scopes.sort_by_key(|s| s.bit);
+        self
     }
 
     /// Every scope, in bit order.
@@ -166,9 +218,27 @@ impl ScopeRegistry {
         &self.scopes
     }
 
-    /// The index of a scope identifier.
+    /// The scope of a bit.
+    pub fn get(&self, bit: usize) -> Option<&ScopeInfo> {
+        self.scopes.iter().find(|s| s.bit as usize == bit)
+    }
+
+    /// The bit of a scope identifier.
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.scopes.iter().position(|s| s.id == id)
+        self.scopes.iter().find(|s| s.id == id).map(|s| s.bit as usize)
+    }
+
+    /// Every bit this registry knows.
+    pub fn known(&self) -> ScopeSet {
+        self.scopes.iter().fold(ScopeSet::EMPTY, |set, s| set.union(ScopeSet::bit(s.bit)))
+    }
+
+    /// The registered APIs' scopes of a set that a client of `project_id` may not ask for: those of APIs of other
+    /// projects that are not public.
+    pub fn hidden_from(&self, project_id: &str, set: ScopeSet) -> ScopeSet {
+        self.iter(set.intersection(REGISTERED))
+            .filter(|s| s.api.as_ref().is_some_and(|a| !a.public && a.project_id != project_id))
+            .fold(ScopeSet::EMPTY, |hidden, s| hidden.union(ScopeSet::bit(s.bit)))
     }
 
     /// Parses a space-separated `scope` parameter. Unknown identifiers fail with `invalid_scope`.
@@ -207,7 +277,7 @@ impl ScopeRegistry {
 
     /// The scopes of a set, in registry order.
     pub fn iter(&self, set: ScopeSet) -> impl Iterator<Item = &ScopeInfo> {
-        self.scopes.iter().enumerate().filter(move |(i, _)| set.0 & (1 << i) != 0).map(|(_, s)| s)
+        self.scopes.iter().filter(move |s| set.0 & (1 << s.bit) != 0)
     }
 }
 

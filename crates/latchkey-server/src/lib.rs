@@ -31,6 +31,7 @@ pub mod parsers {
 pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
+pub mod scope_book;
 pub mod session;
 pub mod signin_throttle;
 pub mod state;
@@ -43,7 +44,6 @@ use anyhow::Context;
 use config::{Config, Urls};
 use latchkey_admin::keys::{self, KeyRing};
 use latchkey_admin::{data_dir, password};
-use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
 use state::AppState;
 use std::net::SocketAddr;
@@ -123,10 +123,11 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let addr = listener.local_addr()?;
     let urls = Urls::new(&config, addr);
     let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
+    let scopes = Arc::new(scope_book::ScopeBook::load(&*store, &config.scope_base).await?);
     let state = AppState {
         app_check_provider,
         store,
-        scopes: Arc::new(ScopeRegistry::new(&config.scope_base)),
+        scopes,
         rate_limits: Arc::new(rate_limit::RateLimits::new(&config.rate_limits)),
         config: Arc::new(config),
         urls: Arc::new(urls.clone()),
@@ -191,6 +192,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
 /// and purging deleted ones.
 async fn maintain(state: AppState) {
     let mut reload = tokio::time::interval(KEY_RELOAD_EVERY);
+    let mut scopes = tokio::time::interval(scope_book::RELOAD_EVERY);
     let mut purge = tokio::time::interval(PURGE_EVERY);
     // Not at start-up: the first pass comes one period in, like the ones after it.
     let mut lifecycle = tokio::time::interval_at(tokio::time::Instant::now() + PURGE_EVERY, PURGE_EVERY);
@@ -202,6 +204,11 @@ async fn maintain(state: AppState) {
             _ = reload.tick() => {
                 if let Err(e) = state.keys.reload(&*state.store, state.clock.now()).await {
                     tracing::warn!(error = %e, "reloading keys");
+                }
+            }
+            _ = scopes.tick() => {
+                if let Err(e) = state.scopes.reload(&*state.store).await {
+                    tracing::warn!(error = %e, "reloading the registered APIs' scopes");
                 }
             }
             _ = purge.tick() => {

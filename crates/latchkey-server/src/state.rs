@@ -2,7 +2,6 @@
 
 use crate::config::{Config, Urls};
 use latchkey_admin::keys::KeyRing;
-use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::Clock;
 use latchkey_store::{GrantLimits, Store};
 use std::sync::Arc;
@@ -18,8 +17,8 @@ pub struct AppState {
     pub urls: Arc<Urls>,
     /// The server's keys.
     pub keys: KeyRing,
-    /// The scopes this deployment knows.
-    pub scopes: Arc<ScopeRegistry>,
+    /// The scopes this deployment knows (the registered APIs' reloaded in place).
+    pub scopes: Arc<crate::scope_book::ScopeBook>,
     /// The clock.
     pub clock: Arc<dyn Clock>,
     /// The external App Check provider, when one is configured.

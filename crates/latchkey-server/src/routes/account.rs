@@ -168,7 +168,7 @@ async fn render(
     error: Option<&str>,
 ) -> Response {
     let apps: Vec<AppAccess> =
-        match accounts::apps_of(&*state.store, &shown.user, &state.scopes, state.clock.now()).await {
+        match accounts::apps_of(&*state.store, &shown.user, &state.scopes.get(), state.clock.now()).await {
             Ok(list) => list.apps,
             Err(e) => return views::notice(admin_status(&e).0, "Something went wrong", &admin_message(&e)),
         };

@@ -31,14 +31,21 @@ use latchkey_core::token::AuthCode;
 use latchkey_core::ErrorCode;
 use latchkey_store::StoreError;
 
-/// The flow's lookups, from the store.
-pub(super) struct Ports<'a>(pub(super) &'a AppState);
+/// The flow's lookups, from the store, with the scopes in force when the request came.
+pub(super) struct Ports<'a>(pub(super) &'a AppState, std::sync::Arc<ScopeRegistry>);
+
+impl<'a> Ports<'a> {
+    /// The lookups for one request.
+    pub(super) fn of(state: &'a AppState) -> Self {
+        Self(state, state.scopes.get())
+    }
+}
 
 impl AuthorizePorts for Ports<'_> {
     type Error = StoreError;
 
     fn registry(&self) -> &ScopeRegistry {
-        &self.0.scopes
+        &self.1
     }
 
     fn require_pkce(&self) -> bool {
@@ -93,7 +100,7 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
     };
     let accounts = browser.as_ref().map(accounts_of);
     let readable = accounts.as_deref().ok_or(Unreadable);
-    let outcome = flow::show(&Ports(&state), &params, user_agent(&headers), readable).await;
+    let outcome = flow::show(&Ports::of(&state), &params, user_agent(&headers), readable).await;
     // The account that goes on becomes the browser's first (and a cookie naming ended sessions is written anew).
     let shown = match &outcome {
         Ok(Outcome::Consent { account, .. } | Outcome::IssueCode { account, .. }) => Some(*account),
@@ -127,7 +134,7 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
     let csrf = field("csrf").unwrap_or("");
     let csrf_ok = |i: usize| session::csrf_ok(&state, &browser.accounts[i].session, csrf);
     let accounts = accounts_of(&browser);
-    let outcome = flow::decide(&Ports(&state), &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
+    let outcome = flow::decide(&Ports::of(&state), &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
     render(&state, &headers, &params, Some(&browser), outcome).await
 }
 
@@ -136,7 +143,7 @@ pub(super) fn decision_of<'a>(state: &AppState, form: &'a [(String, String)]) ->
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let mut scopes = ScopeSet::EMPTY;
     for (_, id) in form.iter().filter(|(k, _)| k == "scope") {
-        if let Some(i) = state.scopes.index_of(id) {
+        if let Some(i) = state.scopes.get().index_of(id) {
             scopes.0 |= 1 << i;
         }
     }
@@ -383,14 +390,17 @@ pub(super) fn consent_view(
     error: Option<&str>,
 ) -> Response {
     let csrf = session::csrf_token(state, &signed_in.session);
-    let scopes = state
-        .scopes
+    let registry = state.scopes.get();
+    let scopes = registry
         .iter(checked.request.scopes)
         .map(|s| ConsentScope {
             id: &s.id,
-            summary: s.summary,
+            summary: &s.summary,
             checked: false,
-            api: (!s.identity).then_some(super::DATA_API_NAME),
+            api: match &s.api {
+                Some(api) => Some(api.name.as_str()),
+                None => (!s.identity).then_some(super::DATA_API_NAME),
+            },
         })
         .collect();
     let periods = match checked.project.time_based_access {
@@ -444,7 +454,7 @@ async fn issue_code(
     match state.store.insert_code_if_allowed(&record, &client.project_id).await {
         Ok(Ok(())) => {}
         Ok(Err(refusal)) => {
-            let error = refusal.error(client, &state.scopes);
+            let error = refusal.error(client, &state.scopes.get());
             return AuthorizeFailure::page(error, &state.urls.issuer).into_response();
         }
         Err(e) => return AuthorizeFailure::page(store_error(e), &state.urls.issuer).into_response(),

@@ -24,7 +24,7 @@ use latchkey_core::authorize::{requested_scopes, Prompt, ValidRequest};
 use latchkey_core::client::ClientType;
 use latchkey_core::device::{self, DeviceCode, State as Decided};
 use latchkey_core::flow::authorize::{self as flow, AuthorizePorts, Checked, Choice, Outcome};
-use latchkey_core::scope::IDENTITY;
+use latchkey_core::scope::DATA_API;
 use latchkey_core::secret::Secret;
 use latchkey_core::token::{client_auth, AuthCode, Form};
 use latchkey_core::{ErrorCode, OAuthError};
@@ -63,7 +63,7 @@ async fn new_codes(state: &AppState, headers: &HeaderMap, form: &Form<'_>) -> Re
         return Err(OAuthError::new(ErrorCode::UnauthorizedClient, why).into());
     }
     let api_enabled = state.store.project(&client.project_id).await?.is_some_and(|p| p.api_enabled);
-    let scopes = requested_scopes(&state.scopes, form.get("scope"), api_enabled)?;
+    let scopes = requested_scopes(&state.scopes.get(), form.get("scope"), api_enabled, &client.project_id)?;
     let now = state.clock.now();
     let device_code = Secret::generate("lkd_", &OsRandom);
     let (lifetime, interval) = (state.config.device_code_lifetime, state.config.device_poll_interval);
@@ -178,9 +178,9 @@ async fn pending(state: &AppState, typed: &str) -> Result<Option<(DeviceCode, Bo
     if record.state != Decided::Pending || record.expires_at <= state.clock.now() {
         return Ok(None);
     }
-    let Some((client, project)) = Ports(state).client(&record.client_id).await? else { return Ok(None) };
+    let Some((client, project)) = Ports::of(state).client(&record.client_id).await? else { return Ok(None) };
     // The data API may have been switched off for the project since the code was issued.
-    if client.deleted_at.is_some() || (!project.api_enabled && !IDENTITY.contains_all(record.scopes)) {
+    if client.deleted_at.is_some() || (!project.api_enabled && record.scopes.intersects(DATA_API)) {
         return Ok(None);
     }
     let request = ValidRequest {
@@ -231,7 +231,7 @@ fn consent_form<'a>(code: &'a str, warning: &'a str) -> ConsentForm<'a> {
 
 /// The organisation's checks for the account (the authorization endpoint's check 6), then the consent page.
 async fn consent_for(state: &AppState, s: &SignedIn, checked: Box<Checked>, code: &str) -> Response {
-    match flow::policy(&Ports(state), checked, &signed_in_account(s)).await {
+    match flow::policy(&Ports::of(state), checked, &signed_in_account(s)).await {
         Ok(Ok((checked, consent))) => {
             let switch = format!(
                 "/signin?continue={}",
@@ -357,7 +357,7 @@ pub async fn consent_post(
         Err(e) => return unavailable(e),
     };
     // The policy again (it may have changed while the page was open), then the decision.
-    let (checked, consent) = match flow::policy(&Ports(&state), checked, &signed_in_account(&s)).await {
+    let (checked, consent) = match flow::policy(&Ports::of(&state), checked, &signed_in_account(&s)).await {
         Ok(Ok(decided)) => decided,
         // Refused now: the page that says why (the checks run again on a fresh read).
         Ok(Err(_)) => {
@@ -411,7 +411,7 @@ pub async fn consent_post(
         ),
         Ok(Ok(false)) => gone(),
         Ok(Err(refusal)) => {
-            views::error_page(StatusCode::FORBIDDEN, &refusal.error(&checked.client, &state.scopes), None)
+            views::error_page(StatusCode::FORBIDDEN, &refusal.error(&checked.client, &state.scopes.get()), None)
         }
         Err(e) => unavailable(e),
     }

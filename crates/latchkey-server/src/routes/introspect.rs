@@ -13,7 +13,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use latchkey_admin::clock::OsRandom;
 use latchkey_core::flow::introspect::{introspect, Active, IntrospectCall, TokenKind};
-use latchkey_core::scope::IDENTITY;
+use latchkey_core::scope::DATA_API;
 use latchkey_core::token::Form;
 use latchkey_core::{ErrorCode, OAuthError};
 use serde_json::{json, Map, Value};
@@ -54,10 +54,10 @@ fn answer(state: &AppState, active: Option<&Active>) -> Value {
     let Some(a) = active else { return json!({ "active": false }) };
     let mut v = Map::new();
     v.insert("active".into(), true.into());
-    v.insert("scope".into(), state.scopes.format(a.scopes).into());
+    v.insert("scope".into(), state.scopes.get().format(a.scopes).into());
     v.insert("client_id".into(), a.client_id.clone().into());
     v.insert("sub".into(), a.user_id.clone().into());
-    if !IDENTITY.contains_all(a.scopes) {
+    if a.scopes.intersects(DATA_API) {
         v.insert("aud".into(), state.urls.data_api_resource().into());
     }
     v.insert("iss".into(), state.urls.issuer.clone().into());

@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use latchkey_core::device::GRANT_TYPE as DEVICE_CODE;
+use latchkey_core::scope::DATA_API;
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_proto::ServerMetadata;
 use serde_json::json;
@@ -15,6 +16,7 @@ use serde_json::json;
 /// `/.well-known/oauth-authorization-server` and `/.well-known/openid-configuration`.
 pub async fn metadata_get(State(state): State<AppState>) -> Response {
     let u = &state.urls;
+    let registry = state.scopes.get();
     let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let body = ServerMetadata {
         issuer: u.issuer.clone(),
@@ -31,7 +33,13 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         response_modes_supported: strings(&["query"]),
         grant_types_supported: strings(&["authorization_code", "refresh_token", JWT_BEARER, DEVICE_CODE]),
         code_challenge_methods_supported: strings(&["S256", "plain"]),
-        scopes_supported: state.scopes.all().iter().map(|s| s.id.clone()).collect(),
+        // The data API's, the identity scopes, and those of the APIs any client may ask for.
+        scopes_supported: registry
+            .all()
+            .iter()
+            .filter(|s| s.api.as_ref().is_none_or(|a| a.public))
+            .map(|s| s.id.clone())
+            .collect(),
         token_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
         revocation_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
         subject_types_supported: strings(&["public"]),
@@ -61,7 +69,8 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
 /// to the authorization server's own metadata.
 pub async fn data_api_resource_get(State(state): State<AppState>) -> Response {
     let u = &state.urls;
-    let scopes: Vec<&str> = state.scopes.all().iter().filter(|s| !s.identity).map(|s| s.id.as_str()).collect();
+    let registry = state.scopes.get();
+    let scopes: Vec<&str> = registry.iter(DATA_API).map(|s| s.id.as_str()).collect();
     cacheable(no_store_json(&json!({
         "resource": u.data_api_resource(),
         "authorization_servers": [u.issuer],

@@ -21,12 +21,13 @@ pub struct StorePorts<'a> {
     state: &'a AppState,
     headers: &'a HeaderMap,
     random: OsRandom,
+    scopes: std::sync::Arc<latchkey_core::scope::ScopeRegistry>,
 }
 
 impl<'a> StorePorts<'a> {
     /// The ports for a request with `headers` (App Check reads its header and the `User-Agent`).
     pub fn new(state: &'a AppState, headers: &'a HeaderMap) -> Self {
-        Self { state, headers, random: OsRandom }
+        Self { state, headers, random: OsRandom, scopes: state.scopes.get() }
     }
 }
 
@@ -41,7 +42,7 @@ impl Ports for StorePorts<'_> {
             dpop_strict_code_jti: config.dpop_strict_code_jti,
             access_token_lifetime: config.access_token_lifetime,
             token_endpoint: &self.state.urls.token_endpoint,
-            scopes: &self.state.scopes,
+            scopes: &self.scopes,
         }
     }
 

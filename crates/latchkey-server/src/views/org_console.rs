@@ -21,7 +21,7 @@ pub struct ScopeRow {
     /// The scope identifier.
     pub id: String,
     /// What it allows, in words.
-    pub summary: &'static str,
+    pub summary: String,
     /// Whether the organisation restricts it.
     pub restricted: bool,
 }

@@ -202,7 +202,7 @@ async fn the_admin_operations_list_an_accounts_apps_and_remove_one() {
     let app = server.app().await;
     server.user(ALICE).await;
     let (_, tokens) = granted(&server, &app, ALICE).await;
-    let registry = &server.running.state.scopes;
+    let registry = &server.running.state.scopes.get();
     let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
     let list = accounts::user_grants(server.store(), ALICE, registry, now).await.expect("grants");
     let json = serde_json::to_value(&list).expect("json");

@@ -41,6 +41,7 @@ mod rate_limits;
 mod refresh;
 mod refusals;
 mod resources;
+mod resources_flow;
 mod rfc7009_revoke;
 mod rfc7523_jwt_bearer;
 mod rfc7636_pkce;

@@ -35,9 +35,9 @@ async fn organisation_policies_in_chromium_internal_restricted_trusted_delegated
         orgs::project_place(store, &Actor::Operator, &internal.project_id, to_org, Some(Audience::Internal), now)
             .await
             .expect("internal");
-        let upload = server.running.state.scopes.parse(UPLOAD).expect("upload");
+        let upload = server.running.state.scopes.get().parse(UPLOAD).expect("upload");
         change(&server, &org, OrgChange::ScopeAccess { scopes: upload, restricted: true }).await;
-        let readonly = server.running.state.scopes.parse(READONLY).expect("readonly");
+        let readonly = server.running.state.scopes.get().parse(READONLY).expect("readonly");
         change(&server, &org, OrgChange::Delegate { client_id: sync.client_id.clone(), scopes: Some(readonly) }).await;
         // The delegated app is one of the organisation's own projects': its identity is vouched for.
         orgs::project_place(store, &Actor::Operator, &sync.project_id, to_org, Some(Audience::External), now)

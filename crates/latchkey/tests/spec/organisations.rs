@@ -28,7 +28,7 @@ pub(crate) async fn change(server: &TestServer, org: &str, change: OrgChange) ->
 
 /// The registry's bits for scope identifiers.
 fn bits(server: &TestServer, ids: &[&str]) -> ScopeSet {
-    server.running.state.scopes.parse(&ids.join(" ")).expect("scopes")
+    server.running.state.scopes.get().parse(&ids.join(" ")).expect("scopes")
 }
 
 /// Opens the authorization URL for `scopes` as `email` (signing in); returns the page and the PKCE pair.
@@ -156,7 +156,7 @@ async fn a_delegated_app_whose_identity_is_not_assured_gets_the_all_or_none_page
     let org = corp(&server).await;
     let delegated = Some(bits(&server, &[READONLY]));
     change(&server, &org, OrgChange::Delegate { client_id: app.client_id.clone(), scopes: delegated }).await;
-    let registry = &server.running.state.scopes;
+    let registry = &server.running.state.scopes.get();
     let shown = orgs::org_show(server.store(), &Actor::Operator, &org, registry).await.expect("show");
     assert_eq!((shown.apps[0].delegated_consent, shown.apps[0].assured_by), (Some("all_or_none"), None));
     let (consent, pkce, browser) = authorize(&server, &app, CAROL, &[READONLY]).await;
@@ -239,7 +239,7 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
     let no_client = OrgChange::AppAccess { client_id: "nope".into(), access: Some(AppAccess::Blocked) };
     let e = orgs::org_change(store, &Actor::Operator, &org, no_client, NOW).await.unwrap_err();
     assert_eq!(e.to_string(), "not found: client nope");
-    let registry = &server.running.state.scopes;
+    let registry = &server.running.state.scopes.get();
     assert!(orgs::data_scopes(registry, &["https://latchkey.dev/auth/nope".into()]).is_err(), "no such scope");
     assert!(orgs::data_scopes(registry, &["openid".into()]).is_err(), "identity scopes are not controlled");
     assert!(orgs::app_access(registry, "specific", &[]).is_err(), "specific lists its scopes");

@@ -22,15 +22,7 @@ async fn discovery_names_the_endpoint_and_a_client_learns_what_its_tokens_stand_
     let server = TestServer::start().await;
     let app = server.app().await;
     let user_id = server.user(ALICE).await;
-    let doc: Value = server
-        .http()
-        .get(server.url("/.well-known/openid-configuration"))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let doc = discovery(&server).await;
     assert_eq!(doc["introspection_endpoint"], server.url("/introspect"));
     let t = server.tokens(&app, ALICE, &[READONLY, "openid"]).await;
 

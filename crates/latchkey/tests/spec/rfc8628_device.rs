@@ -97,15 +97,7 @@ async fn the_organisation_checks_of_the_authorization_endpoint_hold_on_the_devic
 #[tokio::test]
 async fn metadata_names_the_endpoint_and_only_tv_clients_get_codes() {
     let server = TestServer::start().await;
-    let doc: Value = server
-        .http()
-        .get(server.url("/.well-known/openid-configuration"))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let doc = discovery(&server).await;
     assert_eq!(doc["device_authorization_endpoint"], server.url("/device/code"));
     assert!(doc["grant_types_supported"].as_array().expect("types").iter().any(|g| g == DEVICE_GRANT));
     let desktop = server.app().await;

@@ -93,7 +93,7 @@ async fn passkeys_only_refuses_a_members_password_with_or_without_a_code_and_mak
         server.store(),
         &latchkey_admin::Actor::Operator,
         &org,
-        &server.running.state.scopes,
+        &server.running.state.scopes.get(),
     )
     .await
     .expect("show");

@@ -408,6 +408,22 @@ pub fn authorize_url(
     url.into()
 }
 
+/// The server's OpenID Connect discovery document.
+pub async fn discovery(server: &TestServer) -> serde_json::Value {
+    let r = server.http().get(server.url("/.well-known/openid-configuration")).send().await.expect("discovery");
+    r.json().await.expect("discovery JSON")
+}
+
+/// The scopes a discovery document lists.
+pub fn scopes_supported(doc: &serde_json::Value) -> Vec<String> {
+    doc["scopes_supported"]
+        .as_array()
+        .expect("scopes_supported")
+        .iter()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Calls `channels.list` with a bearer token.
 pub async fn channels(server: &TestServer, token: &str) -> reqwest::Response {
     server

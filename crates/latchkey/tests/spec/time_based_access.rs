@@ -94,7 +94,7 @@ async fn a_one_hour_grant_counts_down_then_fails_on_refresh_and_on_the_data_api(
     let rt = t.refresh_token.clone().expect("rt");
     let page = account_page(&server).await;
     assert_eq!(page.body.matches("class=\"ends\"").count(), 1, "the account page says when access ends: {}", page.body);
-    let listed = accounts::user_grants(server.store(), ALICE, &server.running.state.scopes, clock.now()).await;
+    let listed = accounts::user_grants(server.store(), ALICE, &server.running.state.scopes.get(), clock.now()).await;
     let end = listed.expect("grants").apps[0].expires_at.expect("an end");
     assert!((clock.now().0 + 3590..=clock.now().0 + 3600).contains(&end), "{end}");
 
@@ -109,7 +109,7 @@ async fn a_one_hour_grant_counts_down_then_fails_on_refresh_and_on_the_data_api(
     clock.advance(2400);
     assert_eq!(error_of(server.refresh(&app, &rt).await).await, (400, "invalid_grant".into()), "the period ended");
     assert_eq!(channels(&server, &later.access_token).await.status(), 401, "its access tokens stop with it");
-    let listed = accounts::user_grants(server.store(), ALICE, &server.running.state.scopes, clock.now()).await;
+    let listed = accounts::user_grants(server.store(), ALICE, &server.running.state.scopes.get(), clock.now()).await;
     assert!(listed.expect("grants").apps.is_empty(), "an ended grant no longer gives the app access");
 
     let (_, forever) = authorize(&server, &app, Some("0")).await;

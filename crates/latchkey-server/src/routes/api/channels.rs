@@ -45,7 +45,7 @@ pub enum Filter {
 async fn channels(state: &AppState, headers: &HeaderMap, query: Option<&str>) -> Result<Value, ApiError> {
     let (claims, found) = bearer(state, headers, query).await?;
     if !claims.scopes.intersects(CHANNELS_LIST) {
-        return Err(ApiError::insufficient_scope(&state.scopes.format(CHANNELS_LIST)));
+        return Err(ApiError::insufficient_scope(&state.scopes.get().format(CHANNELS_LIST)));
     }
     if !found.api_enabled() {
         return Err(ApiError::forbidden(

@@ -30,18 +30,18 @@ pub async fn org_get(
     Path(org): Path<String>,
     Query(q): Query<Done>,
 ) -> Response {
-    let detail = match orgs::org_show(&*state.store, &dev.actor(), &org, &state.scopes).await {
+    let detail = match orgs::org_show(&*state.store, &dev.actor(), &org, &state.scopes.get()).await {
         Ok(d) => d,
         Err(e) => return dev.failure(&e),
     };
-    let scopes = state
-        .scopes
+    let registry = state.scopes.get();
+    let scopes = registry
         .all()
         .iter()
         .filter(|s| !s.identity)
         .map(|s| ScopeRow {
             id: s.id.clone(),
-            summary: s.summary,
+            summary: s.summary.to_string(),
             restricted: detail.policy.restricted_scopes.contains(&s.id),
         })
         .collect();
@@ -109,7 +109,7 @@ pub async fn member_disabled_post(
 
 /// `POST /console/orgs/{org}/scopes`: restricts a scope (`restricted=true`) or lifts its restriction.
 pub async fn scopes_post(State(state): State<AppState>, Path(org): Path<String>, form: Posted) -> Response {
-    let change = data_scopes(&state.scopes, &all(&form, "scope"))
+    let change = data_scopes(&state.scopes.get(), &all(&form, "scope"))
         .map(|scopes| OrgChange::ScopeAccess { scopes, restricted: form.get("restricted") == "true" });
     apply(&state, &form, &org, change).await
 }
@@ -132,7 +132,7 @@ pub async fn apps_post(State(state): State<AppState>, Path(org): Path<String>, f
     let client_id = form.get("client").trim().to_owned();
     let access = match form.get("access") {
         "default" => Ok(None),
-        name => app_access(&state.scopes, name, &all(&form, "scope")).map(Some),
+        name => app_access(&state.scopes.get(), name, &all(&form, "scope")).map(Some),
     };
     let change = access.map(|access| OrgChange::AppAccess { client_id, access });
     apply(&state, &form, &org, change).await
@@ -141,7 +141,7 @@ pub async fn apps_post(State(state): State<AppState>, Path(org): Path<String>, f
 /// `POST /console/orgs/{org}/delegations`: delegates a client domain-wide for the scopes checked.
 pub async fn delegations_post(State(state): State<AppState>, Path(org): Path<String>, form: Posted) -> Response {
     let client_id = form.get("client").trim().to_owned();
-    let change = match data_scopes(&state.scopes, &all(&form, "scope")) {
+    let change = match data_scopes(&state.scopes.get(), &all(&form, "scope")) {
         Ok(s) if s.is_empty() => Err(AdminError::Invalid("check the scopes the app is delegated".into())),
         Ok(s) => Ok(OrgChange::Delegate { client_id, scopes: Some(s) }),
         Err(e) => Err(e),

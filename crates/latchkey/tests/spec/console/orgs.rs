@@ -35,7 +35,7 @@ async fn an_administrator_manages_members_and_policy_on_the_organisation_page() 
         .await);
     ok(&carol.post(&format!("{base}/settings"), &[("trust_internal_apps", "true")]).await);
     ok(&carol.post(&format!("{base}/delegations"), &[("client", &app.client_id), ("scope", READONLY)]).await);
-    let registry = &server.running.state.scopes;
+    let registry = &server.running.state.scopes.get();
     let detail = orgs::org_show(server.store(), &Actor::Operator, &org, registry).await.expect("show");
     assert_eq!(detail.policy.restricted_scopes, vec![UPLOAD.to_string()]);
     assert!(detail.policy.trust_internal_apps);

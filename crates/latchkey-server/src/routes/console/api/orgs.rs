@@ -93,7 +93,7 @@ pub(super) async fn orgs_post(State(state): State<AppState>, caller: Caller, Bod
     responses((status = 200, body = OrgDetail), (status = 401, response = Unauthorized),
         (status = 404, response = NotFound)))]
 pub(super) async fn org_get(State(state): State<AppState>, caller: Caller, Path(p): Path<OrgPath>) -> ApiResult {
-    ok(orgs::org_show(&*state.store, &caller.org_actor(&state), &p.org, &state.scopes).await?)
+    ok(orgs::org_show(&*state.store, &caller.org_actor(&state), &p.org, &state.scopes.get()).await?)
 }
 
 /// A domain to add.
@@ -213,7 +213,7 @@ pub(super) async fn org_app_put(
     let access = match b.access.as_str() {
         "default" if b.scopes.is_empty() => None,
         "default" => return Err(AdminError::Invalid("default access takes no scopes".into()).into()),
-        name => Some(app_access(&state.scopes, name, &b.scopes)?),
+        name => Some(app_access(&state.scopes.get(), name, &b.scopes)?),
     };
     ok(change(&state, &caller, &p.org, OrgChange::AppAccess { client_id: p.client, access }).await?)
 }
@@ -239,7 +239,7 @@ pub(super) async fn org_scopes_put(
     Path(p): Path<OrgPath>,
     Body(b): Body<ScopeAccessBody>,
 ) -> ApiResult {
-    let scopes = data_scopes(&state.scopes, &b.scopes)?;
+    let scopes = data_scopes(&state.scopes.get(), &b.scopes)?;
     if scopes.is_empty() {
         return Err(AdminError::Invalid("name at least one scope".into()).into());
     }
@@ -271,7 +271,7 @@ pub(super) async fn org_settings_put(
     Path(p): Path<OrgPath>,
     Body(b): Body<SettingsBody>,
 ) -> ApiResult {
-    let default = match b.default_access.as_deref().map(|a| app_access(&state.scopes, a, &[])).transpose()? {
+    let default = match b.default_access.as_deref().map(|a| app_access(&state.scopes.get(), a, &[])).transpose()? {
         Some(AppAccess::Specific(_)) => unreachable!("specific access needs scopes"),
         other => other,
     };
@@ -309,7 +309,7 @@ pub(super) async fn org_delegation_put(
     Path(p): Path<OrgAppPath>,
     Body(b): Body<DelegationBody>,
 ) -> ApiResult {
-    let scopes = data_scopes(&state.scopes, &b.scopes)?;
+    let scopes = data_scopes(&state.scopes.get(), &b.scopes)?;
     if scopes.is_empty() {
         return Err(AdminError::Invalid("a delegation lists its scopes".into()).into());
     }

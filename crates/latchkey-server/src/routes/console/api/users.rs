@@ -68,7 +68,7 @@ pub(super) async fn user_apps_get(
     Path(UserPath { user }): Path<UserPath>,
 ) -> ApiResult {
     let user = caller.account(&state, &user).await?;
-    ok(accounts::apps_of(&*state.store, &user, &state.scopes, state.clock.now()).await?)
+    ok(accounts::apps_of(&*state.store, &user, &state.scopes.get(), state.clock.now()).await?)
 }
 
 /// Remove an app's access to an account: every grant of the client is revoked at once.
