@@ -101,6 +101,10 @@ impl TestServer {
             listen: "127.0.0.1:0".parse().expect("addr"),
             // Every test's requests come from one loopback address: no rate limit unless a test sets one.
             rate_limits: latchkey_config::RateLimitsConfig::OFF,
+            // Eight tests share two cores and one PostgreSQL: a connection may take longer than production's 3 s
+            // to come free (a burst of a thousand sign-ins, an event delivery), which no test is about; a test of
+            // the pool's limits sets its own.
+            database_acquire_timeout: 20,
             ..Config::default()
         };
         change(&mut config);
