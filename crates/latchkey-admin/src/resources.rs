@@ -262,6 +262,26 @@ pub async fn resource_list(store: &dyn Store, actor: &Actor, project_id: &str) -
     Ok(ResourceList { project_id: access.project.id, resources: resources.iter().map(ResourceView::from).collect() })
 }
 
+/// The protected resource metadata (RFC 9728 §2) the API should serve at
+/// `/.well-known/oauth-protected-resource` under its identifier's host (the identifier's path appended), so that a
+/// client that meets its 401 finds `issuer`, the authorization server.
+pub async fn resource_metadata(
+    store: &dyn Store,
+    actor: &Actor,
+    id: &str,
+    issuer: &str,
+) -> AdminResult<serde_json::Value> {
+    let found = find(store, actor, id, Right::View).await?;
+    let scopes: Vec<&str> = found.scopes.iter().map(|s| s.name.as_str()).collect();
+    Ok(serde_json::json!({
+        "resource": found.uri,
+        "authorization_servers": [issuer],
+        "scopes_supported": scopes,
+        "bearer_methods_supported": ["header"],
+        "resource_name": found.name,
+    }))
+}
+
 /// Deletes an API: its scopes are retired (tokens that carry them no longer name it), its credentials end.
 pub async fn resource_delete(store: &dyn Store, actor: &Actor, id: &str, now: UnixTime) -> AdminResult<ResourceView> {
     let found = find(store, actor, id, Right::Delete).await?;

@@ -63,6 +63,12 @@ pub(super) enum ResourceCmd {
         #[arg(long)]
         resource_id: String,
     },
+    /// Prints the protected resource metadata (RFC 9728) the API should serve, naming this server.
+    Metadata {
+        /// The API.
+        #[arg(long)]
+        resource_id: String,
+    },
     /// Lists a project's APIs.
     List {
         /// The project.
@@ -134,7 +140,8 @@ pub(super) async fn resource(
 ) -> AdminResult<serde_json::Value> {
     let op = &Actor::Operator;
     let scopes = ScopeRegistry::new(&config.scope_base);
-    let data_api = served_urls(store, config).await.data_api_resource();
+    let urls = served_urls(store, config).await;
+    let data_api = urls.data_api_resource();
     let builtin = Builtin { scopes: &scopes, data_api: &data_api };
     match cmd {
         ResourceCmd::Create { project, uri, name, scopes, visibility: v, token_format: f } => {
@@ -159,6 +166,7 @@ pub(super) async fn resource(
             out(ops::resource_update(store, op, &resource_id, change, &builtin, now).await)
         }
         ResourceCmd::Show { resource_id } => out(ops::resource_show(store, op, &resource_id).await),
+        ResourceCmd::Metadata { resource_id } => ops::resource_metadata(store, op, &resource_id, &urls.issuer).await,
         ResourceCmd::List { project } => out(ops::resource_list(store, op, &project).await),
         ResourceCmd::Delete { resource_id } => out(ops::resource_delete(store, op, &resource_id, now).await),
         ResourceCmd::Secret(cmd) => match cmd {

@@ -82,6 +82,12 @@ fn an_api_is_registered_changed_listed_and_deleted_with_the_cli() {
     assert_eq!(names, ["https://notes.example.com/write", "notes:admin"], "{changed}");
     assert_eq!((changed["visibility"].as_str(), changed["token_format"].as_str()), (Some("public"), Some("opaque")));
 
+    let metadata = ok(d, &["resource", "metadata", "--resource-id", &id]);
+    assert_eq!(metadata["resource"], "https://notes.example.com/mcp", "RFC 9728: the API's own identifier");
+    assert_eq!(metadata["authorization_servers"], serde_json::json!(["https://localhost:8443"]));
+    assert_eq!(metadata["scopes_supported"], serde_json::json!(["https://notes.example.com/write", "notes:admin"]));
+    assert_eq!(metadata["resource_name"], "Notes");
+
     let rotated = ok(d, &["resource", "secret", "add", "--resource-id", &id]);
     assert!(rotated["secret"].is_string());
     let listed = ok(d, &["resource", "list", "--project", &p]);
