@@ -66,7 +66,8 @@ pub async fn introspect<P: Ports>(ports: &P, call: IntrospectCall<'_>) -> Result
     } else {
         grant_of_refresh(ports, token).await?.filter(|g| g.is_usable(call.now)).map(refresh)
     };
-    Ok((client.clone(), active.filter(|a| a.client_id == client.client_id)))
+    let active = active.filter(|a| a.client_id == client.client_id);
+    Ok((client, active))
 }
 
 /// An access token: its MAC and expiry, then its grant, which must still be usable.

@@ -1,4 +1,4 @@
-//! Rate limits on `/token` and `/revoke` (`docs/security.md`, "Rate limits"): per client address and per client id,
+//! Rate limits on `/token`, `/revoke`, `/introspect` and `/device/code` (`docs/security.md`, "Rate limits"): per client address and per client id,
 //! answered 429 `temporarily_unavailable` with `Retry-After`, over real HTTP from two loopback addresses.
 
 use crate::support::*;
@@ -133,4 +133,29 @@ async fn a_client_over_its_own_limit_gets_429_from_any_address_and_wrong_secrets
     assert!(basic_limited > 10, "HTTP Basic names the client as well: {basic_limited}");
     let r = server.http().post(server.url("/token")).form(&form(&quiet)).send().await.expect("answer");
     assert_eq!(r.status(), 400, "another client is answered: invalid_grant");
+}
+
+#[tokio::test]
+async fn introspection_and_device_codes_share_the_addresss_budget_with_the_token_endpoint() {
+    const LIMIT: u32 = 6;
+    let server = TestServer::start_with(|c| {
+        c.rate_limits = RateLimitsConfig { token_per_address: LIMIT, ..RateLimitsConfig::OFF };
+    })
+    .await;
+    let started = Instant::now();
+    let from = http_from(&server, "127.0.0.4");
+    let mut limited = Vec::new();
+    for i in 0..(LIMIT as usize + 4) {
+        let path = if i % 2 == 0 { "/introspect" } else { "/device/code" };
+        let r =
+            from.post(server.url(path)).form(&[("token", "x"), ("client_id", "nobody")]).send().await.expect("answer");
+        if r.status() == 429 {
+            let (_, error) = too_many(r).await;
+            assert!(error.starts_with("temporarily_unavailable"), "{error}");
+            limited.push(path);
+        }
+    }
+    let admitted = LIMIT as usize + 4 - limited.len();
+    assert!(admitted as u64 <= u64::from(LIMIT) + refill(LIMIT, started), "{admitted} admitted: {limited:?}");
+    assert!(limited.contains(&"/introspect") && limited.contains(&"/device/code"), "{limited:?}");
 }
