@@ -75,10 +75,6 @@ impl ScopeSet {
         ScopeSet(self.0 | other.0)
     }
 
-    /// The scopes of `self` that are not in `other`.
-    pub const fn without(self, other: ScopeSet) -> ScopeSet {
-        ScopeSet(self.0 & !other.0)
-    }
 
     /// Whether no scope is in the set.
     pub const fn is_empty(self) -> bool {
@@ -226,11 +222,6 @@ impl ScopeRegistry {
     /// The bit of a scope identifier.
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.scopes.iter().find(|s| s.id == id).map(|s| s.bit as usize)
-    }
-
-    /// Every bit this registry knows.
-    pub fn known(&self) -> ScopeSet {
-        self.scopes.iter().fold(ScopeSet::EMPTY, |set, s| set.union(ScopeSet::bit(s.bit)))
     }
 
     /// The registered APIs' scopes of a set that a client of `project_id` may not ask for: those of APIs of other
