@@ -75,7 +75,6 @@ impl ScopeSet {
         ScopeSet(self.0 | other.0)
     }
 
-
     /// Whether no scope is in the set.
     pub const fn is_empty(self) -> bool {
         self.0 == 0
