@@ -95,6 +95,8 @@ impl TestServer {
         change: impl FnOnce(&mut Config),
         clock: Arc<dyn latchkey_core::time::Clock>,
     ) -> Self {
+        // The server's warnings go to the test's output, which the harness shows when the test fails.
+        let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("warn").try_init();
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = Config {
             data_dir: dir.path().to_path_buf(),
