@@ -56,6 +56,9 @@ pub struct Config {
     pub scope_base: String,
     /// Access-token lifetime in seconds (`expires_in`). Default 3600.
     pub access_token_lifetime: i64,
+    /// The lifetime of a JWT access token (an API that asked for JWTs verifies them offline, so revoking its grant
+    /// does not stop one before it expires), in seconds, at most `access_token_lifetime`. Default 300.
+    pub jwt_access_token_lifetime: i64,
     /// Authorization-code lifetime in seconds. Default 600.
     pub code_lifetime: i64,
     /// Browser session lifetime in seconds. Default 43200 (12 hours).
@@ -205,6 +208,7 @@ impl Default for Config {
             api_base_url: None,
             scope_base: "https://latchkey.dev".into(),
             access_token_lifetime: 3600,
+            jwt_access_token_lifetime: 300,
             code_lifetime: 600,
             session_lifetime: 43_200,
             max_accounts_per_browser: 10,
@@ -248,7 +252,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 42] = [
+pub const FIELDS: [&str; 43] = [
     "data_dir",
     "listen",
     "database_url",
@@ -262,6 +266,7 @@ pub const FIELDS: [&str; 42] = [
     "api_base_url",
     "scope_base",
     "access_token_lifetime",
+    "jwt_access_token_lifetime",
     "code_lifetime",
     "session_lifetime",
     "max_accounts_per_browser",
@@ -399,6 +404,7 @@ impl Config {
         }
         let positive = [
             ("access_token_lifetime", self.access_token_lifetime),
+            ("jwt_access_token_lifetime", self.jwt_access_token_lifetime),
             ("code_lifetime", self.code_lifetime),
             ("session_lifetime", self.session_lifetime),
             ("login_failure_window", self.login_failure_window),

@@ -7,7 +7,8 @@
 use crate::client::Client;
 use crate::pkce::{self, ChallengeMethod};
 use crate::scope::{ScopeRegistry, ScopeSet, DATA_API};
-use crate::{redirect, useragent, ErrorCode, OAuthError};
+use crate::{redirect, target, useragent, ErrorCode, OAuthError};
+use std::borrow::Cow;
 
 /// Declares the known parameters once: the field list, the name table and the accessors follow from it.
 macro_rules! known_params {
@@ -27,6 +28,7 @@ macro_rules! known_params {
             pub fn to_pairs(&self) -> Vec<(&'static str, &str)> {
                 let mut out = Vec::new();
                 $(if let Some(v) = &self.$field { out.push((stringify!($field), v.as_str())); })*
+                out.extend(self.resources.iter().map(|r| ("resource", r.as_str())));
                 out
             }
         }
@@ -88,6 +90,8 @@ pub struct AuthorizeParams {
     pub authuser: Option<String>,
     /// OpenID Connect `max_age`: the most seconds since the account last signed in; older, it signs in again.
     pub max_age: Option<String>,
+    /// RFC 8707 `resource`, which may be sent more than once.
+    pub resources: Vec<String>,
     /// The first known parameter that was sent more than once.
     pub duplicate: Option<&'static str>,
 }
@@ -97,6 +101,10 @@ impl AuthorizeParams {
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut p = Self::default();
         for (k, v) in pairs {
+            if k == "resource" {
+                p.resources.push(v.to_owned());
+                continue;
+            }
             let Some(name) = KNOWN.iter().copied().find(|n| *n == k) else {
                 continue;
             };
@@ -258,7 +266,16 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
     };
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
     let project_id = cx.client.map_or("", |c| c.project_id.as_str());
-    let scopes = requested_scopes(cx.registry, params.scope.as_deref(), true, project_id).map_err(back)?;
+    let targets = target::requested(cx.registry, &params.resources, project_id).map_err(back)?;
+    // Resources named without a scope stand for their scopes.
+    let scope = match (targets, params.scope.as_deref().filter(|s| !s.trim().is_empty())) {
+        (Some(t), None) => Some(Cow::Owned(cx.registry.format(t))),
+        (_, scope) => scope.map(Cow::Borrowed),
+    };
+    let scopes = requested_scopes(cx.registry, scope.as_deref(), true, project_id).map_err(back)?;
+    if let Some(targets) = targets {
+        target::within(cx.registry, scopes, targets).map_err(back)?;
+    }
     let challenge = match params.code_challenge.as_deref() {
         Some(c) => {
             let method = ChallengeMethod::parse(params.code_challenge_method.as_deref()).map_err(back)?;
@@ -272,7 +289,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         }
         None => None,
     };
-    requested_scopes(cx.registry, params.scope.as_deref(), cx.api_enabled, project_id).map_err(back)?;
+    requested_scopes(cx.registry, scope.as_deref(), cx.api_enabled, project_id).map_err(back)?;
     Ok(ValidRequest {
         redirect_uri: redirect_uri.to_owned(),
         scopes,

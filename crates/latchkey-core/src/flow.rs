@@ -32,6 +32,7 @@ use crate::service_account::{self, ServiceKeyState};
 use crate::time::UnixTime;
 use crate::token::{self, AuthCode, ClientAuth, Form, Grant, GrantState, TokenGrant};
 use crate::{ErrorCode, OAuthError};
+use base64::Engine;
 use latchkey_proto::TokenResponse;
 
 /// The server's settings the flows read.
@@ -43,6 +44,8 @@ pub struct Settings<'a> {
     pub dpop_strict_code_jti: bool,
     /// Seconds an access token lives (a time-limited grant may cut it short).
     pub access_token_lifetime: i64,
+    /// Seconds a JWT access token lives, at most (an API verifies it offline: a revoked grant's lives on).
+    pub jwt_access_token_lifetime: i64,
     /// The token endpoint's public URL, which a DPoP proof's `htu` must name.
     pub token_endpoint: &'a str,
     /// The scopes this deployment knows.
@@ -93,6 +96,8 @@ pub trait Ports: Sync {
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
     /// The id_token of a code exchange for `user` and `code` (its client's), with the access token issued with it.
     fn id_token(&self, user: &Self::User, code: &AuthCode, token: &str, now: UnixTime) -> Result<String, Self::Error>;
+    /// A JWT access token (RFC 9068) with these claims, signed with the id_token key; the server adds `iss`.
+    fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, Self::Error>;
     /// A grant by id.
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, Self::Error>;
     /// A grant by its refresh token's hash (tokens of the earlier form, which name no grant id).
@@ -133,6 +138,8 @@ pub struct Checked<'a> {
     pub proof: Option<&'a dpop::Proof>,
     /// When the request came.
     pub now: UnixTime,
+    /// The resources the access token is asked for (RFC 8707), to narrow it to.
+    pub resources: &'a [&'a str],
 }
 
 /// A token response, with the client it was issued to.
@@ -157,7 +164,8 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
     let client = authenticate(ports, &request.client).await?;
     ports.app_check(&client, now).await?;
     let proof = proof::read(call.dpop, &ports.settings(), now)?;
-    let checked = Checked { client: &client, proof: proof.as_ref(), now };
+    let resources = call.form.all("resource");
+    let checked = Checked { client: &client, proof: proof.as_ref(), now, resources: &resources };
     let response = match request.grant {
         TokenGrant::AuthorizationCode { code: value, code_verifier, redirect_uri } => {
             let exchange = exchange::Exchange {
@@ -248,11 +256,57 @@ pub async fn grant_of_refresh<P: Ports>(ports: &P, token: &str) -> Result<Option
     Ok(found.filter(|g| secret::ct_eq(&g.grant.refresh_hash, &hash)))
 }
 
-/// Mints an access token for a grant; a time-limited grant caps its lifetime. Returns it with its lifetime.
-fn mint<P: Ports>(ports: &P, grant: &Grant, scopes: ScopeSet, now: UnixTime) -> Result<(String, u64), OAuthError> {
-    let mut expires_at = now.plus(ports.settings().access_token_lifetime);
+/// The claims of a JWT access token (RFC 9068 §2.2) but its issuer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwtAccessClaims<'a> {
+    /// `aud`: the one API the token is for.
+    pub audience: &'a str,
+    /// `sub`: the user.
+    pub subject: &'a str,
+    /// `client_id`.
+    pub client_id: &'a str,
+    /// `scope`, space-separated.
+    pub scope: String,
+    /// `iat`.
+    pub issued_at: UnixTime,
+    /// `exp`.
+    pub expires_at: UnixTime,
+    /// `jti`: unique per token.
+    pub id: String,
+    /// `auth_time`, when known (a code exchange's).
+    pub auth_time: Option<UnixTime>,
+}
+
+/// Mints an access token for a grant; a time-limited grant caps its lifetime. A token whose scopes are all of one
+/// registered API that asked for JWTs is a JWT (RFC 9068) with that API as its audience; any other is latchkey's
+/// opaque MAC'd token. Returns it with its lifetime.
+fn mint<P: Ports>(
+    ports: &P,
+    grant: &Grant,
+    scopes: ScopeSet,
+    auth_time: Option<UnixTime>,
+    now: UnixTime,
+) -> Result<(String, u64), P::Error> {
+    let settings = ports.settings();
+    let mut expires_at = now.plus(settings.access_token_lifetime);
     if let Some(end) = grant.expires_at {
         expires_at = expires_at.min(end);
+    }
+    if let Some(api) = settings.scopes.sole_api(scopes).filter(|api| api.jwt) {
+        expires_at = expires_at.min(now.plus(settings.jwt_access_token_lifetime));
+        let mut id = [0u8; 16];
+        ports.random().fill(&mut id);
+        let claims = JwtAccessClaims {
+            audience: &api.uri,
+            subject: &grant.user_id,
+            client_id: &grant.client_id,
+            scope: settings.scopes.format(scopes),
+            issued_at: now,
+            expires_at,
+            id: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id),
+            auth_time,
+        };
+        return Ok((ports.jwt_access_token(&claims)?, now.until(expires_at)));
     }
     let claims = AccessClaims { holder: Holder::Grant(grant.id), expires_at, scopes };
     Ok((sign(ports, &claims)?, now.until(expires_at)))

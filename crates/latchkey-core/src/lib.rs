@@ -26,6 +26,7 @@ pub mod scope;
 pub mod secret;
 pub mod service_account;
 pub mod sign_in;
+pub mod target;
 pub mod time;
 pub mod token;
 pub mod useragent;

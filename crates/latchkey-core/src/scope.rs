@@ -151,6 +151,8 @@ pub const REGISTERED: ScopeSet = ScopeSet(((1 << (LAST_REGISTERED + 1)) - 1) & !
 #[derive(Debug, Clone)]
 pub struct ScopeRegistry {
     scopes: Vec<ScopeInfo>,
+    /// The data API's resource identifier (RFC 8707), when the deployment named it.
+    data_api_uri: Option<String>,
 }
 
 impl ScopeRegistry {
@@ -191,7 +193,55 @@ impl ScopeRegistry {
             .enumerate()
             .map(well_known)
             .collect();
-        Self { scopes }
+        Self { scopes, data_api_uri: None }
+    }
+
+    /// This registry with the data API's resource identifier, so that a `resource` parameter can name it.
+    pub fn with_data_api_uri(mut self, uri: impl Into<String>) -> Self {
+        self.data_api_uri = Some(uri.into());
+        self
+    }
+
+    /// The resource named `uri` (RFC 8707): its scopes, and its registration (`None` for the data API); `None`
+    /// for a resource this registry does not know.
+    pub fn resource(&self, uri: &str) -> Option<(ScopeSet, Option<&ApiInfo>)> {
+        if self.data_api_uri.as_deref() == Some(uri) {
+            return Some((DATA_API, None));
+        }
+        let mut found: Option<(ScopeSet, &ApiInfo)> = None;
+        for s in &self.scopes {
+            if let Some(api) = s.api.as_deref().filter(|a| a.uri == uri) {
+                let set = found.map_or(ScopeSet::EMPTY, |(set, _)| set);
+                found = Some((set.union(ScopeSet::bit(s.bit)), api));
+            }
+        }
+        found.map(|(set, api)| (set, Some(api)))
+    }
+
+    /// The resource identifiers a set's scopes belong to (a token's audience): the data API first, then the
+    /// registered APIs in the order of their first scope, each once.
+    pub fn audience(&self, set: ScopeSet) -> Vec<&str> {
+        let mut audience: Vec<&str> = Vec::new();
+        if set.intersects(DATA_API) {
+            audience.extend(self.data_api_uri.as_deref());
+        }
+        for api in self.iter(set.intersection(REGISTERED)).filter_map(|s| s.api.as_deref()) {
+            if !audience.contains(&api.uri.as_str()) {
+                audience.push(&api.uri);
+            }
+        }
+        audience
+    }
+
+    /// The registered API a set's scopes all belong to, when they belong to exactly one API and it is a registered
+    /// one (identity scopes aside): the one case where a token's audience is that API alone.
+    pub fn sole_api(&self, set: ScopeSet) -> Option<&ApiInfo> {
+        if set.intersects(DATA_API) || !set.intersects(REGISTERED) {
+            return None;
+        }
+        let mut apis = self.iter(set.intersection(REGISTERED)).filter_map(|s| s.api.as_deref());
+        let first = apis.next()?;
+        apis.all(|a| a.resource_id == first.resource_id).then_some(first)
     }
 
     /// This registry with a registered API's scopes (bit, name, description) added; a scope whose bit is not one

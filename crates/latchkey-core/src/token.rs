@@ -189,6 +189,11 @@ impl<'a> Form<'a> {
         self.pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).filter(|v| !v.is_empty())
     }
 
+    /// Every non-empty value of a parameter that may be repeated (RFC 8707's `resource`).
+    pub fn all(&self, name: &str) -> Vec<&'a str> {
+        self.pairs.iter().filter(|(k, v)| *k == name && !v.is_empty()).map(|(_, v)| *v).collect()
+    }
+
     /// A required parameter.
     pub fn require(&self, name: &str) -> Result<&'a str, OAuthError> {
         self.get(name).ok_or_else(|| OAuthError::invalid_request(format!("Missing required parameter: {name}")))
@@ -351,19 +356,23 @@ pub fn narrow(registry: &ScopeRegistry, granted: ScopeSet, scope: Option<&str>) 
     Ok(asked)
 }
 
-/// The first name that an earlier pair already had. A few pairs (every real request) are compared with each other,
-/// which costs less than hashing them; more go through a set, so the check stays linear in the pairs.
+/// The parameters a form may repeat: RFC 8707's `resource`.
+const REPEATABLE: &str = "resource";
+
+/// The first name that an earlier pair already had ([`REPEATABLE`] aside). A few pairs (every real request) are
+/// compared with each other, which costs less than hashing them; more go through a set, so the check stays linear
+/// in the pairs.
 fn first_repeated<'a>(pairs: &[(&'a str, &str)]) -> Option<&'a str> {
     const COMPARED: usize = 12;
     if pairs.len() <= COMPARED {
         return pairs
             .iter()
             .enumerate()
-            .find(|(i, (k, _))| pairs[..*i].iter().any(|(p, _)| p == k))
+            .find(|(i, (k, _))| *k != REPEATABLE && pairs[..*i].iter().any(|(p, _)| p == k))
             .map(|(_, (k, _))| *k);
     }
     let mut seen = std::collections::HashSet::with_capacity(pairs.len());
-    pairs.iter().find(|(k, _)| !seen.insert(*k)).map(|(k, _)| *k)
+    pairs.iter().find(|(k, _)| *k != REPEATABLE && !seen.insert(*k)).map(|(k, _)| *k)
 }
 
 fn cap(s: &str) -> String {

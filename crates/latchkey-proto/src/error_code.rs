@@ -66,6 +66,8 @@ pub enum ErrorCode {
     SlowDown,
     /// The device code expired: start again (RFC 8628 §3.5).
     ExpiredToken,
+    /// The requested resource is invalid, unknown, malformed, or not one of the grant's (RFC 8707 §2).
+    InvalidTarget,
 }
 
 impl ErrorCode {
@@ -98,12 +100,13 @@ impl ErrorCode {
             Self::AuthorizationPending => "authorization_pending",
             Self::SlowDown => "slow_down",
             Self::ExpiredToken => "expired_token",
+            Self::InvalidTarget => "invalid_target",
         }
     }
 
     /// Parses a code from the wire; `None` for a code this crate does not know.
     pub fn parse(s: &str) -> Option<Self> {
-        const ALL: [ErrorCode; 26] = [
+        const ALL: [ErrorCode; 27] = [
             ErrorCode::InvalidRequest,
             ErrorCode::InvalidClient,
             ErrorCode::InvalidGrant,
@@ -130,6 +133,7 @@ impl ErrorCode {
             ErrorCode::AuthorizationPending,
             ErrorCode::SlowDown,
             ErrorCode::ExpiredToken,
+            ErrorCode::InvalidTarget,
         ];
         ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -158,6 +162,7 @@ mod tests {
             ErrorCode::UseDpopNonce,
             ErrorCode::AccountSelectionRequired,
             ErrorCode::SlowDown,
+            ErrorCode::InvalidTarget,
         ] {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
         }

@@ -123,7 +123,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let addr = listener.local_addr()?;
     let urls = Urls::new(&config, addr);
     let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
-    let scopes = Arc::new(scope_book::ScopeBook::load(&*store, &config.scope_base).await?);
+    let scopes = Arc::new(scope_book::ScopeBook::load(&*store, &config.scope_base, &urls.data_api_resource()).await?);
     let state = AppState {
         app_check_provider,
         store,

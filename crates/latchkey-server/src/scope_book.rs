@@ -14,14 +14,25 @@ pub const RELOAD_EVERY: Duration = Duration::from_secs(5);
 /// The scopes in force, swapped whole on reload.
 pub struct ScopeBook {
     scope_base: String,
+    data_api_uri: String,
     current: RwLock<Arc<ScopeRegistry>>,
 }
 
 impl ScopeBook {
-    /// Reads the registered APIs and builds the scopes.
-    pub async fn load(store: &dyn Store, scope_base: &str) -> StoreResult<Self> {
-        let registry = resource::registry(scope_base, &store.all_resources().await?);
-        Ok(Self { scope_base: scope_base.to_owned(), current: RwLock::new(Arc::new(registry)) })
+    /// Reads the registered APIs and builds the scopes (the data API's resource identifier being `data_api_uri`).
+    pub async fn load(store: &dyn Store, scope_base: &str, data_api_uri: &str) -> StoreResult<Self> {
+        let mut book = Self {
+            scope_base: scope_base.to_owned(),
+            data_api_uri: data_api_uri.to_owned(),
+            current: RwLock::new(Arc::new(ScopeRegistry::new(scope_base))),
+        };
+        book.current = RwLock::new(Arc::new(book.read(store).await?));
+        Ok(book)
+    }
+
+    async fn read(&self, store: &dyn Store) -> StoreResult<ScopeRegistry> {
+        let registry = resource::registry(&self.scope_base, &store.all_resources().await?);
+        Ok(registry.with_data_api_uri(&self.data_api_uri))
     }
 
     /// The scopes in force now.
@@ -34,7 +45,7 @@ impl ScopeBook {
 
     /// Reads the registered APIs again.
     pub async fn reload(&self, store: &dyn Store) -> StoreResult<()> {
-        let registry = Arc::new(resource::registry(&self.scope_base, &store.all_resources().await?));
+        let registry = Arc::new(self.read(store).await?);
         match self.current.write() {
             Ok(mut g) => *g = registry,
             Err(poisoned) => *poisoned.into_inner() = registry,

@@ -16,7 +16,7 @@ use latchkey_proto::TokenResponse;
 
 /// Runs a device's poll.
 pub async fn run<P: Ports>(ports: &P, device_code: &Secret, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
-    let Checked { client, proof, now } = checked;
+    let Checked { client, proof, now, .. } = checked;
     if client.client_type != ClientType::Tv {
         let why = "Only clients of the type TVs and Limited Input devices may use the device authorization grant.";
         return Err(OAuthError::new(ErrorCode::UnauthorizedClient, why).into());
@@ -39,7 +39,7 @@ pub async fn run<P: Ports>(ports: &P, device_code: &Secret, checked: Checked<'_>
                 _ => return Err(used().into()),
             };
             let user = user_enabled(ports.user(&record.user_id).await?)?;
-            match issue(ports, &record, &user, client, proof, now).await? {
+            match issue(ports, &record, &user, checked).await? {
                 Some(response) => Ok(response),
                 None => Err(used().into()),
             }

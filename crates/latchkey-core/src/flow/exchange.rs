@@ -8,6 +8,7 @@ use crate::dpop::{self, Proof};
 use crate::refresh_token;
 use crate::scope::IDENTITY;
 use crate::secret::Secret;
+use crate::target;
 use crate::time::UnixTime;
 use crate::token::{self, AuthCode, Grant};
 use crate::OAuthError;
@@ -28,7 +29,7 @@ pub struct Exchange<'a> {
 
 /// Runs the code exchange's checks, in order, then issues the grant and its tokens.
 pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
-    let Checked { client, proof, now } = checked;
+    let Checked { client, proof, now, .. } = checked;
     let record = code_known(exchange.record)?;
     token::check_code(&record, &client.client_id, exchange.redirect_uri, exchange.verifier, now)?;
     if let Some(proof) = proof {
@@ -36,27 +37,28 @@ pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'
         proof::use_once(ports, proof, rule, now).await?;
     }
     let user = user_enabled(ports.user(&record.user_id).await?)?;
-    match issue(ports, &record, &user, client, proof, now).await? {
+    match issue(ports, &record, &user, checked).await? {
         Some(response) => Ok(response),
         None => Err(code_reused(ports, &record.code_hash, now).await),
     }
 }
 
 /// Issues the grant of an authorization code and its tokens (the id_token for identity scopes): `None` when the
-/// code was redeemed meanwhile (the caller decides what that means).
+/// code was redeemed meanwhile (the caller decides what that means). The access token is narrowed to the request's
+/// resources, checked before the code is spent; the grant and its refresh token keep every scope.
 pub(super) async fn issue<P: Ports>(
     ports: &P,
     record: &AuthCode,
     user: &P::User,
-    client: &Client,
-    proof: Option<&Proof>,
-    now: UnixTime,
+    checked: Checked<'_>,
 ) -> Result<Option<TokenResponse>, P::Error> {
+    let Checked { client, proof, now, resources } = checked;
+    let scopes = target::narrow(ports.settings().scopes, record.scopes, resources)?;
     let (grant, refresh_token) = new_grant(ports, record, client, proof, now);
     if !ports.redeem_code(&grant, now).await? {
         return Ok(None);
     }
-    let (access_token, expires_in) = mint(ports, &grant, grant.scopes, now)?;
+    let (access_token, expires_in) = mint(ports, &grant, scopes, Some(record.auth_time), now)?;
     let id_token =
         if record.scopes.intersects(IDENTITY) { Some(ports.id_token(user, record, &access_token, now)?) } else { None };
     Ok(Some(TokenResponse {
@@ -65,7 +67,7 @@ pub(super) async fn issue<P: Ports>(
         id_token,
         refresh_token: Some(refresh_token.into_inner()),
         refresh_token_expires_in: grant.expires_at.map(|e| now.until(e)),
-        scope: ports.settings().scopes.format(grant.scopes),
+        scope: ports.settings().scopes.format(scopes),
         token_type: "Bearer".into(),
     }))
 }

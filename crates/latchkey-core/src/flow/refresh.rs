@@ -4,6 +4,7 @@ use super::proof::{self, NonceRule};
 use super::{grant_of_refresh, mint, Checked, Ports};
 use crate::client::Client;
 use crate::dpop::Proof;
+use crate::target;
 use crate::time::UnixTime;
 use crate::token::{self, GrantState};
 use crate::OAuthError;
@@ -20,15 +21,16 @@ pub struct Refresh<'a> {
 
 /// Runs the refresh's checks, in order, then mints the access token.
 pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
-    let Checked { client, proof, now } = checked;
+    let Checked { client, proof, now, resources } = checked;
     let found = grant_known(grant_of_refresh(ports, refresh.token).await?)?;
     grant_is_the_clients(&found, client)?;
     grant_usable(&found, now)?;
     let scopes = token::narrow(ports.settings().scopes, found.grant.scopes, refresh.scope)?;
+    let scopes = target::narrow(ports.settings().scopes, scopes, resources)?;
     if let Some((proof, rule)) = binding(&found, proof)? {
         proof::use_once(ports, proof, rule, now).await?;
     }
-    let (access_token, expires_in) = mint(ports, &found.grant, scopes, now)?;
+    let (access_token, expires_in) = mint(ports, &found.grant, scopes, None, now)?;
     ports.grant_used(&found.grant.id, now);
     Ok(TokenResponse {
         access_token,

@@ -72,6 +72,7 @@ impl Ports for Memory {
             dpop_window: Window::default(),
             dpop_strict_code_jti: self.strict,
             access_token_lifetime: 3600,
+            jwt_access_token_lifetime: 300,
             token_endpoint: "https://as.example/token",
             scopes: &self.registry,
         }
@@ -118,6 +119,9 @@ impl Ports for Memory {
     }
     fn id_token(&self, user: &String, _: &AuthCode, _: &str, _: UnixTime) -> Result<String, OAuthError> {
         Ok(format!("id-token-of-{user}"))
+    }
+    fn jwt_access_token(&self, claims: &super::JwtAccessClaims<'_>) -> Result<String, OAuthError> {
+        Ok(format!("jwt-for-{}", claims.audience))
     }
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, OAuthError> {
         Ok(self.grants.lock().unwrap().iter().find(|g| g.grant.id == *id).cloned())
@@ -378,7 +382,8 @@ fn an_exchange_by_a_disabled_user_issues_nothing() {
     let exchange = exchange::Exchange { code: &code, record, verifier: None, redirect_uri: "http://127.0.0.1:4000/cb" };
     let client = ports.clients[0].clone();
     let err =
-        block_on(exchange::run(&ports, exchange, Checked { client: &client, proof: None, now: NOW })).unwrap_err();
+        block_on(exchange::run(&ports, exchange, Checked { client: &client, proof: None, now: NOW, resources: &[] }))
+            .unwrap_err();
     assert_eq!(&*err.description, "The user account is deleted or disabled.");
     assert!(ports.grants.lock().unwrap().is_empty());
 }

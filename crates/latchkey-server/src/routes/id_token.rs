@@ -5,6 +5,7 @@ use crate::state::AppState;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use latchkey_admin::clock::OsRandom;
+use latchkey_core::flow::JwtAccessClaims;
 use latchkey_core::scope::{Scope, ScopeSet};
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::AuthCode;
@@ -34,10 +35,33 @@ pub(super) fn id_token(
         claims.insert("nonce".into(), nonce.clone().into());
     }
     profile_claims(&mut claims, user, code.scopes);
+    sign(state, "JWT", claims, "the id_token")
+}
+
+/// A JWT access token (RFC 9068 §2): `typ` `at+jwt`, signed with the id_token key, so that an API verifies it with
+/// the JWKS alone.
+pub(super) fn jwt_access_token(state: &AppState, c: &JwtAccessClaims<'_>) -> Result<String, TokenError> {
+    let mut claims = Map::new();
+    claims.insert("iss".into(), state.urls.issuer.clone().into());
+    claims.insert("aud".into(), c.audience.into());
+    claims.insert("sub".into(), c.subject.into());
+    claims.insert("client_id".into(), c.client_id.into());
+    claims.insert("scope".into(), c.scope.clone().into());
+    claims.insert("iat".into(), c.issued_at.0.into());
+    claims.insert("exp".into(), c.expires_at.0.into());
+    claims.insert("jti".into(), c.id.clone().into());
+    if let Some(at) = c.auth_time {
+        claims.insert("auth_time".into(), at.0.into());
+    }
+    sign(state, "at+jwt", claims, "a JWT access token")
+}
+
+/// Signs claims with the id_token key under `typ`.
+fn sign(state: &AppState, typ: &str, claims: Map<String, Value>, what: &'static str) -> Result<String, TokenError> {
     let keys = state.keys.get();
-    keys.id_token_signer().sign("JWT", &Value::Object(claims), &OsRandom).map_err(|e| {
-        tracing::error!(error = %e, "signing an id_token");
-        TokenError::from(OAuthError::new(latchkey_core::ErrorCode::ServerError, "Could not sign the id_token."))
+    keys.id_token_signer().sign(typ, &Value::Object(claims), &OsRandom).map_err(|e| {
+        tracing::error!(error = %e, "signing {what}");
+        TokenError::from(OAuthError::new(latchkey_core::ErrorCode::ServerError, format!("Could not sign {what}.")))
     })
 }
 

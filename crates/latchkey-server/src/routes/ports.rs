@@ -9,7 +9,7 @@ use latchkey_admin::clock::OsRandom;
 use latchkey_core::access_token::{GrantId, MacKey};
 use latchkey_core::client::Client;
 use latchkey_core::dpop::Window;
-use latchkey_core::flow::{Ports, Settings};
+use latchkey_core::flow::{JwtAccessClaims, Ports, Settings};
 use latchkey_core::secret::Random;
 use latchkey_core::service_account::ServiceKeyState;
 use latchkey_core::time::UnixTime;
@@ -41,6 +41,7 @@ impl Ports for StorePorts<'_> {
             dpop_window: Window { max_age: config.dpop_max_age, max_future: config.dpop_max_future },
             dpop_strict_code_jti: config.dpop_strict_code_jti,
             access_token_lifetime: config.access_token_lifetime,
+            jwt_access_token_lifetime: config.jwt_access_token_lifetime,
             token_endpoint: &self.state.urls.token_endpoint,
             scopes: &self.scopes,
         }
@@ -114,6 +115,10 @@ impl Ports for StorePorts<'_> {
 
     fn id_token(&self, user: &User, code: &AuthCode, access_token: &str, now: UnixTime) -> Result<String, TokenError> {
         id_token::id_token(self.state, user, &code.client_id, code, access_token, now)
+    }
+
+    fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, TokenError> {
+        id_token::jwt_access_token(self.state, claims)
     }
 
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, TokenError> {

@@ -48,6 +48,7 @@ mod rfc7636_pkce;
 mod rfc7662_introspection;
 mod rfc8252_loopback;
 mod rfc8628_device;
+mod rfc8707_resource_indicators;
 mod rfc9449_dpop;
 mod rfc9728_resource_metadata;
 mod secrets_at_rest;

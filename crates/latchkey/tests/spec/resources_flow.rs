@@ -4,15 +4,28 @@
 //! only when public.
 
 use crate::support::*;
-use latchkey_admin::resources::{resource_create, Builtin, NewResource};
+use latchkey_admin::resources::{resource_create, Builtin, CreatedResource, NewResource};
 use latchkey_admin::Actor;
-use latchkey_core::resource::Visibility;
+use latchkey_core::resource::{TokenFormat, Visibility};
 use latchkey_core::time::UnixTime;
 
 const ALICE: &str = "alice@example.com";
 
 /// Registers an API in `project` with the scope `name|description`, and has the server read it.
 async fn register(server: &TestServer, project: &str, uri: &str, scope: &str, visibility: Visibility) {
+    register_with(server, project, uri, scope, visibility, TokenFormat::Opaque).await;
+}
+
+/// Registers an API in `project` with the scope `name|description`, its visibility and token format, and has the
+/// server read it.
+pub(crate) async fn register_with(
+    server: &TestServer,
+    project: &str,
+    uri: &str,
+    scope: &str,
+    visibility: Visibility,
+    token_format: TokenFormat,
+) -> CreatedResource {
     let registry = latchkey_core::scope::ScopeRegistry::new("https://latchkey.dev");
     let data_api = server.url("/video/v3");
     let new = NewResource {
@@ -21,11 +34,14 @@ async fn register(server: &TestServer, project: &str, uri: &str, scope: &str, vi
         name: "Notes".into(),
         scopes: vec![scope.into()],
         visibility,
-        ..Default::default()
+        token_format,
     };
     let builtin = Builtin { scopes: &registry, data_api: &data_api };
-    resource_create(server.store(), &Actor::Operator, new, &builtin, UnixTime(1_700_000_000)).await.expect("register");
+    let created = resource_create(server.store(), &Actor::Operator, new, &builtin, UnixTime(1_700_000_000))
+        .await
+        .expect("register");
     server.running.state.scopes.reload(server.store()).await.expect("reload");
+    created
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use latchkey_core::scope::CHANNELS_LIST;
+use latchkey_core::scope::{CHANNELS_LIST, DATA_API, REGISTERED};
 use latchkey_core::time::UnixTime;
 use latchkey_store::Channel;
 use serde_json::{json, Map, Value};
@@ -44,6 +44,11 @@ pub enum Filter {
 
 async fn channels(state: &AppState, headers: &HeaderMap, query: Option<&str>) -> Result<Value, ApiError> {
     let (claims, found) = bearer(state, headers, query).await?;
+    // A token for other APIs (RFC 8707: its audience is theirs) is not one for this API at all; one with identity
+    // scopes alone is for no API, and told which scopes would do.
+    if claims.scopes.intersects(REGISTERED) && !claims.scopes.intersects(DATA_API) {
+        return Err(ApiError::unauthenticated("The access token is for another API (its audience).", true));
+    }
     if !claims.scopes.intersects(CHANNELS_LIST) {
         return Err(ApiError::insufficient_scope(&state.scopes.get().format(CHANNELS_LIST)));
     }

@@ -1,0 +1,165 @@
+//! Resource indicators (RFC 8707) and JWT access tokens (RFC 9068): `resource` on the authorization request
+//! stands for its scopes or bounds them, `invalid_target` for a resource that is unknown, malformed or not the
+//! grant's; a token request narrows the access token to one resource of the grant while the refresh token keeps
+//! all of it; the data API refuses a token for another API; an API that asked for JWTs gets an `at+jwt` the JWKS
+//! verifies.
+
+use crate::support::*;
+use latchkey_admin::resources::CreatedResource;
+use latchkey_core::resource::{TokenFormat, Visibility};
+use serde_json::Value;
+
+const ALICE: &str = "alice@example.com";
+const NOTES: &str = "https://notes.example.com/mcp";
+const REDIRECT: &str = "http://127.0.0.1:5555/callback";
+
+/// Registers an API of `app`'s project with one scope, and has the server read it.
+pub(crate) async fn register(
+    server: &TestServer,
+    app: &App,
+    uri: &str,
+    scope: &str,
+    format: TokenFormat,
+) -> CreatedResource {
+    crate::resources_flow::register_with(server, &app.project_id, uri, scope, Visibility::Project, format).await
+}
+
+/// An authorization URL asking for `scopes` (none: no `scope` parameter) and `resources`.
+fn url_for(server: &TestServer, app: &App, scopes: &[&str], resources: &[&str], pkce: &Pkce) -> String {
+    let mut url = url::Url::parse(&authorize_url(server, app, scopes, pkce, REDIRECT, "s")).expect("url");
+    let pairs: Vec<(String, String)> =
+        url.query_pairs().into_owned().filter(|(k, _)| !(k == "scope" && scopes.is_empty())).collect();
+    let mut query = url.query_pairs_mut();
+    query.clear().extend_pairs(pairs);
+    for r in resources {
+        query.append_pair("resource", r);
+    }
+    drop(query);
+    url.into()
+}
+
+/// Consents to everything asked and exchanges the code with `resources`: the token endpoint's answer.
+async fn granted(server: &TestServer, app: &App, url: &str, pkce: &Pkce, resources: &[&str]) -> (u16, Value) {
+    let browser = server.browser();
+    let consent = browser.consent_page(url, ALICE).await;
+    assert_eq!(consent.status, 200, "{}", consent.body);
+    let boxes: Vec<String> = consent
+        .body
+        .split("name=\"scope\" value=\"")
+        .skip(1)
+        .map(|s| unescape(&s[..s.find('"').expect("end")]))
+        .collect();
+    let boxes: Vec<&str> = boxes.iter().map(String::as_str).collect();
+    let done = browser.decide(&consent, &boxes, "allow").await;
+    let code = done.redirect_param("code").unwrap_or_else(|| panic!("a code: {:?}", done.location()));
+    let mut form = vec![
+        ("grant_type", "authorization_code"),
+        ("client_id", app.client_id.as_str()),
+        ("code", code.as_str()),
+        ("code_verifier", pkce.verifier.as_str()),
+        ("redirect_uri", REDIRECT),
+    ];
+    form.extend(resources.iter().map(|r| ("resource", *r)));
+    let r = server.token(&form).await;
+    (r.status().as_u16(), r.json().await.expect("json"))
+}
+
+async fn refreshed(server: &TestServer, app: &App, refresh_token: &str, resources: &[&str]) -> (u16, Value) {
+    let mut form =
+        vec![("grant_type", "refresh_token"), ("client_id", &app.client_id), ("refresh_token", refresh_token)];
+    form.extend(resources.iter().map(|r| ("resource", *r)));
+    let r = server.token(&form).await;
+    (r.status().as_u16(), r.json().await.expect("json"))
+}
+
+#[tokio::test]
+async fn a_resource_named_without_scope_stands_for_its_scopes_and_the_data_api_refuses_the_token() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    register(&server, &app, NOTES, "notes:read|Read your notes", TokenFormat::Opaque).await;
+    let pkce = Pkce::new();
+    let consent = server.browser().consent_page(&url_for(&server, &app, &[], &[NOTES], &pkce), ALICE).await;
+    assert!(consent.body.contains("Read your notes"), "the resource's scopes are asked for: {}", consent.body);
+    let (status, t) = granted(&server, &app, &url_for(&server, &app, &[], &[NOTES], &pkce), &pkce, &[]).await;
+    assert_eq!((status, t["scope"].as_str()), (200, Some("notes:read")), "{t}");
+    let r = channels(&server, t["access_token"].as_str().expect("token")).await;
+    assert_eq!(r.status(), 401, "a token for another API");
+    let challenge = r.headers()["www-authenticate"].to_str().expect("text").to_owned();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+}
+
+#[tokio::test]
+async fn unknown_malformed_or_mismatched_resources_are_invalid_target() {
+    let server = TestServer::start().await;
+    let (app, other) = (server.app().await, server.app().await);
+    server.user(ALICE).await;
+    register(&server, &app, NOTES, "notes:read|Read your notes", TokenFormat::Opaque).await;
+    let data_api = server.url("/video/v3");
+    let pkce = Pkce::new();
+    let cases: [(&App, &[&str], &[&str]); 5] = [
+        (&app, &[READONLY], &["https://unknown.example.com"]),
+        (&app, &[READONLY], &["https://notes.example.com/mcp#fragment"]),
+        (&app, &[READONLY], &["not a uri"]),
+        (&app, &["notes:read"], &[&data_api]),
+        (&other, &[], &[NOTES]),
+    ];
+    for (client, scopes, resources) in cases {
+        let page = server.browser().get(&url_for(&server, client, scopes, resources, &pkce)).await;
+        assert_eq!(page.status, 303, "an error redirect for {resources:?}: {}", page.body);
+        assert_eq!(page.redirect_param("error").as_deref(), Some("invalid_target"), "{resources:?}");
+    }
+    let both = url_for(&server, &app, &[READONLY, "notes:read"], &[&data_api, NOTES], &pkce);
+    let (status, t) = granted(&server, &app, &both, &pkce, &["https://unknown.example.com"]).await;
+    assert_eq!((status, t["error"].as_str()), (400, Some("invalid_target")), "{t}");
+}
+
+#[tokio::test]
+async fn a_token_request_narrows_to_a_resource_of_the_grant_and_the_refresh_token_keeps_all_of_it() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    register(&server, &app, NOTES, "notes:read|Read your notes", TokenFormat::Opaque).await;
+    let data_api = server.url("/video/v3");
+    let pkce = Pkce::new();
+    let url = url_for(&server, &app, &[READONLY, "notes:read", "openid"], &[&data_api, NOTES], &pkce);
+    let (status, t) = granted(&server, &app, &url, &pkce, &[NOTES]).await;
+    assert_eq!((status, t["scope"].as_str()), (200, Some("openid notes:read")), "{t}");
+    assert_eq!(channels(&server, t["access_token"].as_str().expect("token")).await.status(), 401);
+    let refresh_token = t["refresh_token"].as_str().expect("refresh token");
+
+    let (status, t) = refreshed(&server, &app, refresh_token, &[&data_api]).await;
+    assert_eq!((status, t["scope"].as_str()), (200, Some(format!("{READONLY} openid").as_str())), "{t}");
+    assert_eq!(channels(&server, t["access_token"].as_str().expect("token")).await.status(), 200);
+    let (status, t) = refreshed(&server, &app, refresh_token, &[]).await;
+    assert_eq!((status, t["scope"].as_str()), (200, Some(format!("{READONLY} openid notes:read").as_str())));
+    let (status, t) = refreshed(&server, &app, refresh_token, &["https://wiki.example.com"]).await;
+    assert_eq!((status, t["error"].as_str()), (400, Some("invalid_target")), "{t}");
+}
+
+#[tokio::test]
+async fn an_api_that_asked_for_jwts_gets_an_at_jwt_the_jwks_verifies_and_a_mixed_audience_an_opaque_token() {
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    let user_id = server.user(ALICE).await;
+    register(&server, &app, NOTES, "notes:read|Read your notes", TokenFormat::Jwt).await;
+    let pkce = Pkce::new();
+    let url = url_for(&server, &app, &["notes:read", READONLY], &[], &pkce);
+    let (status, t) = granted(&server, &app, &url, &pkce, &[NOTES]).await;
+    assert_eq!(status, 200, "{t}");
+    let token = t["access_token"].as_str().expect("token");
+    let (header, claims) = crate::metadata::verified(&server, token).await;
+    assert_eq!(header["typ"], "at+jwt");
+    assert_eq!((claims["iss"].as_str(), claims["aud"].as_str()), (Some(server.base.as_str()), Some(NOTES)));
+    assert_eq!((claims["sub"].as_str(), claims["client_id"].as_str()), (Some(user_id.as_str()), Some(&*app.client_id)));
+    assert_eq!(claims["scope"], "notes:read");
+    assert!(claims["jti"].as_str().is_some_and(|j| j.len() >= 16) && claims["auth_time"].is_i64(), "{claims}");
+    let lifetime = claims["exp"].as_i64().expect("exp") - claims["iat"].as_i64().expect("iat");
+    assert_eq!((lifetime, t["expires_in"].as_i64()), (300, Some(300)), "jwt_access_token_lifetime");
+    assert_eq!(channels(&server, token).await.status(), 401, "the data API takes no JWT");
+
+    let (_, both) = refreshed(&server, &app, t["refresh_token"].as_str().expect("refresh"), &[]).await;
+    let opaque = both["access_token"].as_str().expect("token");
+    assert!(opaque.starts_with("lka_"), "two APIs in the audience: opaque, not a JWT");
+    assert_eq!(channels(&server, opaque).await.status(), 200);
+}
