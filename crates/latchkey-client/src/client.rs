@@ -21,18 +21,37 @@ pub struct AppConfig {
     pub client_id: String,
     /// The client secret, if the app was given one (never required by latchkey; installed apps cannot keep it).
     pub client_secret: Option<String>,
+    /// The APIs (resource URIs, RFC 8707) the app wants its access tokens for; empty for the issuer's default.
+    pub resources: Vec<String>,
 }
 
 impl std::fmt::Debug for AppConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppConfig").field("issuer", &self.issuer).field("client_id", &self.client_id).finish()
+        f.debug_struct("AppConfig")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("resources", &self.resources)
+            .finish()
     }
 }
 
 impl AppConfig {
     /// An app with no client secret.
     pub fn new(issuer: &str, client_id: &str) -> Self {
-        Self { issuer: issuer.trim_end_matches('/').to_owned(), client_id: client_id.to_owned(), client_secret: None }
+        Self {
+            issuer: issuer.trim_end_matches('/').to_owned(),
+            client_id: client_id.to_owned(),
+            client_secret: None,
+            resources: Vec::new(),
+        }
+    }
+
+    /// The same app asking for access tokens for the API `resource` too (its resource URI, such as
+    /// `https://api.example.com/orders`): sent as a `resource` parameter (RFC 8707) on the authorization request,
+    /// the code exchange and every refresh. Call it once per API.
+    pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
+        self.resources.push(resource.into());
+        self
     }
 }
 
@@ -201,6 +220,9 @@ impl OAuthClient {
             .append_pair("code_challenge", pkce.challenge())
             .append_pair("code_challenge_method", "S256")
             .append_pair("state", &state);
+        for resource in &self.config.resources {
+            url.query_pairs_mut().append_pair("resource", resource);
+        }
         Ok(Authorization { url: url.into(), state, pkce, redirect_uri: redirect_uri.to_owned() })
     }
 
@@ -230,7 +252,7 @@ impl OAuthClient {
             ("redirect_uri", authorization.redirect_uri.as_str()),
             ("code_verifier", authorization.pkce.verifier()),
         ];
-        let body = self.token_request(form, dpop, Grant::Code(code)).await?;
+        let body = self.token_request(self.with_resources(form), dpop, Grant::Code(code)).await?;
         Ok(self.token_set(body, None, dpop))
     }
 
@@ -238,7 +260,7 @@ impl OAuthClient {
     pub async fn refresh(&self, tokens: &TokenSet, dpop: Option<&DpopKey>) -> Result<TokenSet, Error> {
         let refresh_token = tokens.refresh_token.as_deref().ok_or(Error::SignInAgain("no refresh token".into()))?;
         let form = vec![("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
-        let body = self.token_request(form, dpop, Grant::Refresh).await?;
+        let body = self.token_request(self.with_resources(form), dpop, Grant::Refresh).await?;
         Ok(self.token_set(body, Some(tokens), dpop))
     }
 
@@ -297,6 +319,12 @@ impl OAuthClient {
             }
             return Err(error);
         }
+    }
+
+    /// The form with a `resource` parameter per API the app asks tokens for (RFC 8707 §2.2).
+    fn with_resources<'a>(&'a self, mut form: Vec<(&'a str, &'a str)>) -> Vec<(&'a str, &'a str)> {
+        form.extend(self.config.resources.iter().map(|r| ("resource", r.as_str())));
+        form
     }
 
     fn with_client<'a>(&'a self, mut form: Vec<(&'a str, &'a str)>) -> Vec<(&'a str, &'a str)> {

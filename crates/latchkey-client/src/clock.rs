@@ -18,3 +18,28 @@ impl Clock for SystemClock {
         now.duration_since(std::time::UNIX_EPOCH).map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).unwrap_or(0)
     }
 }
+
+/// A clock the tests move by hand.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct ManualClock(std::sync::atomic::AtomicI64);
+
+#[cfg(test)]
+impl ManualClock {
+    /// A clock reading `now`.
+    pub(crate) fn at(now: i64) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self(std::sync::atomic::AtomicI64::new(now)))
+    }
+
+    /// Moves the clock `seconds` on.
+    pub(crate) fn advance(&self, seconds: i64) {
+        self.0.fetch_add(seconds, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+impl Clock for ManualClock {
+    fn now(&self) -> i64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

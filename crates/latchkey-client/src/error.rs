@@ -37,6 +37,11 @@ pub enum Error {
     /// The server's answer could not be read.
     #[error("unexpected response: {0}")]
     Protocol(String),
+    /// An access token presented to the app's own API is not valid there: malformed, not signed by the issuer,
+    /// expired, or issued by another issuer or for another API. The API answers `401 Unauthorized` with
+    /// `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1). The description never holds the token.
+    #[error("invalid_token: {0}")]
+    InvalidToken(String),
     /// Local storage (keys, tokens) failed.
     #[error("storage: {0}")]
     Storage(String),

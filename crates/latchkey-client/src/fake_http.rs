@@ -102,6 +102,11 @@ pub(crate) fn form(request: &HttpRequest) -> HashMap<String, String> {
     url::form_urlencoded::parse(&request.body).into_owned().collect()
 }
 
+/// Every value of a form parameter of a request's body, in order (for repeated parameters).
+pub(crate) fn form_values(request: &HttpRequest, name: &str) -> Vec<String> {
+    url::form_urlencoded::parse(&request.body).filter(|(k, _)| k == name).map(|(_, v)| v.into_owned()).collect()
+}
+
 /// A request header's value.
 pub(crate) fn header<'a>(request: &'a HttpRequest, name: &str) -> Option<&'a str> {
     request.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())

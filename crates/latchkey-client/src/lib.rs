@@ -18,6 +18,10 @@
 //!
 //! - [`ServiceAccountCredentials`] is for a content owner's server-side tool: it loads a service account's key
 //!   file and keeps a valid access token (RFC 7523 JWT bearer grant), one exchange in flight.
+//! - [`resource_server`] is for a company's own API registered with latchkey as a resource (RFC 8707): it checks
+//!   the access tokens the API receives, by asking latchkey ([`Introspector`], RFC 7662, active answers cached
+//!   briefly) or by verifying JWT access tokens itself ([`AccessTokenVerifier`], RFC 9068), then the scope the
+//!   call needs. Apps name the APIs they want tokens for with [`AppConfig::with_resource`] (RFC 8707).
 //!
 //! The HTTP transport is injected ([`HttpClient`]); [`ReqwestHttp`] is the default.
 //!
@@ -52,8 +56,10 @@ pub mod events;
 #[cfg(test)]
 mod fake_http;
 mod http;
+mod jose;
 mod loopback;
 mod pkce;
+pub mod resource_server;
 mod service_account;
 mod session;
 mod storage;
@@ -72,6 +78,7 @@ pub use http::ReqwestHttp;
 pub use http::{HttpClient, HttpRequest, HttpResponse};
 pub use loopback::LoopbackListener;
 pub use pkce::Pkce;
+pub use resource_server::{AccessTokenClaims, AccessTokenVerifier, Introspection, Introspector};
 pub use service_account::{ServiceAccountCredentials, JWT_BEARER};
 pub use session::Session;
 pub use storage::write_private;

@@ -2,6 +2,8 @@ use super::*;
 use crate::dpop::FileKeyStore;
 use crate::fake_http::{self, form, header, oauth_error, proof_claims, token_answer, with_nonce, FakeHttp, ISSUER};
 
+mod resources;
+
 const REDIRECT: &str = "http://127.0.0.1:5000/callback";
 const READONLY: &str = "https://latchkey.dev/auth/readonly";
 const UPLOAD: &str = "https://latchkey.dev/auth/upload";

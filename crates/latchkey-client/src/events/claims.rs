@@ -4,6 +4,7 @@
 use super::error::SetError;
 use super::event::Event;
 use super::subject::Subject;
+use crate::jose::claims::{audiences, numeric_date};
 use serde_json::{Map, Value};
 
 /// A security event received and verified.
@@ -56,22 +57,16 @@ pub(crate) fn validate(payload: &[u8], issuer: &str, client_id: &str) -> Result<
         }
         _ => return Err(SetError::InvalidIssuer("the SET has no string iss".into())),
     }
-    let for_us = match claims.get("aud") {
-        Some(Value::String(aud)) => aud == client_id,
-        Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(client_id)),
-        _ => return Err(SetError::InvalidAudience("the SET has no aud".into())),
-    };
-    if !for_us {
+    let auds = audiences(claims.get("aud")).ok_or_else(|| SetError::InvalidAudience("the SET has no aud".into()))?;
+    if !auds.iter().any(|a| a == client_id) {
         return Err(SetError::InvalidAudience(format!("the SET's aud does not name {client_id}")));
     }
     let jti = match claims.get("jti") {
         Some(Value::String(jti)) if !jti.is_empty() => jti.clone(),
         _ => return Err(SetError::InvalidRequest("the SET has no jti".into())),
     };
-    let iat = claims
-        .get("iat")
-        .and_then(|v| v.as_i64().or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)))
-        .ok_or_else(|| SetError::InvalidRequest("the SET has no numeric iat".into()))?;
+    let iat =
+        numeric_date(claims.get("iat")).ok_or_else(|| SetError::InvalidRequest("the SET has no numeric iat".into()))?;
     let txn = match claims.get("txn") {
         None | Some(Value::Null) => None,
         Some(Value::String(txn)) => Some(txn.clone()),

@@ -1,5 +1,6 @@
 //! Why a SET was refused, as RFC 8935 §2.3 names it: the code and description a receiver answers with.
 
+use crate::jose::JoseError;
 use serde_json::json;
 
 /// Why a Security Event Token was refused.
@@ -73,5 +74,16 @@ impl SetError {
     /// The error body of RFC 8935 §2.3: `{"err": ..., "description": ...}`.
     pub fn response_body(&self) -> serde_json::Value {
         json!({ "err": self.err(), "description": self.description() })
+    }
+}
+
+impl From<JoseError> for SetError {
+    /// A malformed JWS is an `invalid_request`; a refused algorithm, key or signature an `invalid_key`.
+    fn from(e: JoseError) -> Self {
+        match e {
+            JoseError::Malformed(d) => Self::InvalidRequest(d),
+            JoseError::Key(d) => Self::InvalidKey(d),
+            JoseError::KeysUnavailable(d) => Self::KeysUnavailable(d),
+        }
     }
 }

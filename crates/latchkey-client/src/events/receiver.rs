@@ -4,17 +4,16 @@
 use super::claims::{self, Received};
 use super::dedupe::SeenJtis;
 use super::error::SetError;
-use super::jws;
-use super::key_cache::KeyCache;
 use super::ssf_configuration::SsfConfiguration;
 use crate::clock::{Clock, SystemClock};
 use crate::http::HttpClient;
+use crate::jose::jws;
+use crate::jose::key_cache::KeyCache;
 use crate::Error;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How often an unknown `kid` may make the receiver fetch the issuer's keys, by default.
-pub const DEFAULT_MIN_REFETCH: Duration = Duration::from_secs(60);
+pub use crate::jose::key_cache::DEFAULT_MIN_REFETCH;
 
 /// How many `jti`s the receiver remembers, by default.
 pub const DEFAULT_DEDUPE_CAPACITY: usize = 10_000;
@@ -114,7 +113,7 @@ impl SetReceiver {
     /// counts as received from here: if the app then fails to act on the event and answers with an error so
     /// that the SET is sent again, it calls [`SetReceiver::forget`] first.
     pub async fn receive(&self, set: impl AsRef<[u8]>) -> Result<Received, SetError> {
-        let jws = jws::parse(set.as_ref())?;
+        let jws = jws::parse(set.as_ref(), "secevent+jwt")?;
         let key = self.keys.key(&jws.kid, jws.alg).await?;
         key.verify(jws.alg, jws.signing_input, &jws.signature)?;
         let event = claims::validate(&jws.payload, &self.issuer, &self.client_id)?;

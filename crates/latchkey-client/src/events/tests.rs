@@ -5,15 +5,12 @@ mod keys_fetch;
 mod receive;
 
 use super::SetReceiver;
-use crate::clock::Clock;
+use crate::clock::ManualClock;
 use crate::fake_http::{self, FakeHttp, ISSUER};
 use crate::http::HttpResponse;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use ring::rand::SystemRandom;
-use ring::signature::{EcdsaKeyPair, KeyPair, RsaKeyPair, RsaPublicKeyComponents};
+use crate::jose::test_keys::{ec_key, jwks, rsa_jwk, sign_rs256, signing_input};
+use ring::signature::EcdsaKeyPair;
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// The app the SETs are for.
@@ -22,47 +19,6 @@ const CLIENT_ID: &str = "lkapp-test";
 const JWKS_URI: &str = "https://as.example/jwks";
 /// The `kid` of the RSA test key.
 const KID: &str = "set-rsa-1";
-
-/// A 2048-bit RSA key made once with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -outform DER`.
-const RSA_PKCS8: &[u8] = include_bytes!("testdata/set-signing-rsa2048.pk8.der");
-
-/// A clock the tests move by hand.
-struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    fn at(now: i64) -> Arc<Self> {
-        Arc::new(Self(AtomicI64::new(now)))
-    }
-
-    fn advance(&self, seconds: i64) {
-        self.0.fetch_add(seconds, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// The RSA test key.
-fn rsa_key() -> RsaKeyPair {
-    RsaKeyPair::from_pkcs8(RSA_PKCS8).expect("the RSA fixture is PKCS#8")
-}
-
-/// The public JWK of the RSA test key, as latchkey publishes it.
-fn rsa_jwk(kid: &str) -> Value {
-    let public = RsaPublicKeyComponents::<Vec<u8>>::from(rsa_key().public());
-    json!({
-        "kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig",
-        "n": URL_SAFE_NO_PAD.encode(&public.n), "e": URL_SAFE_NO_PAD.encode(&public.e),
-    })
-}
-
-/// A JWKS answer holding `keys`.
-fn jwks(keys: Vec<Value>) -> HttpResponse {
-    fake_http::json(200, json!({ "keys": keys }))
-}
 
 /// The header latchkey puts on a SET signed with the RSA test key.
 fn header() -> Value {
@@ -78,45 +34,14 @@ fn claims(jti: &str) -> Value {
     })
 }
 
-/// `header.claims`, base64url-encoded.
-fn signing_input(header: &Value, claims: &Value) -> String {
-    format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()))
-}
-
-/// A SET signed with the RSA test key (RS256), whatever its header says.
-fn sign_rs256(header: &Value, claims: &Value) -> String {
-    let input = signing_input(header, claims);
-    let key = rsa_key();
-    let mut signature = vec![0; key.public().modulus_len()];
-    key.sign(&ring::signature::RSA_PKCS1_SHA256, &SystemRandom::new(), input.as_bytes(), &mut signature)
-        .expect("RS256 signing");
-    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
-}
-
 /// A SET signed the way latchkey signs them.
 fn set(claims: &Value) -> String {
     sign_rs256(&header(), claims)
 }
 
-/// A fresh P-256 key and its public JWK.
-fn ec_key(kid: &str) -> (EcdsaKeyPair, Value) {
-    let alg = &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING;
-    let rng = SystemRandom::new();
-    let der = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("P-256 key");
-    let pair = EcdsaKeyPair::from_pkcs8(alg, der.as_ref(), &rng).expect("P-256 key");
-    let point = pair.public_key().as_ref();
-    let jwk = json!({
-        "kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256", "use": "sig",
-        "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..]),
-    });
-    (pair, jwk)
-}
-
 /// A SET signed with a P-256 key (ES256).
 fn sign_es256(key: &EcdsaKeyPair, kid: &str, claims: &Value) -> String {
-    let input = signing_input(&json!({ "alg": "ES256", "typ": "secevent+jwt", "kid": kid }), claims);
-    let signature = key.sign(&SystemRandom::new(), input.as_bytes()).expect("ES256 signing");
-    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    crate::jose::test_keys::sign_es256(key, &json!({ "alg": "ES256", "typ": "secevent+jwt", "kid": kid }), claims)
 }
 
 /// A receiver of the fake issuer's SETs for the test app, at time 1000, whose server answers `answers`.

@@ -162,32 +162,33 @@ async fn saved_tokens_are_written_to_a_private_file_and_used() {
     assert!(!f.path.exists());
 }
 
-/// A clock moved by hand.
-#[derive(Debug, Default)]
-struct HandClock(std::sync::atomic::AtomicI64);
-
-impl crate::Clock for HandClock {
-    fn now(&self) -> i64 {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
-
 #[tokio::test]
 async fn the_clock_passed_in_decides_when_the_access_token_is_refreshed() {
     let http = FakeHttp::new(vec![token_answer("lka_new", None, READONLY, 3600)]);
     let f = fixture(http.clone(), None);
-    let clock = Arc::new(HandClock::default());
-    clock.0.store(1_000, std::sync::atomic::Ordering::SeqCst);
+    let clock = crate::clock::ManualClock::at(1_000);
     let client = OAuthClient::new(AppConfig::new(ISSUER, "lkapp-test"), fake_http::discovery(true), http.clone())
         .with_clock(clock.clone());
     let session = Session::new(Arc::new(client), Arc::new(FileTokenStore::new(&f.path)), None);
     session.save(TokenSet { expires_at: 1_000 + 90, ..stored(0) }).await.expect("save");
     assert_eq!(session.access_token().await.expect("token"), "lka_old", "90 s left at 1000");
-    clock.0.store(1_000 + 29, std::sync::atomic::Ordering::SeqCst);
+    clock.advance(29);
     assert_eq!(session.access_token().await.expect("token"), "lka_old", "61 s left: still reused");
     assert!(http.requests().is_empty(), "no request while the hand clock says the token has time left");
-    clock.0.store(1_000 + 31, std::sync::atomic::Ordering::SeqCst);
+    clock.advance(2);
     assert_eq!(session.access_token().await.expect("token"), "lka_new", "59 s left: refreshed");
     let fresh = session.tokens().await.expect("tokens").expect("some");
     assert_eq!(fresh.expires_at, 1_000 + 31 + 3600, "the new expiry is counted from the clock passed in");
+}
+
+#[tokio::test]
+async fn the_refresh_a_session_makes_names_the_apps_resources() {
+    let http = FakeHttp::new(vec![token_answer("lka_new", None, READONLY, 3600)]);
+    let f = fixture(http.clone(), Some(stored(10)));
+    let config = AppConfig::new(ISSUER, "lkapp-test").with_resource("https://api.example.com/orders");
+    let client = Arc::new(OAuthClient::new(config, fake_http::discovery(true), http.clone()));
+    let session = Session::new(client, Arc::new(FileTokenStore::new(&f.path)), None);
+    assert_eq!(session.access_token().await.expect("token"), "lka_new");
+    let sent = http.requests();
+    assert_eq!(fake_http::form_values(&sent[0], "resource"), ["https://api.example.com/orders"]);
 }

@@ -1,14 +1,14 @@
-//! The issuer's public keys (a JWK Set, RFC 7517) and the signature check of a SET with one of them.
+//! The issuer's public keys (a JWK Set, RFC 7517) and the signature check of a token with one of them.
 
-use super::error::SetError;
 use super::jws::Alg;
+use super::JoseError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde::Deserialize;
 use std::collections::HashMap;
 
-/// A public key a SET may be signed with.
+/// A public key a token may be signed with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PublicKey {
     /// An RSA key (RS256): modulus and exponent, big-endian without leading zeros.
@@ -24,7 +24,7 @@ pub(crate) enum PublicKey {
 
 impl PublicKey {
     /// Checks `signature` over `message` made with `alg`; the key's type must match the algorithm.
-    pub(crate) fn verify(&self, alg: Alg, message: &[u8], signature: &[u8]) -> Result<(), SetError> {
+    pub(crate) fn verify(&self, alg: Alg, message: &[u8], signature: &[u8]) -> Result<(), JoseError> {
         let ok = match (self, alg) {
             (Self::Rsa { n, e }, Alg::Rs256) => RsaPublicKeyComponents { n, e }
                 .verify(&signature::RSA_PKCS1_2048_8192_SHA256, message, signature)
@@ -32,12 +32,12 @@ impl PublicKey {
             (Self::P256(point), Alg::Es256) => {
                 UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point).verify(message, signature).is_ok()
             }
-            _ => return Err(SetError::InvalidKey(format!("the key named by kid is not an {} key", alg.name()))),
+            _ => return Err(JoseError::Key(format!("the key named by kid is not an {} key", alg.name()))),
         };
         if ok {
             Ok(())
         } else {
-            Err(SetError::InvalidKey("the signature does not verify".into()))
+            Err(JoseError::Key("the signature does not verify".into()))
         }
     }
 }
@@ -48,7 +48,7 @@ pub(crate) struct KeySet {
     keys: HashMap<String, (PublicKey, Option<String>)>,
 }
 
-/// The JWK members the receiver reads.
+/// The JWK members that are read.
 #[derive(Deserialize)]
 struct Jwk {
     kty: Option<String>,
@@ -70,7 +70,7 @@ struct JwkSet {
 }
 
 impl KeySet {
-    /// Reads a JWK Set. Keys that cannot sign a SET (encryption keys, other types and curves, keys without a
+    /// Reads a JWK Set. Keys that cannot sign a token (encryption keys, other types and curves, keys without a
     /// `kid`, malformed ones) are skipped; a document that is not a JWK Set is an error.
     pub(crate) fn from_json(body: &[u8]) -> Result<Self, String> {
         let set: JwkSet = serde_json::from_slice(body).map_err(|e| format!("not a JWK Set: {e}"))?;
@@ -90,11 +90,11 @@ impl KeySet {
     }
 
     /// The key named `kid`, if it may be used with `alg`.
-    pub(crate) fn get(&self, kid: &str, alg: Alg) -> Option<Result<&PublicKey, SetError>> {
+    pub(crate) fn get(&self, kid: &str, alg: Alg) -> Option<Result<&PublicKey, JoseError>> {
         let (key, key_alg) = self.keys.get(kid)?;
         Some(match key_alg.as_deref() {
             Some(a) if a != alg.name() => {
-                Err(SetError::InvalidKey(format!("the key {kid} is for {a}, the SET is signed with {}", alg.name())))
+                Err(JoseError::Key(format!("the key {kid} is for {a}, the token is signed with {}", alg.name())))
             }
             _ => Ok(key),
         })
@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(set.keys.len(), 2);
         assert_eq!(set.keys["r"].0, PublicKey::Rsa { n: vec![0xc5, 1], e: vec![1, 0, 1] });
         assert!(matches!(set.get("r", Alg::Rs256), Some(Ok(_))));
-        assert!(matches!(set.get("r", Alg::Es256), Some(Err(SetError::InvalidKey(_)))));
+        assert!(matches!(set.get("r", Alg::Es256), Some(Err(JoseError::Key(_)))));
         assert!(matches!(set.get("p", Alg::Es256), Some(Ok(PublicKey::P256(p))) if p.len() == 65 && p[0] == 4));
         assert!(set.get("hmac", Alg::Rs256).is_none());
         assert!(KeySet::from_json(b"{\"keys\": 1}").is_err());
@@ -160,7 +160,7 @@ mod tests {
     #[test]
     fn a_key_of_the_other_type_does_not_verify() {
         let key = PublicKey::P256(vec![4; 65]);
-        assert!(matches!(key.verify(Alg::Rs256, b"m", b"s"), Err(SetError::InvalidKey(_))));
-        assert!(matches!(key.verify(Alg::Es256, b"m", &[0; 64]), Err(SetError::InvalidKey(_))));
+        assert!(matches!(key.verify(Alg::Rs256, b"m", b"s"), Err(JoseError::Key(_))));
+        assert!(matches!(key.verify(Alg::Es256, b"m", &[0; 64]), Err(JoseError::Key(_))));
     }
 }

@@ -1,24 +1,27 @@
-//! The issuer's keys, cached: fetched from the `jwks_uri` when first needed, and again when a SET names a key
-//! that is not known yet (a rotation), but at most once per interval, so that SETs with made-up `kid`s cannot
-//! make the receiver hammer the issuer (nor SETs arriving while the issuer's keys cannot be fetched at all).
+//! The issuer's keys, cached: fetched from the `jwks_uri` when first needed, and again when a token names a key
+//! that is not known yet (a rotation), but at most once per interval, so that tokens with made-up `kid`s cannot
+//! make the verifier hammer the issuer (nor tokens arriving while the issuer's keys cannot be fetched at all).
 //! A failed fetch keeps the keys held.
 
-use super::error::SetError;
 use super::jws::Alg;
 use super::keys::{KeySet, PublicKey};
+use super::JoseError;
 use crate::clock::Clock;
 use crate::http::{HttpClient, HttpRequest};
 use crate::Error;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The keys, and when a SET last made the receiver fetch them.
+/// How often an unknown `kid` may make the keys be fetched again, by default.
+pub const DEFAULT_MIN_REFETCH: Duration = Duration::from_secs(60);
+
+/// The keys, and when a token last made them be fetched.
 #[derive(Default)]
 struct Cached {
     keys: KeySet,
-    /// When a SET last made the receiver try to fetch keys while it held none.
+    /// When a token last made the cache try to fetch keys while it held none.
     last_cold_fetch: Option<i64>,
-    /// When a SET with an unknown `kid` last made the receiver fetch the keys again.
+    /// When a token with an unknown `kid` last made the cache fetch the keys again.
     last_refetch: Option<i64>,
 }
 
@@ -29,7 +32,7 @@ pub(crate) struct KeyCache {
     clock: Arc<dyn Clock>,
     min_refetch: Duration,
     cached: Mutex<Cached>,
-    /// Held while fetching, so that concurrent SETs with a new `kid` wait for one fetch.
+    /// Held while fetching, so that concurrent tokens with a new `kid` wait for one fetch.
     fetching: tokio::sync::Mutex<()>,
 }
 
@@ -66,9 +69,9 @@ impl KeyCache {
         &self.jwks_uri
     }
 
-    /// The key named `kid` for `alg`, fetching the keys when `kid` is unknown, unless a SET made the receiver
+    /// The key named `kid` for `alg`, fetching the keys when `kid` is unknown, unless a token made the cache
     /// fetch them within the interval.
-    pub(crate) async fn key(&self, kid: &str, alg: Alg) -> Result<PublicKey, SetError> {
+    pub(crate) async fn key(&self, kid: &str, alg: Alg) -> Result<PublicKey, JoseError> {
         if let Some(found) = self.lookup(kid, alg) {
             return found;
         }
@@ -76,7 +79,7 @@ impl KeyCache {
         if let Some(found) = self.lookup(kid, alg) {
             return found;
         }
-        let unknown = || SetError::InvalidKey(format!("no key of the issuer is named {kid}"));
+        let unknown = || JoseError::Key(format!("no key of the issuer is named {kid}"));
         let now = self.clock.now();
         let interval = i64::try_from(self.min_refetch.as_secs()).unwrap_or(i64::MAX);
         let cold = {
@@ -85,7 +88,7 @@ impl KeyCache {
             let last = if cold { &mut cached.last_cold_fetch } else { &mut cached.last_refetch };
             if last.is_some_and(|t| now.saturating_sub(t) < interval) {
                 return Err(if cold {
-                    SetError::KeysUnavailable("the issuer's keys could not be fetched a moment ago".into())
+                    JoseError::KeysUnavailable("the issuer's keys could not be fetched a moment ago".into())
                 } else {
                     unknown()
                 });
@@ -94,13 +97,13 @@ impl KeyCache {
             cold
         };
         if let Err(e) = self.fetch().await {
-            let what = if cold { "no key is held" } else { "the SET names an unknown key" };
-            return Err(SetError::KeysUnavailable(format!("{what} and the issuer's keys could not be fetched: {e}")));
+            let what = if cold { "no key is held" } else { "the token names an unknown key" };
+            return Err(JoseError::KeysUnavailable(format!("{what} and the issuer's keys could not be fetched: {e}")));
         }
         self.lookup(kid, alg).unwrap_or_else(|| Err(unknown()))
     }
 
-    /// Fetches the keys now, whatever the interval (for an app that wants them before the first SET).
+    /// Fetches the keys now, whatever the interval (for an app that wants them before the first token).
     pub(crate) async fn refresh(&self) -> Result<(), Error> {
         let _one_fetch = self.fetching.lock().await;
         self.fetch().await
@@ -128,7 +131,7 @@ impl KeyCache {
     }
 
     /// The cached key, if `kid` is known.
-    fn lookup(&self, kid: &str, alg: Alg) -> Option<Result<PublicKey, SetError>> {
+    fn lookup(&self, kid: &str, alg: Alg) -> Option<Result<PublicKey, JoseError>> {
         self.lock().keys.get(kid, alg).map(|r| r.cloned())
     }
 

@@ -1,17 +1,18 @@
-//! The compact JWS a SET travels in (RFC 7515): its three parts, and the header checks of RFC 8417 §2.3 and
-//! RFC 8725 (the `typ`, an allowed algorithm, a `kid`).
+//! The compact JWS a signed token travels in (RFC 7515): its three parts, and the header checks of RFC 8725 (an
+//! explicit `typ`, an allowed algorithm, a `kid`), which SETs (RFC 8417 §2.3) and JWT access tokens (RFC 9068
+//! §2.1) share.
 
-use super::error::SetError;
+use super::JoseError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::Deserialize;
 
-/// The signing algorithms a SET may use; `none` and the HMAC family never are.
+/// The signing algorithms a token may use; `none` and the HMAC family never are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Alg {
     /// RSASSA-PKCS1-v1_5 with SHA-256 (what latchkey signs SETs with).
     Rs256,
-    /// ECDSA on P-256 with SHA-256.
+    /// ECDSA on P-256 with SHA-256 (what latchkey signs ID tokens and JWT access tokens with by default).
     Es256,
 }
 
@@ -40,7 +41,7 @@ pub(crate) struct CompactJws<'a> {
     pub(crate) signature: Vec<u8>,
 }
 
-/// The header members the receiver reads.
+/// The header members that are checked.
 #[derive(Deserialize)]
 struct Header {
     alg: Option<String>,
@@ -49,12 +50,12 @@ struct Header {
     crit: Option<serde_json::Value>,
 }
 
-/// Splits a compact JWS and checks its header: `typ` is `secevent+jwt` (RFC 8417 §2.3; with or without the
-/// `application/` prefix, in any case), `alg` is RS256 or ES256, a `kid` is given, and no `crit` extension is
-/// asked for (none is understood).
-pub(crate) fn parse(body: &[u8]) -> Result<CompactJws<'_>, SetError> {
+/// Splits a compact JWS and checks its header: `typ` is `typ` (`secevent+jwt` for a SET, `at+jwt` for an access
+/// token; with or without the `application/` prefix, in any case), `alg` is RS256 or ES256, a `kid` is given, and
+/// no `crit` extension is asked for (none is understood).
+pub(crate) fn parse<'a>(body: &'a [u8], typ: &str) -> Result<CompactJws<'a>, JoseError> {
     let body = body.trim_ascii();
-    let malformed = |what: &str| SetError::InvalidRequest(format!("the SET is not a compact JWS: {what}"));
+    let malformed = |what: &str| JoseError::Malformed(format!("not a compact JWS: {what}"));
     let mut parts = body.split(|b| *b == b'.');
     let (Some(header), Some(payload), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
     else {
@@ -67,36 +68,35 @@ pub(crate) fn parse(body: &[u8]) -> Result<CompactJws<'_>, SetError> {
         .map_err(|e| malformed(&format!("the header is not a JSON object: {e}")))?;
     let payload_bytes = decode(payload, "payload")?;
     let signature = decode(signature, "signature")?;
-    check_typ(header.typ.as_deref())?;
+    check_typ(header.typ.as_deref(), typ)?;
     if header.crit.is_some() {
-        return Err(SetError::InvalidRequest("the header asks for crit extensions, which are not understood".into()));
+        return Err(JoseError::Malformed("the header asks for crit extensions, which are not understood".into()));
     }
     let alg = match header.alg.as_deref() {
         Some("RS256") => Alg::Rs256,
         Some("ES256") => Alg::Es256,
-        Some(other) => return Err(SetError::InvalidKey(format!("the algorithm {other} is not accepted for SETs"))),
-        None => return Err(SetError::InvalidRequest("the header has no alg".into())),
+        Some(other) => return Err(JoseError::Key(format!("the algorithm {other} is not accepted"))),
+        None => return Err(JoseError::Malformed("the header has no alg".into())),
     };
-    let kid =
-        header.kid.filter(|k| !k.is_empty()).ok_or_else(|| SetError::InvalidKey("the header has no kid".into()))?;
+    let kid = header.kid.filter(|k| !k.is_empty()).ok_or_else(|| JoseError::Key("the header has no kid".into()))?;
     let signing_input = &body[..header_and_payload_len(body)];
     Ok(CompactJws { alg, kid, signing_input, payload: payload_bytes, signature })
 }
 
-/// RFC 8417 §2.3: a SET is explicitly typed, so that it cannot be mistaken for another JWT (an ID token, an
-/// access token) signed with the same key.
-fn check_typ(typ: Option<&str>) -> Result<(), SetError> {
+/// RFC 8725 §3.11 (RFC 8417 §2.3, RFC 9068 §2.1): a token is explicitly typed, so that it cannot be mistaken for
+/// another JWT (an ID token, a SET, an access token) signed with the same key.
+fn check_typ(typ: Option<&str>, expected: &str) -> Result<(), JoseError> {
     let Some(typ) = typ else {
-        return Err(SetError::InvalidRequest("the header has no typ; a SET's is secevent+jwt".into()));
+        return Err(JoseError::Malformed(format!("the header has no typ; it must be {expected}")));
     };
     let bare = match typ.get(..12) {
         Some(prefix) if prefix.eq_ignore_ascii_case("application/") => &typ[12..],
         _ => typ,
     };
-    if bare.eq_ignore_ascii_case("secevent+jwt") {
+    if bare.eq_ignore_ascii_case(expected) {
         Ok(())
     } else {
-        Err(SetError::InvalidRequest(format!("the header's typ is {typ}, not secevent+jwt")))
+        Err(JoseError::Malformed(format!("the header's typ is {typ}, not {expected}")))
     }
 }
 
@@ -117,28 +117,43 @@ mod tests {
     fn the_typ_may_carry_the_media_type_prefix_in_any_case() {
         for typ in ["secevent+jwt", "application/secevent+jwt", "Application/SECEVENT+JWT"] {
             let body = jws(&format!(r#"{{"alg":"RS256","typ":"{typ}","kid":"k"}}"#));
-            let parsed = parse(body.as_bytes()).expect(typ);
+            let parsed = parse(body.as_bytes(), "secevent+jwt").expect(typ);
             assert_eq!((parsed.alg, parsed.kid.as_str(), parsed.signature.as_slice()), (Alg::Rs256, "k", &b"s"[..]));
         }
         let body = jws(r#"{"alg":"RS256","typ":"JWT","kid":"k"}"#);
-        assert_eq!(parse(body.as_bytes()).map(|_| ()).unwrap_err().err(), "invalid_request");
+        assert!(matches!(parse(body.as_bytes(), "secevent+jwt"), Err(JoseError::Malformed(_))));
+    }
+
+    #[test]
+    fn the_typ_asked_for_is_the_one_accepted() {
+        for typ in ["at+jwt", "application/at+jwt", "AT+JWT"] {
+            let body = jws(&format!(r#"{{"alg":"ES256","typ":"{typ}","kid":"k"}}"#));
+            assert!(parse(body.as_bytes(), "at+jwt").is_ok(), "{typ}");
+            assert!(matches!(parse(body.as_bytes(), "secevent+jwt"), Err(JoseError::Malformed(_))), "{typ}");
+        }
+        let body = jws(r#"{"alg":"ES256","typ":"application/secevent+jwt","kid":"k"}"#);
+        assert!(matches!(parse(body.as_bytes(), "at+jwt"), Err(JoseError::Malformed(_))));
     }
 
     #[test]
     fn the_signing_input_is_the_first_two_parts() {
         let body = jws(r#"{"alg":"ES256","typ":"secevent+jwt","kid":"k"}"#);
         let with_newline = format!("{body}\r\n");
-        let parsed = parse(with_newline.as_bytes()).expect("parsed");
+        let parsed = parse(with_newline.as_bytes(), "secevent+jwt").expect("parsed");
         assert_eq!(parsed.signing_input, body.rsplit_once('.').expect("dot").0.as_bytes());
         assert_eq!(parsed.alg, Alg::Es256);
     }
 
     #[test]
-    fn malformed_bodies_are_invalid_requests() {
+    fn malformed_bodies_are_malformed_and_other_algorithms_refused() {
         for body in ["", "a.b", "a.b.c.d", "!!.e30.cw", &jws("[1]"), &jws(r#"{"typ":"secevent+jwt","kid":"k"}"#)] {
-            assert_eq!(parse(body.as_bytes()).map(|_| ()).unwrap_err().err(), "invalid_request", "{body}");
+            assert!(matches!(parse(body.as_bytes(), "secevent+jwt"), Err(JoseError::Malformed(_))), "{body}");
         }
         let crit = jws(r#"{"alg":"RS256","typ":"secevent+jwt","kid":"k","crit":["exp"]}"#);
-        assert_eq!(parse(crit.as_bytes()).map(|_| ()).unwrap_err().err(), "invalid_request");
+        assert!(matches!(parse(crit.as_bytes(), "secevent+jwt"), Err(JoseError::Malformed(_))));
+        for alg in ["none", "HS256", "RS384"] {
+            let body = jws(&format!(r#"{{"alg":"{alg}","typ":"secevent+jwt","kid":"k"}}"#));
+            assert!(matches!(parse(body.as_bytes(), "secevent+jwt"), Err(JoseError::Key(_))), "{alg}");
+        }
     }
 }
