@@ -208,7 +208,7 @@ pub async fn resource_create(
     let scopes = scopes_of(&new.scopes, builtin)?;
     let (secret, stored) = generate(now);
     let resource = Resource {
-        id: format!("res_{}", random_id(16)),
+        id: format!("{}{}", latchkey_core::resource::ID_PREFIX, random_id(16)),
         project_id: access.project.id,
         uri: uri.to_owned(),
         name: new.name.trim().to_owned(),

@@ -313,7 +313,7 @@ pub fn scheme_of(uri: &str) -> Option<&str> {
 
 mod secrets;
 
-pub use secrets::{change_secrets, ClientSecret, SecretChange, SecretRefusal, MAX_SECRETS};
+pub use secrets::{accepts, change_secrets, ClientSecret, SecretChange, SecretRefusal, MAX_SECRETS};
 
 #[cfg(test)]
 mod tests;

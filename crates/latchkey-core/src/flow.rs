@@ -111,6 +111,11 @@ pub trait Ports: Sync {
     async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, Self::Error>;
     /// Whether a service account has this identifier (an unknown account is told apart from an unknown key).
     async fn service_account_exists(&self, email: &str) -> Result<bool, Self::Error>;
+    /// A registered API by its id, with its introspection secrets' hashes. None by default (a deployment without
+    /// registered APIs).
+    async fn resource(&self, _id: &str) -> Result<Option<crate::resource::Resource>, Self::Error> {
+        Ok(None)
+    }
     /// Notes that a grant was used at `now` (its "last used" day on the account page); must not write on the
     /// request path. Nothing by default.
     fn grant_used(&self, _id: &GrantId, _now: UnixTime) {}

@@ -117,7 +117,15 @@ impl Resource {
     pub fn scope_set(&self) -> ScopeSet {
         self.scopes.iter().fold(ScopeSet::EMPTY, |set, s| set.union(ScopeSet::bit(s.bit)))
     }
+
+    /// Whether `presented` is one of its enabled introspection secrets, compared in constant time.
+    pub fn accepts_secret(&self, presented: &str) -> bool {
+        crate::client::accepts(&self.secrets, presented)
+    }
 }
+
+/// The prefix of an API's id, which tells an API's credentials from a client's.
+pub const ID_PREFIX: &str = "res_";
 
 /// The deployment's scopes: the well-known ones under `scope_base`, and those of `resources`.
 pub fn registry(scope_base: &str, resources: &[Resource]) -> ScopeRegistry {

@@ -102,9 +102,14 @@ pub fn change_secrets(secrets: &[ClientSecret], change: &SecretChange) -> Result
 }
 
 impl Client {
-    /// Whether `presented` is one of the client's enabled secrets. Each is compared in constant time, and all of
-    /// them are, whichever matches.
+    /// Whether `presented` is one of the client's enabled secrets ([`accepts`]).
     pub fn accepts_secret(&self, presented: &str) -> bool {
-        self.secrets.iter().filter(|s| s.enabled()).fold(false, |ok, s| ok | secret::matches_hash(presented, &s.hash))
+        accepts(&self.secrets, presented)
     }
+}
+
+/// Whether `presented` is one of these enabled secrets (a client's, or an API's for introspection). Each is
+/// compared in constant time, and all of them are, whichever matches.
+pub fn accepts(secrets: &[ClientSecret], presented: &str) -> bool {
+    secrets.iter().filter(|s| s.enabled()).fold(false, |ok, s| ok | secret::matches_hash(presented, &s.hash))
 }

@@ -1,6 +1,6 @@
-//! `POST /introspect` (RFC 7662): a client asks what one of its tokens stands for. The rules are the core's
-//! (`latchkey_core::flow::introspect`); this module writes the answer, as JSON or, when the caller's `Accept` asks
-//! for it, as a JWT signed with the id_token key (RFC 9701).
+//! `POST /introspect` (RFC 7662): a client asks what one of its tokens stands for, or a registered API what a
+//! token sent to it does. The rules are the core's (`latchkey_core::flow::introspect`); this module writes the
+//! answer, as JSON or, when the caller's `Accept` asks for it, as a JWT signed with the id_token key (RFC 9701).
 
 use super::ports::StorePorts;
 use super::token::{read_pairs, refused};
@@ -12,8 +12,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use latchkey_admin::clock::OsRandom;
-use latchkey_core::flow::introspect::{introspect, Active, IntrospectCall, TokenKind};
-use latchkey_core::scope::DATA_API;
+use latchkey_core::flow::introspect::{introspect, Active, Caller, IntrospectCall, TokenKind};
 use latchkey_core::token::Form;
 use latchkey_core::{ErrorCode, OAuthError};
 use serde_json::{json, Map, Value};
@@ -33,13 +32,17 @@ pub async fn introspect_post(State(state): State<AppState>, headers: HeaderMap, 
     };
     let authorization = extract::single_header(&headers, &header::AUTHORIZATION);
     let call = IntrospectCall { form: &form, authorization: authorization.as_ref().copied(), now: state.clock.now() };
-    let (client, active) = match introspect(&StorePorts::new(&state, &headers), call).await {
+    let (caller, active) = match introspect(&StorePorts::new(&state, &headers), call).await {
         Ok(found) => found,
         Err(e) => return refused(e, &headers, Some(&form)),
     };
     let answer = answer(&state, active.as_ref());
     if wants_signed(&headers) {
-        return match signed(&state, &client.client_id, answer) {
+        let audience = match &caller {
+            Caller::Client(client) => &client.client_id,
+            Caller::Api(api) => &api.uri,
+        };
+        return match signed(&state, audience, answer) {
             Ok(r) => r,
             Err(e) => refused(e, &headers, Some(&form)),
         };
@@ -52,13 +55,21 @@ pub async fn introspect_post(State(state): State<AppState>, headers: HeaderMap, 
 /// The RFC 7662 §2.2 answer: `active`, and for an active token what it stands for.
 fn answer(state: &AppState, active: Option<&Active>) -> Value {
     let Some(a) = active else { return json!({ "active": false }) };
+    let scopes = state.scopes.get();
     let mut v = Map::new();
     v.insert("active".into(), true.into());
-    v.insert("scope".into(), state.scopes.get().format(a.scopes).into());
+    v.insert("scope".into(), scopes.format(a.scopes).into());
     v.insert("client_id".into(), a.client_id.clone().into());
     v.insert("sub".into(), a.user_id.clone().into());
-    if a.scopes.intersects(DATA_API) {
-        v.insert("aud".into(), state.urls.data_api_resource().into());
+    // The APIs its scopes belong to (RFC 8707): one as a string, several as an array (RFC 7662 §2.2).
+    match scopes.audience(a.audience).as_slice() {
+        [] => {}
+        [one] => {
+            v.insert("aud".into(), (*one).into());
+        }
+        many => {
+            v.insert("aud".into(), many.into());
+        }
     }
     v.insert("iss".into(), state.urls.issuer.clone().into());
     v.insert("iat".into(), a.issued_at.0.into());

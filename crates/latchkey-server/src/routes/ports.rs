@@ -154,4 +154,8 @@ impl Ports for StorePorts<'_> {
     async fn service_account_exists(&self, email: &str) -> Result<bool, TokenError> {
         Ok(self.state.store.service_account(email).await?.is_some_and(|a| a.email == email))
     }
+
+    async fn resource(&self, id: &str) -> Result<Option<latchkey_core::resource::Resource>, TokenError> {
+        Ok(self.state.store.resource(id).await?)
+    }
 }

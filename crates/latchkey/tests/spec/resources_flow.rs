@@ -68,7 +68,7 @@ async fn a_client_of_the_apis_project_gets_its_scope_after_consent_and_introspec
     assert_eq!(t.scope, "openid notes:read", "the registry's order: well-known scopes first");
     let answer = crate::rfc7662_introspection::introspect(&server, &app, &t.access_token).await;
     assert_eq!((answer["active"].as_bool(), answer["scope"].as_str()), (Some(true), Some("openid notes:read")));
-    assert!(answer.get("aud").is_none(), "no data-API scope, so not the data API's: {answer}");
+    assert_eq!(answer["aud"], "https://notes.example.com/mcp", "no data-API scope: the API's alone: {answer}");
     let listed = scopes_supported(&discovery(&server).await);
     assert!(!listed.iter().any(|s| s == "notes:read"), "a project's API is not advertised: {listed:?}");
 }

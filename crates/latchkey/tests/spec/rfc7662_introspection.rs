@@ -1,6 +1,7 @@
 //! Token introspection (RFC 7662) at `POST /introspect`: a client asks about its own tokens, with its own client
-//! authentication, and learns what an active one stands for; anything else is `active: false`. The signed answer
-//! of RFC 9701 when `Accept` asks for it.
+//! authentication, and learns what an active one stands for; anything else is `active: false`. A registered API
+//! asks with its own credentials about access tokens whose audience includes it. The signed answer of RFC 9701
+//! when `Accept` asks for it.
 
 use crate::support::*;
 use serde_json::Value;
@@ -130,4 +131,63 @@ async fn the_signed_answer_is_a_jwt_for_the_caller_verified_with_the_jwks() {
     assert_eq!(claims["iss"], server.url(""));
     assert_eq!(claims["token_introspection"]["active"], true, "{claims}");
     assert_eq!(claims["token_introspection"]["scope"], READONLY);
+}
+
+/// Introspects `token` as a registered API (Basic, its id and secret form-encoded): the status and answer.
+async fn as_api(server: &TestServer, id: &str, secret: &str, token: &str, accept: &str) -> (u16, String) {
+    use base64::Engine;
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", enc(id), enc(secret)));
+    let r = server
+        .http()
+        .post(server.url("/introspect"))
+        .header("authorization", format!("Basic {basic}"))
+        .header("accept", accept)
+        .form(&[("token", token)])
+        .send()
+        .await
+        .expect("post");
+    (r.status().as_u16(), r.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn an_api_introspects_tokens_of_its_audience_only_and_sees_only_its_own_scopes() {
+    use latchkey_core::resource::TokenFormat;
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    let register = crate::rfc8707_resource_indicators::register;
+    let notes = register(&server, &app, "https://notes.example.com", "notes:read|Read", TokenFormat::Opaque).await;
+    let wiki = register(&server, &app, "https://wiki.example.com", "wiki:read|Read", TokenFormat::Opaque).await;
+    let t = server.tokens(&app, ALICE, &[READONLY, "notes:read"]).await;
+    let id = notes.resource.resource_id.as_str();
+
+    let (status, body) = as_api(&server, id, &notes.secret, &t.access_token, "application/json").await;
+    let answer: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!((status, answer["active"].as_bool()), (200, Some(true)), "{body}");
+    assert_eq!(answer["scope"], "notes:read", "only its own scopes");
+    assert_eq!(answer["aud"], serde_json::json!([server.url("/video/v3"), "https://notes.example.com"]));
+    assert_eq!(answer["client_id"], app.client_id.as_str());
+
+    let signed = "application/token-introspection+jwt";
+    let (_, body) = as_api(&server, id, &notes.secret, &t.access_token, signed).await;
+    let (_, claims) = crate::metadata::verified(&server, &body).await;
+    assert_eq!(claims["aud"], "https://notes.example.com", "a signed answer is addressed to the API's URI");
+
+    let wiki_id = wiki.resource.resource_id.as_str();
+    let (status, body) = as_api(&server, wiki_id, &wiki.secret, &t.access_token, "application/json").await;
+    assert_eq!((status, body.as_str()), (200, r#"{"active":false}"#), "outside the token's audience");
+    let refresh = t.refresh_token.as_deref().expect("refresh");
+    let (_, body) = as_api(&server, id, &notes.secret, refresh, "application/json").await;
+    assert_eq!(body, r#"{"active":false}"#, "a refresh token is the client's business");
+
+    for (who, secret) in [(id, "wrong"), ("res_unknown", "x"), (id, "")] {
+        let (status, body) = as_api(&server, who, secret, &t.access_token, "application/json").await;
+        assert_eq!(status, 401, "{who}:{secret}: {body}");
+        assert!(body.contains("invalid_client"), "{body}");
+    }
+    let revoke = [("token", refresh), ("client_id", app.client_id.as_str())];
+    assert_eq!(server.http().post(server.url("/revoke")).form(&revoke).send().await.expect("revoke").status(), 200);
+    let (_, body) = as_api(&server, id, &notes.secret, &t.access_token, "application/json").await;
+    assert_eq!(body, r#"{"active":false}"#, "revoked at once");
 }
