@@ -199,8 +199,8 @@ def chrome():
     return driver
 
 
-def browser_part(driver, authorize_url, loopback):
-    """What the user does in the system browser: sign in, tick every scope, Allow."""
+def browser_part(driver, authorize_url, loopback, scopes=SCOPES):
+    """What the user does in the system browser: sign in, tick every scope (those of `scopes`), Allow."""
     wait = WebDriverWait(driver, 20)
     driver.get(authorize_url)
     wait.until(EC.presence_of_element_located((By.NAME, "password")))
@@ -214,7 +214,7 @@ def browser_part(driver, authorize_url, loopback):
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "button[name=decision][value=allow]")))
     boxes = driver.find_elements(By.CSS_SELECTOR, "input[type=checkbox][name=scope]")
     offered = sorted(b.get_attribute("value") for b in boxes)
-    check("the consent page offers every requested scope", offered == sorted(SCOPES), f"offered {offered}")
+    check("the consent page offers every requested scope", offered == sorted(scopes), f"offered {offered}")
     for box in boxes:
         if not box.is_selected():
             box.click()

@@ -101,6 +101,9 @@ start python_ssf_receiver.py "$venv/bin/python" "$here/python_ssf_receiver.py"
 # google-auth (the best-known provider's library) and authlib's AssertionSession: the JWT bearer grant with a key file.
 start python_service_account.py "$venv/bin/python" "$here/python_service_account.py"
 start python_operations.py "$venv/bin/python" "$here/python_operations.py"
+# An API registered with latchkey: authlib with resource (RFC 8707), PyJWT verifying its at+jwt (RFC 9068), authlib
+# introspecting as the API (RFC 7662).
+start python_resources.py "$venv/bin/python" "$here/python_resources.py"
 start node_dpop.mjs node "$here/node_dpop.mjs"
 # oauth4webapi's device authorization grant (RFC 8628), Chromium as the person typing the code.
 start node_device.mjs node "$here/node_device.mjs"
@@ -109,7 +112,7 @@ wait
 summary=()
 failed=0
 for name in python_authlib.py console_openapi.py python_ssf_receiver.py python_service_account.py \
-    python_operations.py node_dpop.mjs node_device.mjs; do
+    python_operations.py python_resources.py node_dpop.mjs node_device.mjs; do
     read -r rc secs <"$logs/$name.rc"
     echo "---- interop: $name (exit $rc, $secs s)"
     cat "$logs/$name.log"

@@ -7,16 +7,16 @@
 //! Register the API, then run it next to a latchkey server:
 //!
 //! ```text
-//! latchkey admin resource create --project ... --uri http://127.0.0.1:9091/orders --scope 'orders.read|Read orders'
+//! latchkey admin resource create --project ... --uri https://orders.example.com/api --scope 'orders.read|Read orders'
 //! LATCHKEY_RESOURCE_SECRET=... cargo run -p latchkey-client --example protected_api -- \
-//!     --issuer https://localhost:8443 --resource http://127.0.0.1:9091/orders --resource-id res_... \
+//!     --issuer https://localhost:8443 --resource https://orders.example.com/api --resource-id res_... \
 //!     --scope orders.read --listen 127.0.0.1:9091 --ca-file latchkey-data/tls/cert.pem
 //! ```
 //!
 //! Each option may also be given in the environment (`LATCHKEY_ISSUER`, `LATCHKEY_RESOURCE`,
 //! `LATCHKEY_RESOURCE_ID`, `LATCHKEY_RESOURCE_SCOPE`, `PROTECTED_API_LISTEN`, `LATCHKEY_CA_FILE`); the secret only
 //! there, in `LATCHKEY_RESOURCE_SECRET`, so that it does not show in the process list. An app gets a token for
-//! the API by naming it: `AppConfig::new(issuer, client_id).with_resource("http://127.0.0.1:9091/orders")`.
+//! the API by naming it: `AppConfig::new(issuer, client_id).with_resource("https://orders.example.com/api")`.
 //!
 //! Tokens are checked by introspection (RFC 7662) here; to verify JWT access tokens locally instead (RFC 9068,
 //! for an API registered with the JWT token format), see [`Checker`].

@@ -31,6 +31,7 @@ mod faults;
 mod instance;
 mod measure;
 mod proxy;
+mod resources;
 mod service_accounts;
 
 use crate::support::Pkce;
@@ -67,6 +68,7 @@ fn main() -> ExitCode {
         events::an_instance_killed_and_a_receiver_down_lose_no_event,
         service_accounts::an_assertion_is_single_use_across_instances_and_a_disabled_key_stops_tokens_everywhere,
         device::a_device_code_allowed_at_one_instance_gives_tokens_once_when_both_are_polled_at_once,
+        resources::an_api_registered_with_the_cli_introspects_at_one_instance_what_the_other_issued_and_revoked,
     );
     // A measurement, not a check: run it by name with --ignored (measure.rs).
     let measurements =
