@@ -40,6 +40,10 @@ pub struct ServerMetadata {
     pub code_challenge_methods_supported: Vec<String>,
     /// Every scope the server knows.
     pub scopes_supported: Vec<String>,
+    /// The resource identifiers of the protected resources any client may ask tokens for (RFC 9728 §4), each a
+    /// value of RFC 8707's `resource`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected_resources: Vec<String>,
     /// Client authentication methods at the token endpoint.
     pub token_endpoint_auth_methods_supported: Vec<String>,
     /// Client authentication methods at the revocation endpoint.

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use latchkey_core::device::GRANT_TYPE as DEVICE_CODE;
-use latchkey_core::scope::DATA_API;
+use latchkey_core::scope::{ScopeSet, DATA_API};
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_proto::ServerMetadata;
 use serde_json::json;
@@ -18,6 +18,9 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
     let u = &state.urls;
     let registry = state.scopes.get();
     let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    // The data API's, the identity scopes, and those of the APIs any client may ask for.
+    let advertised: Vec<_> = registry.all().iter().filter(|s| s.api.as_ref().is_none_or(|a| a.public)).collect();
+    let public = advertised.iter().fold(DATA_API, |set, s| set.union(ScopeSet::bit(s.bit)));
     let body = ServerMetadata {
         issuer: u.issuer.clone(),
         authorization_endpoint: format!("{}{AUTHORIZE_PATH}", u.auth),
@@ -33,13 +36,8 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         response_modes_supported: strings(&["query"]),
         grant_types_supported: strings(&["authorization_code", "refresh_token", JWT_BEARER, DEVICE_CODE]),
         code_challenge_methods_supported: strings(&["S256", "plain"]),
-        // The data API's, the identity scopes, and those of the APIs any client may ask for.
-        scopes_supported: registry
-            .all()
-            .iter()
-            .filter(|s| s.api.as_ref().is_none_or(|a| a.public))
-            .map(|s| s.id.clone())
-            .collect(),
+        scopes_supported: advertised.iter().map(|s| s.id.clone()).collect(),
+        protected_resources: registry.audience(public).into_iter().map(str::to_owned).collect(),
         token_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
         revocation_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
         subject_types_supported: strings(&["public"]),

@@ -88,6 +88,9 @@ async fn another_projects_client_gets_invalid_scope_unless_the_api_is_public() {
     assert_eq!(refused.redirect_param("error").as_deref(), Some("invalid_scope"));
     let t = server.tokens(&other, ALICE, &["wiki:read"]).await;
     assert_eq!(t.scope, "wiki:read");
-    let listed = scopes_supported(&discovery(&server).await);
+    let doc = discovery(&server).await;
+    let listed = scopes_supported(&doc);
     assert!(listed.iter().any(|s| s == "wiki:read") && !listed.iter().any(|s| s == "notes:read"), "{listed:?}");
+    let resources = serde_json::json!([server.url("/video/v3"), "https://wiki.example.com"]);
+    assert_eq!(doc["protected_resources"], resources, "RFC 9728 §4: the data API and the public APIs");
 }
