@@ -145,6 +145,10 @@ mod tests {
         assert_eq!(narrow(&r, granted, &[ORDERS]).unwrap(), r.parse("openid orders.read").unwrap());
         assert_eq!(r.audience(narrow(&r, granted, &[DATA]).unwrap()), [DATA]);
         assert_eq!(r.audience(granted), [DATA, ORDERS]);
+        let orders_only = narrow(&r, granted, &[ORDERS]).unwrap();
+        assert_eq!(r.sole_api(orders_only).map(|a| a.uri.as_str()), Some(ORDERS), "identity scopes aside");
+        assert!(r.sole_api(granted).is_none() && r.sole_api(r.parse("openid").unwrap()).is_none());
+        assert!(r.sole_api(r.parse("orders.read stock").unwrap()).is_none(), "two APIs");
         let e = narrow(&r, granted, &["https://stock.example"]).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidTarget, "a known resource outside the grant");
     }

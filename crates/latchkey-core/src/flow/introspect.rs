@@ -101,7 +101,8 @@ pub async fn introspect<P: Ports>(ports: &P, call: IntrospectCall<'_>) -> Result
     Ok((caller, active))
 }
 
-/// A registered API, by its id and one of its enabled introspection secrets (`invalid_client` otherwise).
+/// A registered API, by its id and one of its enabled introspection secrets (`invalid_client` otherwise), within
+/// its rate limit.
 async fn api<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Resource, P::Error> {
     let wrong = || OAuthError::new(ErrorCode::InvalidClient, "The API's id or introspection secret is wrong.");
     let secret = auth.secret.as_ref().ok_or_else(wrong)?;
@@ -109,6 +110,8 @@ async fn api<P: Ports>(ports: &P, auth: &ClientAuth) -> Result<Resource, P::Erro
     if !found.accepts_secret(secret.expose()) {
         return Err(wrong().into());
     }
+    // The per-client rate limit, under the API's id.
+    ports.admit_client(&found.id)?;
     Ok(found)
 }
 
