@@ -69,6 +69,10 @@ struct LoginArgs {
     /// A scope to request (repeatable, or space-separated).
     #[arg(long = "scope", required = true)]
     scopes: Vec<String>,
+    /// An API to ask tokens for (RFC 8707 `resource`, repeatable): sent on the authorization request, the code
+    /// exchange and every refresh.
+    #[arg(long = "resource")]
+    resources: Vec<String>,
     /// Bind the refresh token to a DPoP key kept on this device.
     #[arg(long)]
     dpop: bool,
@@ -100,6 +104,9 @@ struct Saved {
     ca_file: Option<PathBuf>,
     dpop: bool,
     requested: Vec<String>,
+    /// The APIs named with `--resource` (none in a file written before the option).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    resources: Vec<String>,
 }
 
 /// Runs one app command.
@@ -232,6 +239,7 @@ async fn connect(dir: &Path, saved: &Saved) -> Result<(Arc<OAuthClient>, Session
     let http: Arc<dyn HttpClient> = Arc::new(ReqwestHttp::with_ca_file(saved.ca_file.as_deref())?);
     let mut config = AppConfig::new(&saved.issuer, &saved.client_id);
     config.client_secret = saved.client_secret.clone();
+    config.resources = saved.resources.clone();
     let client = Arc::new(OAuthClient::discover(config, http).await?);
     let key = if saved.dpop {
         Some(Arc::new(DpopKey::load_or_create(&FileKeyStore::new(dir.join("dpop.key")))?))
@@ -264,6 +272,7 @@ async fn login(dir: &Path, args: LoginArgs) -> Result<Value, Failure> {
         ca_file: args.ca_file.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
         dpop: args.dpop,
         requested: requested.clone(),
+        resources: args.resources,
     };
     private_dir(dir)?;
     // The settings are stored only once the sign-in succeeded: an abandoned or failed login leaves the current

@@ -1,7 +1,7 @@
 //! `app login --no-browser --port N` (README, "Sign in as an app"): the CLI opens nothing, prints the address to open
 //! on any machine, and takes the address the browser was finally sent to, pasted on its standard input, with `state`
-//! and PKCE checked as for the loopback redirect. The person on the other machine is the test's HTTP browser; nothing
-//! reaches the CLI's listener.
+//! and PKCE checked as for the loopback redirect, and `--resource` (RFC 8707) sent along. The person on the other
+//! machine is the test's HTTP browser; nothing reaches the CLI's listener.
 
 use super::{server_with_user, AppSide, COMMAND_LIMIT, EMAIL};
 use crate::support::*;
@@ -18,9 +18,10 @@ async fn login_without_a_browser_completes_with_the_redirect_address_pasted_on_a
     let (ca, port_arg) = (side.ca().display().to_string(), port.to_string());
     let args =
         ["login", "--issuer", &side.issuer, "--client-id", &side.client_id, "--ca-file", &ca, "--scope", READONLY];
+    let data_api = server.url("/video/v3");
     let mut child = side
         .command(&args)
-        .args(["--no-browser", "--port", &port_arg])
+        .args(["--no-browser", "--port", &port_arg, "--resource", &data_api])
         .env("BROWSER", "/bin/false")
         .stdin(Stdio::piped())
         .spawn()
@@ -42,6 +43,8 @@ async fn login_without_a_browser_completes_with_the_redirect_address_pasted_on_a
     .await
     .expect("reader");
     assert!(url.contains(&format!("redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Fcallback")), "{url}");
+    let resource = url::form_urlencoded::byte_serialize(data_api.as_bytes()).collect::<String>();
+    assert!(url.contains(&format!("resource={resource}")), "--resource names the API (RFC 8707): {url}");
 
     let browser = server.browser();
     let consent = browser.consent_page(&url, EMAIL).await;
