@@ -21,6 +21,9 @@
 //! Tokens are checked by introspection (RFC 7662) here; to verify JWT access tokens locally instead (RFC 9068,
 //! for an API registered with the JWT token format), see [`Checker`].
 
+#[path = "common/options.rs"]
+mod options;
+
 use axum::extract::{FromRef, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -46,14 +49,7 @@ struct Options {
 impl Options {
     /// Reads `--name value` arguments, falling back to the environment and then to the defaults.
     fn read() -> Result<Self, String> {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let arg = |name: &str, env: &str| {
-            let flag = format!("--{name}");
-            args.iter()
-                .position(|a| *a == flag)
-                .and_then(|i| args.get(i + 1).cloned())
-                .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()))
-        };
+        let arg = options::arg;
         Ok(Self {
             issuer: arg("issuer", "LATCHKEY_ISSUER")
                 .unwrap_or_else(|| "https://localhost:8443".into())

@@ -18,6 +18,9 @@
 //! loopback interface and only with `events.allow_insecure_loopback_push` set in its configuration; anywhere
 //! else the endpoint must be `https://` (put this example behind a TLS-terminating proxy).
 
+#[path = "common/options.rs"]
+mod options;
+
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -39,14 +42,7 @@ struct Options {
 impl Options {
     /// Reads `--name value` arguments, falling back to the environment and then to the defaults.
     fn read() -> Result<Self, String> {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let arg = |name: &str, env: &str| {
-            let flag = format!("--{name}");
-            args.iter()
-                .position(|a| *a == flag)
-                .and_then(|i| args.get(i + 1).cloned())
-                .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()))
-        };
+        let arg = options::arg;
         Ok(Self {
             issuer: arg("issuer", "LATCHKEY_ISSUER").unwrap_or_else(|| "https://localhost:8443".into()),
             client_id: arg("client-id", "LATCHKEY_CLIENT_ID")

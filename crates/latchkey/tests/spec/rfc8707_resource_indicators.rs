@@ -2,7 +2,7 @@
 //! stands for its scopes or bounds them, `invalid_target` for a resource that is unknown, malformed or not the
 //! grant's; a token request narrows the access token to one resource of the grant while the refresh token keeps
 //! all of it; the data API refuses a token for another API; an API that asked for JWTs gets an `at+jwt` the JWKS
-//! verifies.
+//! verifies; the SDK's verifier and introspector check both against the real server.
 
 use crate::support::*;
 use latchkey_admin::resources::CreatedResource;
@@ -162,4 +162,40 @@ async fn an_api_that_asked_for_jwts_gets_an_at_jwt_the_jwks_verifies_and_a_mixed
     let opaque = both["access_token"].as_str().expect("token");
     assert!(opaque.starts_with("lka_"), "two APIs in the audience: opaque, not a JWT");
     assert_eq!(channels(&server, opaque).await.status(), 200);
+}
+
+#[tokio::test]
+async fn the_sdks_verifier_and_introspector_check_the_real_servers_tokens() {
+    use latchkey_client::resource_server::{AccessTokenVerifier, Introspector};
+    use latchkey_client::{Error, HttpClient, ReqwestHttp};
+    const WIKI: &str = "https://wiki.example.com";
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    let user_id = server.user(ALICE).await;
+    register(&server, &app, NOTES, "notes:read|Read your notes", TokenFormat::Jwt).await;
+    let wiki = register(&server, &app, WIKI, "wiki:read|Read the wiki", TokenFormat::Opaque).await;
+    let pkce = Pkce::new();
+    let url = url_for(&server, &app, &[], &[NOTES, WIKI], &pkce);
+    let (status, t) = granted(&server, &app, &url, &pkce, &[NOTES]).await;
+    assert_eq!(status, 200, "{t}");
+    let http: std::sync::Arc<dyn HttpClient> =
+        std::sync::Arc::new(ReqwestHttp::with_ca_file(Some(&server.running.cert_path)).expect("http"));
+    let jwks = server.url("/oauth2/v3/certs");
+
+    let jwt = t["access_token"].as_str().expect("token");
+    let claims = AccessTokenVerifier::new(&server.base, NOTES, &jwks, http.clone()).verify(jwt).await.expect("valid");
+    assert_eq!((claims.sub.as_str(), claims.has_scope("notes:read")), (user_id.as_str(), true));
+    let other = AccessTokenVerifier::new(&server.base, WIKI, &jwks, http.clone()).verify(jwt).await;
+    assert!(matches!(other, Err(Error::InvalidToken(_))), "another API's audience: {other:?}");
+
+    let refresh_token = t["refresh_token"].as_str().expect("refresh").to_owned();
+    let (_, t) = refreshed(&server, &app, &refresh_token, &[WIKI]).await;
+    let opaque = t["access_token"].as_str().expect("token");
+    let introspector = Introspector::new(server.url("/introspect"), &wiki.resource.resource_id, &wiki.secret, http)
+        .with_max_cache(std::time::Duration::ZERO);
+    let answer = introspector.introspect(opaque).await.expect("introspected");
+    assert!(answer.active && answer.audience_includes(WIKI) && answer.has_scope("wiki:read"), "{answer:?}");
+    let revoke = [("token", refresh_token.as_str()), ("client_id", app.client_id.as_str())];
+    assert_eq!(server.http().post(server.url("/revoke")).form(&revoke).send().await.expect("revoke").status(), 200);
+    assert!(!introspector.introspect(opaque).await.expect("introspected").active, "revoked");
 }
