@@ -1,10 +1,11 @@
 //! The developer console at `/console`: projects, their members and data API, OAuth clients of the four types,
-//! App Check and owner verification, API keys, organisations ([`orgs`]); and the JSON admin API under `/console/api/v1` ([`api`]).
+//! App Check and owner verification, registered APIs ([`resources`]), API keys, organisations ([`orgs`]); and the
+//! JSON admin API under `/console/api/v1` ([`api`]).
 //!
 //! Pages are server-rendered and work without JavaScript. Every form carries the session's CSRF token and
-//! every change answers with a redirect (POST-redirect-GET), except the three that show a secret once: a new
-//! client's secret, an App Check debug secret and an API key are rendered in the POST's answer (never cached)
-//! so that the plaintext is never stored, not even for a moment. Handlers call the operations of
+//! every change answers with a redirect (POST-redirect-GET), except those that show a secret once: a new client's
+//! secret, a registered API's introspection secret, an App Check debug secret and an API key are rendered in the
+//! POST's answer (never cached) so that the plaintext is never stored, not even for a moment. Handlers call the operations of
 //! [`latchkey_admin`]; a developer acts only on the projects they are a member of
 //! ([`latchkey_admin::Actor`]), and a project they are not a member of does not exist for them.
 
@@ -28,6 +29,8 @@ mod forms;
 mod keys;
 mod orgs;
 mod projects;
+mod resource_secrets;
+mod resources;
 mod service_accounts;
 
 use crate::error::{admin_message, admin_status};
@@ -46,6 +49,7 @@ use latchkey_core::client::Client;
 pub fn router() -> Router<AppState> {
     let client = "/console/projects/{project}/clients/{client}";
     let sa = "/console/projects/{project}/service-accounts";
+    let api = "/console/projects/{project}/resources/{resource}";
     Router::new()
         .route("/console", get(projects::console_get))
         .route("/console/projects", post(projects::projects_post))
@@ -68,6 +72,13 @@ pub fn router() -> Router<AppState> {
         .route(&format!("{client}/app-check/{{action}}"), get(app_check::confirm_get))
         .route(&format!("{client}/app-check/debug-secret"), post(app_check::debug_secret_post))
         .route(&format!("{client}/verify-ownership"), post(app_check::verify_ownership_post))
+        .route("/console/projects/{project}/resources", post(resources::resources_post))
+        .route(api, get(resources::resource_get))
+        .route(&format!("{api}/edit"), post(resources::edit_post))
+        .route(&format!("{api}/scopes/remove"), post(resources::scope_remove_post))
+        .route(&format!("{api}/delete"), get(resources::delete_get).post(resources::delete_post))
+        .route(&format!("{api}/secrets"), post(resource_secrets::secrets_post))
+        .route(&format!("{api}/secrets/{{secret}}/{{action}}"), post(resource_secrets::secret_action_post))
         .route("/console/projects/{project}/placement", post(orgs::placement_post))
         .route(sa, get(service_accounts::accounts_get).post(service_accounts::accounts_post))
         .route(&format!("{sa}/{{account}}"), get(service_accounts::account_get))
@@ -129,6 +140,9 @@ fn notice(done: Option<&str>) -> Option<String> {
         "secret-disable" => "Secret disabled: requests sending it are refused. Delete it once nothing uses it.",
         "secret-enable" => "Secret enabled again.",
         "secret-delete" => "Secret deleted.",
+        "resource-saved" => "API saved. This server uses the change at once, the others within 5 seconds.",
+        "scope-removed" => "Scope removed: apps can no longer ask for it, and tokens that carry it no longer name it.",
+        "resource-deleted" => "API deleted: its scopes are retired and its introspection secrets stop working.",
         "app-check-enable" => "App Check is being enabled.",
         "app-check-enforce" => "App Check is being enforced.",
         "app-check-unenforce" => "App Check is being unenforced.",

@@ -136,6 +136,10 @@ pub struct ProjectPage {
     pub member_error: Option<String>,
     /// The organisation the developer administers, where they may place the project.
     pub admin_of: Option<String>,
+    /// Its registered APIs.
+    pub resources: Vec<super::resources::ResourceRow>,
+    /// The form that registers an API.
+    pub resource_form: super::resources::ResourceForm,
 }
 
 /// One client type on the type chooser.
@@ -289,12 +293,24 @@ pub struct ClientView {
     /// The type's fields.
     pub details: Vec<Detail>,
     /// The client's secrets.
-    pub secrets: Vec<SecretRow>,
-    /// Whether another secret can be added (fewer than two).
-    pub can_add_secret: bool,
+    pub secrets: SecretsPanel,
 }
 
-/// One of a client's secrets on its page.
+/// The secrets of a client or a registered API on its page (`console/secrets.html`): each with its actions, and
+/// the button that adds one.
+#[derive(Debug, Clone)]
+pub struct SecretsPanel {
+    /// The secrets.
+    pub rows: Vec<SecretRow>,
+    /// Where their forms post: `{action}` adds one, `{action}/{id}/{disable|enable|delete}` changes one.
+    pub action: String,
+    /// Whether they can be changed (not while a client is deleted).
+    pub editable: bool,
+    /// Whether another secret can be added (fewer than two).
+    pub can_add: bool,
+}
+
+/// One of the secrets of a client or a registered API on its page.
 #[derive(Debug, Clone)]
 pub struct SecretRow {
     /// Its id.

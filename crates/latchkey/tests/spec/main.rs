@@ -26,6 +26,7 @@ mod client_lifecycle;
 mod client_secrets;
 mod console;
 mod console_api;
+mod console_resources;
 mod cross_account_protection;
 mod data_api;
 mod event_limits;

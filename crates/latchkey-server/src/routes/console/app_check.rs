@@ -8,8 +8,7 @@ use super::{access_client, see_other};
 use crate::error::admin_status;
 use crate::state::AppState;
 use crate::views::console::{
-    date, AppCheckView, Bar, ClientPage, ClientView, ConfirmPage, Detail, MetricRow, OwnershipView, SecretPage,
-    SecretRow, Shown,
+    date, AppCheckView, Bar, ClientPage, ClientView, ConfirmPage, Detail, MetricRow, OwnershipView, SecretPage, Shown,
 };
 use crate::views::page;
 use axum::extract::{Path, State};
@@ -18,7 +17,7 @@ use axum::response::Response;
 use latchkey_admin::results::HourCount;
 use latchkey_admin::{self as admin, Access, AdminError, ClientRef, StoreDirectory};
 use latchkey_core::app_check::{self, AppCheckAction, AppCheckError, AppCheckState, Category};
-use latchkey_core::client::{Client, ClientType, MAX_SECRETS};
+use latchkey_core::client::{Client, ClientType};
 use latchkey_core::time::UnixTime;
 
 /// Width of the metrics bars, in pixels.
@@ -170,7 +169,8 @@ pub(super) async fn client_page(
         }
         _ => None,
     };
-    let (secrets, can_add_secret) = secret_rows(c);
+    let action = format!("/console/projects/{}/clients/{}/secrets", access.project.id, c.client_id);
+    let secrets = super::client_secrets::secrets_panel(&c.secrets, action, c.deleted_at.is_none());
     let client = ClientView {
         id: c.client_id.clone(),
         name: c.name.clone(),
@@ -181,7 +181,6 @@ pub(super) async fn client_page(
         redirect_uris: c.redirect_uris.clone(),
         details: details(c),
         secrets,
-        can_add_secret,
     };
     page(status, &ClientPage { layout: dev.layout, project: row(access), notice, error, client, app_check, ownership })
 }
@@ -344,21 +343,4 @@ pub async fn verify_ownership_post(
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=ownership-verified#ownership")),
         Err(e) => refused(&state, form.dev, &access, &c, e).await,
     }
-}
-
-/// The client's secrets as its page lists them.
-fn secret_rows(c: &Client) -> (Vec<SecretRow>, bool) {
-    let enabled = c.secrets.iter().filter(|s| s.enabled()).count();
-    let rows = c
-        .secrets
-        .iter()
-        .map(|s| SecretRow {
-            id: s.id.clone(),
-            shown: s.hint.as_deref().map_or_else(|| "(made before rotation; not shown)".into(), |h| format!("••••{h}")),
-            created: date(s.created_at),
-            disabled: s.disabled_at.map(date),
-            can_disable: s.enabled() && enabled > 1,
-        })
-        .collect();
-    (rows, c.secrets.len() < MAX_SECRETS)
 }

@@ -1,17 +1,19 @@
 //! A client's secrets on its console page: add a second secret (shown once, with a copy button and its
-//! `client_secret.json`), disable, enable and delete. The rules are `latchkey_admin::client_secrets`.
+//! `client_secret.json`), disable, enable and delete. The rules are `latchkey_admin::client_secrets`. The panel
+//! ([`secrets_panel`]) and the actions ([`secret_change`]) serve a registered API's introspection secrets too.
 
 use super::app_check::refused;
 use super::auth::Posted;
 use super::{access_client, see_other};
 use crate::state::AppState;
-use crate::views::console::{Download, SecretPage, Shown};
+use crate::views::console::{date, Download, SecretPage, SecretRow, SecretsPanel, Shown};
 use crate::views::page;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use latchkey_admin::{self as admin, ClientRef};
-use latchkey_core::client::{Client, ClientType, SecretChange};
+use latchkey_core::client::{Client, ClientSecret, ClientType, SecretChange, MAX_SECRETS};
+use latchkey_core::time::UnixTime;
 
 /// `POST .../secrets`: adds a secret and shows it, this once.
 pub async fn secrets_post(
@@ -52,11 +54,8 @@ pub async fn secret_action_post(
 ) -> Response {
     let (access, c) = or_page!(access_client(&state, &form.dev, &project, &client).await);
     let (store, actor, at) = (&*state.store, form.dev.actor(), ClientRef::within(&project, &c.client_id));
-    let change = match action.as_str() {
-        "disable" => SecretChange::Disable(secret, state.clock.now()),
-        "enable" => SecretChange::Enable(secret),
-        "delete" => SecretChange::Delete(secret),
-        _ => return see_other(&format!("/console/projects/{project}/clients/{client}")),
+    let Some(change) = secret_change(&action, secret, state.clock.now()) else {
+        return see_other(&format!("/console/projects/{project}/clients/{client}"));
     };
     match admin::client_secret_change(store, &actor, at, change).await {
         Ok(_) => see_other(&format!("/console/projects/{project}/clients/{client}?done=secret-{action}#secrets")),
@@ -82,4 +81,31 @@ pub(super) fn client_secret_file(state: &AppState, c: &Client, secret: &str) -> 
         }
     });
     Download { filename: format!("client_secret_{}.json", c.client_id), json: file.to_string() }
+}
+
+/// The change a secret's form asks for: `disable`, `enable` or `delete` (its notice is `secret-{action}`); `None`
+/// for another action.
+pub(super) fn secret_change(action: &str, secret: String, now: UnixTime) -> Option<SecretChange> {
+    match action {
+        "disable" => Some(SecretChange::Disable(secret, now)),
+        "enable" => Some(SecretChange::Enable(secret)),
+        "delete" => Some(SecretChange::Delete(secret)),
+        _ => None,
+    }
+}
+
+/// The secrets of a client or a registered API as its page lists them, their forms posting to `action`.
+pub(super) fn secrets_panel(secrets: &[ClientSecret], action: String, editable: bool) -> SecretsPanel {
+    let enabled = secrets.iter().filter(|s| s.enabled()).count();
+    let rows = secrets
+        .iter()
+        .map(|s| SecretRow {
+            id: s.id.clone(),
+            shown: s.hint.as_deref().map_or_else(|| "(made before rotation; not shown)".into(), |h| format!("••••{h}")),
+            created: date(s.created_at),
+            disabled: s.disabled_at.map(date),
+            can_disable: s.enabled() && enabled > 1,
+        })
+        .collect();
+    SecretsPanel { rows, action, editable, can_add: secrets.len() < MAX_SECRETS }
 }

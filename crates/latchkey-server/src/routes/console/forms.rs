@@ -141,8 +141,8 @@ pub(super) fn fields(t: ClientType, editing: Option<&Client>) -> Vec<Field> {
     f
 }
 
-/// The redirect URIs of a textarea: one per line, blank lines left out.
-fn lines(text: &str) -> Vec<String> {
+/// The lines of a textarea (redirect URIs, an API's scopes): one per line, trimmed, blank lines left out.
+pub(super) fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
 }
 

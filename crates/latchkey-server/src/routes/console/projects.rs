@@ -1,4 +1,5 @@
-//! The project list, a project's page, its data API switch and its members.
+//! The project list, a project's page (with its registered APIs, [`super::resources`]), its data API switch and its
+//! members.
 
 use super::auth::{Developer, Posted};
 use super::{notice, see_other, Done};
@@ -8,9 +9,11 @@ use crate::views::console::{
     date, ClientRow, ConfirmPage, DeletedRow, MemberRow, ProjectPage, ProjectRow, ProjectsPage,
 };
 use crate::views::page;
+use crate::views::resources::{ResourceForm, ResourceRow};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use latchkey_admin::resources::resource_list;
 use latchkey_admin::{self as admin, members, Access, AdminError, Right};
 use latchkey_core::client;
 use latchkey_core::org::Audience;
@@ -74,6 +77,21 @@ pub(super) struct MemberForm {
     error: Option<String>,
 }
 
+/// What the project page's forms show again after a refusal: the add-member form and the form that registers an
+/// API.
+#[derive(Default)]
+pub(super) struct Forms {
+    member: MemberForm,
+    resource: ResourceForm,
+}
+
+impl Forms {
+    /// The register-API form as typed, with its refusal.
+    pub(super) fn resource(resource: ResourceForm) -> Self {
+        Self { resource, ..Self::default() }
+    }
+}
+
 /// Renders a project's page.
 pub(super) async fn project_page(
     state: &AppState,
@@ -82,7 +100,7 @@ pub(super) async fn project_page(
     status: StatusCode,
     notice: Option<String>,
     error: Option<String>,
-    member_form: MemberForm,
+    forms: Forms,
 ) -> Response {
     let store = &*state.store;
     let (clients, members) =
@@ -132,6 +150,11 @@ pub(super) async fn project_page(
         Ok(_) => None,
         Err(e) => return dev.failure(&e.into()),
     };
+    let resources = match resource_list(store, &dev.actor(), &access.project.id).await {
+        Ok(list) => list.resources.iter().map(ResourceRow::from).collect(),
+        Err(e) => return dev.failure(&e),
+    };
+    let member_form = forms.member;
     let view = ProjectPage {
         layout: dev.layout,
         admin_of,
@@ -146,6 +169,8 @@ pub(super) async fn project_page(
         member_email: member_form.email,
         member_role: member_form.role,
         member_error: member_form.error,
+        resources,
+        resource_form: forms.resource,
     };
     page(status, &view)
 }
@@ -160,7 +185,7 @@ pub async fn project_get(
     match dev.actor().project(&*state.store, &project, Right::View).await {
         Ok(access) => {
             let n = notice(q.done.as_deref());
-            project_page(&state, dev, access, StatusCode::OK, n, None, MemberForm::default()).await
+            project_page(&state, dev, access, StatusCode::OK, n, None, Forms::default()).await
         }
         Err(e) => dev.failure(&e),
     }
@@ -173,7 +198,7 @@ pub(super) async fn refused(state: &AppState, dev: Developer, access: Access, e:
         return dev.failure(&e);
     }
     let message = crate::error::admin_message(&e);
-    project_page(state, dev, access, status, None, Some(message), MemberForm::default()).await
+    project_page(state, dev, access, status, None, Some(message), Forms::default()).await
 }
 
 /// `POST /console/projects/{project}/api`: enables (`enabled=true`) or disables the data API.
@@ -224,8 +249,8 @@ pub async fn members_post(State(state): State<AppState>, Path(project): Path<Str
         Err(e @ (AdminError::Fields(_) | AdminError::Conflict(_))) => {
             let (status, _) = admin_status(&e);
             let error = Some(crate::error::admin_message(&e));
-            let form_ = MemberForm { email, role: role_name, error };
-            project_page(&state, form.dev, access, status, None, None, form_).await
+            let member = MemberForm { email, role: role_name, error };
+            project_page(&state, form.dev, access, status, None, None, Forms { member, ..Forms::default() }).await
         }
         Err(e) => form.dev.failure(&e),
     }

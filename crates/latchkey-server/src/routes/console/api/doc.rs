@@ -13,7 +13,8 @@ use utoipa::{IntoParams, Modify, OpenApi, ToResponse};
         title = "latchkey console API",
         version = "1",
         description = "The console's operations for scripts: projects, members, the data API switch, OAuth clients \
-            of the four types, App Check and owner verification, and the caller's own API keys (list and revoke). \
+            of the four types, App Check and owner verification, registered APIs (resources), and the caller's own \
+            API keys (list and revoke). \
             Authenticate with a developer's API key (created on the console's API keys page or with `latchkey \
             admin api-key create`): `Authorization: Bearer lk_...`. The caller acts only on the projects they are \
             a member of; any other project is 404. Errors are `{\"error\", \"error_description\", \"field\"}`. API \
@@ -34,6 +35,9 @@ use utoipa::{IntoParams, Modify, OpenApi, ToResponse};
         (name = "members"),
         (name = "clients"),
         (name = "app-check"),
+        (name = "resources", description = "A project's own APIs, registered as resources (RFC 8707): their scopes, \
+            visibility and token format, their introspection secrets (rotated as a client's), and the protected \
+            resource metadata (RFC 9728) each should serve (`docs/resources.md`)."),
         (name = "organisations", description = "Organisations: members, administrators and the API access controls \
             their administrators set (`docs/organisations.md`)."),
         (name = "users", description = "User accounts: the apps with access to an account (the caller's own, or any \
@@ -85,12 +89,13 @@ pub(super) struct BadRequest(#[allow(dead_code)] ConsoleApiErrorBody<'static>);
 #[derive(ToResponse)]
 pub(super) struct Unauthorized(#[allow(dead_code)] ConsoleApiErrorBody<'static>);
 
-/// The caller's role does not allow this (`forbidden`): members are managed, and the project deleted, by owners.
+/// The caller's role does not allow this (`forbidden`): members are managed, and the project and its registered APIs
+/// deleted, by owners.
 #[derive(ToResponse)]
 pub(super) struct Forbidden(#[allow(dead_code)] ConsoleApiErrorBody<'static>);
 
-/// No such project or client, or the caller is not a member of its project; no such API key of the caller
-/// (`not_found`).
+/// No such project, client or registered API, or the caller is not a member of its project; no such API key of
+/// the caller (`not_found`).
 #[derive(ToResponse)]
 pub(super) struct NotFound(#[allow(dead_code)] ConsoleApiErrorBody<'static>);
 

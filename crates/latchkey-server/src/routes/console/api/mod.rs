@@ -14,6 +14,8 @@ mod doc;
 mod keys;
 mod orgs;
 mod projects;
+mod resource_secrets;
+mod resources;
 mod service_accounts;
 mod users;
 
@@ -64,6 +66,13 @@ fn parts() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(client_secrets::secret_enable_post))
         .routes(routes!(client_secrets::secret_delete))
         .routes(routes!(clients::verify_ownership_post))
+        .routes(routes!(resources::resources_get, resources::resources_post))
+        .routes(routes!(resources::resource_get, resources::resource_patch, resources::resource_delete))
+        .routes(routes!(resources::resource_metadata_get))
+        .routes(routes!(resource_secrets::secrets_post))
+        .routes(routes!(resource_secrets::secret_disable_post))
+        .routes(routes!(resource_secrets::secret_enable_post))
+        .routes(routes!(resource_secrets::secret_delete))
         .routes(routes!(app_check::app_check_get, app_check::app_check_post))
         .routes(routes!(app_check::metrics_get))
         .routes(routes!(app_check::debug_secret_post))
@@ -289,7 +298,7 @@ mod tests {
         let count = ids.len();
         ids.sort();
         ids.dedup();
-        assert_eq!((ids.len(), count), (66, 66), "66 operations, each with its own id");
+        assert_eq!((ids.len(), count), (76, 76), "76 operations, each with its own id");
     }
 
     #[test]
