@@ -175,21 +175,32 @@ pub struct Context<'a> {
     pub user_agent: &'a str,
 }
 
-/// The scopes a request asks for (the authorization endpoint's and the device authorization endpoint's rule): a
-/// scope is required, each must be known to a client of `project_id` (`invalid_scope`: a registered API of
-/// another project that is not public is as unknown as a scope never registered), and data-API scopes need the
-/// API enabled for the client's project (`unauthorized_client`).
+/// The scopes a request asks for (the authorization endpoint's and the device authorization endpoint's rule): its
+/// `resource` parameters must be resources a client of `project_id` may name, and stand for their scopes when no
+/// `scope` is sent, else bound the API scopes asked for (`invalid_target`, [`target`]); a scope is required, each
+/// must be known to a client of `project_id` (`invalid_scope`: a registered API of another project that is not
+/// public is as unknown as a scope never registered), and data-API scopes need the API enabled for the client's
+/// project (`unauthorized_client`).
 pub fn requested_scopes(
     registry: &ScopeRegistry,
     scope: Option<&str>,
+    resources: &[impl AsRef<str>],
     api_enabled: bool,
     project_id: &str,
 ) -> Result<ScopeSet, OAuthError> {
-    let scope = scope.unwrap_or("");
+    let targets = target::requested(registry, resources, project_id)?;
+    // Resources named without a scope stand for their scopes.
+    let scope = match (targets, scope.filter(|s| !s.trim().is_empty())) {
+        (Some(t), None) => Cow::Owned(registry.format(t)),
+        (_, scope) => Cow::Borrowed(scope.unwrap_or("")),
+    };
     if scope.trim().is_empty() {
         return Err(OAuthError::invalid_request("Missing required parameter: scope"));
     }
-    let scopes = registry.parse(scope)?;
+    let scopes = registry.parse(&scope)?;
+    if let Some(targets) = targets {
+        target::within(registry, scopes, targets)?;
+    }
     if let Some(hidden) = registry.iter(registry.hidden_from(project_id, scopes)).next() {
         return Err(OAuthError::new(
             ErrorCode::InvalidScope,
@@ -266,16 +277,8 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
     };
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
     let project_id = cx.client.map_or("", |c| c.project_id.as_str());
-    let targets = target::requested(cx.registry, &params.resources, project_id).map_err(back)?;
-    // Resources named without a scope stand for their scopes.
-    let scope = match (targets, params.scope.as_deref().filter(|s| !s.trim().is_empty())) {
-        (Some(t), None) => Some(Cow::Owned(cx.registry.format(t))),
-        (_, scope) => scope.map(Cow::Borrowed),
-    };
-    let scopes = requested_scopes(cx.registry, scope.as_deref(), true, project_id).map_err(back)?;
-    if let Some(targets) = targets {
-        target::within(cx.registry, scopes, targets).map_err(back)?;
-    }
+    let (scope, resources) = (params.scope.as_deref(), &params.resources);
+    let scopes = requested_scopes(cx.registry, scope, resources, true, project_id).map_err(back)?;
     let challenge = match params.code_challenge.as_deref() {
         Some(c) => {
             let method = ChallengeMethod::parse(params.code_challenge_method.as_deref()).map_err(back)?;
@@ -289,7 +292,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         }
         None => None,
     };
-    requested_scopes(cx.registry, scope.as_deref(), cx.api_enabled, project_id).map_err(back)?;
+    requested_scopes(cx.registry, scope, resources, cx.api_enabled, project_id).map_err(back)?;
     Ok(ValidRequest {
         redirect_uri: redirect_uri.to_owned(),
         scopes,

@@ -63,7 +63,8 @@ async fn new_codes(state: &AppState, headers: &HeaderMap, form: &Form<'_>) -> Re
         return Err(OAuthError::new(ErrorCode::UnauthorizedClient, why).into());
     }
     let api_enabled = state.store.project(&client.project_id).await?.is_some_and(|p| p.api_enabled);
-    let scopes = requested_scopes(&state.scopes.get(), form.get("scope"), api_enabled, &client.project_id)?;
+    let (scope, resources) = (form.get("scope"), form.all("resource"));
+    let scopes = requested_scopes(&state.scopes.get(), scope, &resources, api_enabled, &client.project_id)?;
     let now = state.clock.now();
     let device_code = Secret::generate("lkd_", &OsRandom);
     let (lifetime, interval) = (state.config.device_code_lifetime, state.config.device_poll_interval);

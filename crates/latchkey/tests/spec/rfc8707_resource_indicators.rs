@@ -199,3 +199,25 @@ async fn the_sdks_verifier_and_introspector_check_the_real_servers_tokens() {
     assert_eq!(server.http().post(server.url("/revoke")).form(&revoke).send().await.expect("revoke").status(), 200);
     assert!(!introspector.introspect(opaque).await.expect("introspected").active, "revoked");
 }
+
+#[tokio::test]
+async fn the_device_authorization_endpoint_takes_resource_as_the_authorization_endpoint_does() {
+    let server = TestServer::start().await;
+    let tv = crate::rfc8628_device::tv_app(&server).await;
+    let data_api = server.url("/video/v3");
+    let post = |form: Vec<(&'static str, String)>| {
+        let (http, url) = (server.http(), server.url("/device/code"));
+        async move {
+            let r = http.post(url).form(&form).send().await.expect("post");
+            (r.status().as_u16(), r.json::<Value>().await.expect("json"))
+        }
+    };
+    let id = || ("client_id", tv.client_id.clone());
+    let (status, codes) = post(vec![id(), ("resource", data_api.clone())]).await;
+    assert_eq!(status, 200, "the data API named without scope stands for its scopes: {codes}");
+    let (status, refused) = post(vec![id(), ("resource", "https://unknown.example.com".into())]).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_target")), "{refused}");
+    let (status, refused) =
+        post(vec![id(), ("scope", READONLY.into()), ("resource", "https://unknown.example.com".into())]).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_target")), "{refused}");
+}
