@@ -2,6 +2,7 @@
 //! signed-in developer, the navigation and the sign-out form).
 
 use askama::Template;
+use latchkey_core::client::{ClientSecret, MAX_SECRETS};
 use latchkey_core::time::UnixTime;
 
 /// What every console page shows in its header.
@@ -137,9 +138,9 @@ pub struct ProjectPage {
     /// The organisation the developer administers, where they may place the project.
     pub admin_of: Option<String>,
     /// Its registered APIs.
-    pub resources: Vec<super::resources::ResourceRow>,
+    pub resources: Vec<super::resource_forms::ResourceRow>,
     /// The form that registers an API.
-    pub resource_form: super::resources::ResourceForm,
+    pub resource_form: super::resource_forms::ResourceForm,
 }
 
 /// One client type on the type chooser.
@@ -308,6 +309,27 @@ pub struct SecretsPanel {
     pub editable: bool,
     /// Whether another secret can be added (fewer than two).
     pub can_add: bool,
+}
+
+impl SecretsPanel {
+    /// The secrets of a client or a registered API as its page lists them, their forms posting to `action`.
+    pub fn of(secrets: &[ClientSecret], action: String, editable: bool) -> Self {
+        let enabled = secrets.iter().filter(|s| s.enabled()).count();
+        let rows = secrets
+            .iter()
+            .map(|s| SecretRow {
+                id: s.id.clone(),
+                shown: s
+                    .hint
+                    .as_deref()
+                    .map_or_else(|| "(made before rotation; not shown)".into(), |h| format!("••••{h}")),
+                created: date(s.created_at),
+                disabled: s.disabled_at.map(date),
+                can_disable: s.enabled() && enabled > 1,
+            })
+            .collect();
+        Self { rows, action, editable, can_add: secrets.len() < MAX_SECRETS }
+    }
 }
 
 /// One of the secrets of a client or a registered API on its page.

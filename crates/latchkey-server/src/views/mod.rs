@@ -6,6 +6,7 @@
 pub mod account;
 pub mod console;
 pub mod org_console;
+pub mod resource_forms;
 pub mod resources;
 pub mod service_accounts;
 pub mod two_step;

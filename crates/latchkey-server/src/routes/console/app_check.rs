@@ -170,7 +170,7 @@ pub(super) async fn client_page(
         _ => None,
     };
     let action = format!("/console/projects/{}/clients/{}/secrets", access.project.id, c.client_id);
-    let secrets = super::client_secrets::secrets_panel(&c.secrets, action, c.deleted_at.is_none());
+    let secrets = crate::views::console::SecretsPanel::of(&c.secrets, action, c.deleted_at.is_none());
     let client = ClientView {
         id: c.client_id.clone(),
         name: c.name.clone(),

@@ -1,18 +1,18 @@
 //! A client's secrets on its console page: add a second secret (shown once, with a copy button and its
 //! `client_secret.json`), disable, enable and delete. The rules are `latchkey_admin::client_secrets`. The panel
-//! ([`secrets_panel`]) and the actions ([`secret_change`]) serve a registered API's introspection secrets too.
+//! ([`SecretsPanel::of`](crate::views::console::SecretsPanel::of)) and the actions ([`secret_change`]) serve a registered API's introspection secrets too.
 
 use super::app_check::refused;
 use super::auth::Posted;
 use super::{access_client, see_other};
 use crate::state::AppState;
-use crate::views::console::{date, Download, SecretPage, SecretRow, SecretsPanel, Shown};
+use crate::views::console::{Download, SecretPage, Shown};
 use crate::views::page;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use latchkey_admin::{self as admin, ClientRef};
-use latchkey_core::client::{Client, ClientSecret, ClientType, SecretChange, MAX_SECRETS};
+use latchkey_core::client::{Client, ClientType, SecretChange};
 use latchkey_core::time::UnixTime;
 
 /// `POST .../secrets`: adds a secret and shows it, this once.
@@ -92,20 +92,4 @@ pub(super) fn secret_change(action: &str, secret: String, now: UnixTime) -> Opti
         "delete" => Some(SecretChange::Delete(secret)),
         _ => None,
     }
-}
-
-/// The secrets of a client or a registered API as its page lists them, their forms posting to `action`.
-pub(super) fn secrets_panel(secrets: &[ClientSecret], action: String, editable: bool) -> SecretsPanel {
-    let enabled = secrets.iter().filter(|s| s.enabled()).count();
-    let rows = secrets
-        .iter()
-        .map(|s| SecretRow {
-            id: s.id.clone(),
-            shown: s.hint.as_deref().map_or_else(|| "(made before rotation; not shown)".into(), |h| format!("••••{h}")),
-            created: date(s.created_at),
-            disabled: s.disabled_at.map(date),
-            can_disable: s.enabled() && enabled > 1,
-        })
-        .collect();
-    SecretsPanel { rows, action, editable, can_add: secrets.len() < MAX_SECRETS }
 }

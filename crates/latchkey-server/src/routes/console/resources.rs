@@ -196,7 +196,7 @@ async fn resource_page(
         resource: ResourceView::from(r),
         created: date(r.created_at),
         edit,
-        secrets: super::client_secrets::secrets_panel(&r.secrets, action, true),
+        secrets: crate::views::console::SecretsPanel::of(&r.secrets, action, true),
         can_delete: access.role.is_some_and(|role| Right::Delete.held_by(role)),
         metadata,
         metadata_url: metadata_url(&r.uri),
