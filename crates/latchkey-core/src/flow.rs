@@ -96,8 +96,9 @@ pub trait Ports: Sync {
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
     /// The id_token of a code exchange for `user` and `code` (its client's), with the access token issued with it.
     fn id_token(&self, user: &Self::User, code: &AuthCode, token: &str, now: UnixTime) -> Result<String, Self::Error>;
-    /// A JWT access token (RFC 9068) with these claims, signed with the id_token key; the server adds `iss`.
-    fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, Self::Error>;
+    /// A JWT access token (RFC 9068) with these claims, signed with the id_token key (ES256) or the RSA signing key
+    /// (RS256, made when first needed); the server adds `iss`.
+    async fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, Self::Error>;
     /// A grant by id.
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, Self::Error>;
     /// A grant by its refresh token's hash (tokens of the earlier form, which name no grant id).
@@ -280,12 +281,14 @@ pub struct JwtAccessClaims<'a> {
     pub id: String,
     /// `auth_time`, when known (a code exchange's).
     pub auth_time: Option<UnixTime>,
+    /// Whether to sign it RS256 (the API asked for it), else ES256.
+    pub rs256: bool,
 }
 
 /// Mints an access token for a grant; a time-limited grant caps its lifetime. A token whose scopes are all of one
 /// registered API that asked for JWTs is a JWT (RFC 9068) with that API as its audience; any other is latchkey's
 /// opaque MAC'd token. Returns it with its lifetime.
-fn mint<P: Ports>(
+async fn mint<P: Ports>(
     ports: &P,
     grant: &Grant,
     scopes: ScopeSet,
@@ -310,8 +313,9 @@ fn mint<P: Ports>(
             expires_at,
             id: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id),
             auth_time,
+            rs256: api.rs256,
         };
-        return Ok((ports.jwt_access_token(&claims)?, now.until(expires_at)));
+        return Ok((ports.jwt_access_token(&claims).await?, now.until(expires_at)));
     }
     let claims = AccessClaims { holder: Holder::Grant(grant.id), expires_at, scopes };
     Ok((sign(ports, &claims)?, now.until(expires_at)))

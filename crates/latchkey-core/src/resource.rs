@@ -55,8 +55,11 @@ pub enum TokenFormat {
     /// latchkey's opaque, MAC'd token, checked by introspection.
     #[default]
     Opaque,
-    /// A JWT access token (RFC 9068), verified with the JWKS alone.
+    /// A JWT access token (RFC 9068), verified with the JWKS alone, signed ES256 with the id_token key.
     Jwt,
+    /// A JWT access token signed RS256, with the deployment's RSA signing key (the one security events are signed
+    /// with), for APIs whose libraries verify RSA only.
+    JwtRs256,
 }
 
 impl TokenFormat {
@@ -65,6 +68,7 @@ impl TokenFormat {
         match self {
             Self::Opaque => "opaque",
             Self::Jwt => "jwt",
+            Self::JwtRs256 => "jwt-rs256",
         }
     }
 
@@ -73,6 +77,7 @@ impl TokenFormat {
         match s {
             "opaque" => Some(Self::Opaque),
             "jwt" => Some(Self::Jwt),
+            "jwt-rs256" => Some(Self::JwtRs256),
             _ => None,
         }
     }
@@ -136,7 +141,8 @@ pub fn registry(scope_base: &str, resources: &[Resource]) -> ScopeRegistry {
             uri: r.uri.clone(),
             name: r.name.clone(),
             public: r.visibility == Visibility::Public,
-            jwt: r.token_format == TokenFormat::Jwt,
+            jwt: r.token_format != TokenFormat::Opaque,
+            rs256: r.token_format == TokenFormat::JwtRs256,
         };
         registry.with_api(api, r.scopes.iter().map(|s| (s.bit, s.name.clone(), s.description.clone())))
     })

@@ -38,6 +38,8 @@ pub struct ApiInfo {
     pub public: bool,
     /// Whether it wants JWT access tokens.
     pub jwt: bool,
+    /// Whether they are to be signed RS256 (else ES256).
+    pub rs256: bool,
 }
 
 /// A set of scopes of one registry, as bits: the well-known scopes' ([`Scope`]) below [`FIRST_REGISTERED`], the

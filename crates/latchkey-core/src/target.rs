@@ -107,6 +107,7 @@ mod tests {
             name: id.into(),
             public,
             jwt: false,
+            rs256: false,
         };
         ScopeRegistry::new("https://latchkey.dev")
             .with_data_api_uri(DATA)

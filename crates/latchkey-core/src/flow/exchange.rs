@@ -58,7 +58,7 @@ pub(super) async fn issue<P: Ports>(
     if !ports.redeem_code(&grant, now).await? {
         return Ok(None);
     }
-    let (access_token, expires_in) = mint(ports, &grant, scopes, Some(record.auth_time), now)?;
+    let (access_token, expires_in) = mint(ports, &grant, scopes, Some(record.auth_time), now).await?;
     let id_token =
         if record.scopes.intersects(IDENTITY) { Some(ports.id_token(user, record, &access_token, now)?) } else { None };
     Ok(Some(TokenResponse {

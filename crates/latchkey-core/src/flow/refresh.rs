@@ -30,7 +30,7 @@ pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>
     if let Some((proof, rule)) = binding(&found, proof)? {
         proof::use_once(ports, proof, rule, now).await?;
     }
-    let (access_token, expires_in) = mint(ports, &found.grant, scopes, None, now)?;
+    let (access_token, expires_in) = mint(ports, &found.grant, scopes, None, now).await?;
     ports.grant_used(&found.grant.id, now);
     Ok(TokenResponse {
         access_token,

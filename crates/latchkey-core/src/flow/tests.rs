@@ -120,7 +120,7 @@ impl Ports for Memory {
     fn id_token(&self, user: &String, _: &AuthCode, _: &str, _: UnixTime) -> Result<String, OAuthError> {
         Ok(format!("id-token-of-{user}"))
     }
-    fn jwt_access_token(&self, claims: &super::JwtAccessClaims<'_>) -> Result<String, OAuthError> {
+    async fn jwt_access_token(&self, claims: &super::JwtAccessClaims<'_>) -> Result<String, OAuthError> {
         Ok(format!("jwt-for-{}", claims.audience))
     }
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, OAuthError> {

@@ -40,7 +40,7 @@ pub(super) fn id_token(
 
 /// A JWT access token (RFC 9068 §2): `typ` `at+jwt`, signed with the id_token key, so that an API verifies it with
 /// the JWKS alone.
-pub(super) fn jwt_access_token(state: &AppState, c: &JwtAccessClaims<'_>) -> Result<String, TokenError> {
+pub(super) async fn jwt_access_token(state: &AppState, c: &JwtAccessClaims<'_>) -> Result<String, TokenError> {
     let mut claims = Map::new();
     claims.insert("iss".into(), state.urls.issuer.clone().into());
     claims.insert("aud".into(), c.audience.into());
@@ -53,7 +53,25 @@ pub(super) fn jwt_access_token(state: &AppState, c: &JwtAccessClaims<'_>) -> Res
     if let Some(at) = c.auth_time {
         claims.insert("auth_time".into(), at.0.into());
     }
-    sign(state, "at+jwt", claims, "a JWT access token")
+    if !c.rs256 {
+        return sign(state, "at+jwt", claims, "a JWT access token");
+    }
+    if state.keys.get().event_signer().is_none() {
+        // The first RSA key: made here, or by another instance meanwhile (then loaded).
+        let now = state.clock.now();
+        latchkey_admin::keys::ensure_event_key(&state.keys, &*state.store, now).await?;
+        state.keys.reload(&*state.store, now).await?;
+    }
+    let keys = state.keys.get();
+    let signer = keys.event_signer().ok_or_else(|| unsigned("a JWT access token"))?;
+    signer.sign("at+jwt", &Value::Object(claims), &OsRandom).map_err(|e| {
+        tracing::error!(error = %e, "signing a JWT access token");
+        unsigned("a JWT access token")
+    })
+}
+
+fn unsigned(what: &str) -> TokenError {
+    TokenError::from(OAuthError::new(latchkey_core::ErrorCode::ServerError, format!("Could not sign {what}.")))
 }
 
 /// Signs claims with the id_token key under `typ`.
@@ -61,7 +79,7 @@ fn sign(state: &AppState, typ: &str, claims: Map<String, Value>, what: &'static 
     let keys = state.keys.get();
     keys.id_token_signer().sign(typ, &Value::Object(claims), &OsRandom).map_err(|e| {
         tracing::error!(error = %e, "signing {what}");
-        TokenError::from(OAuthError::new(latchkey_core::ErrorCode::ServerError, format!("Could not sign {what}.")))
+        unsigned(what)
     })
 }
 

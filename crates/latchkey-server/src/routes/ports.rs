@@ -117,8 +117,8 @@ impl Ports for StorePorts<'_> {
         id_token::id_token(self.state, user, &code.client_id, code, access_token, now)
     }
 
-    fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, TokenError> {
-        id_token::jwt_access_token(self.state, claims)
+    async fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, TokenError> {
+        id_token::jwt_access_token(self.state, claims).await
     }
 
     async fn grant(&self, id: &GrantId) -> Result<Option<GrantState>, TokenError> {

@@ -55,8 +55,4 @@ impl ResourceForm {
     pub fn public(&self) -> bool {
         self.visibility == "public"
     }
-    /// Whether the API wants JWT access tokens.
-    pub fn jwt(&self) -> bool {
-        self.token_format == "jwt"
-    }
 }

@@ -32,7 +32,7 @@ pub(super) enum ResourceCmd {
         /// Who may ask for its scopes: `project` (this project's clients) or `public` (any client).
         #[arg(long, default_value = "project")]
         visibility: String,
-        /// The access-token format it wants: `opaque` or `jwt`.
+        /// The access-token format it wants: `opaque`, `jwt` (ES256) or `jwt-rs256`.
         #[arg(long, default_value = "opaque")]
         token_format: String,
     },
@@ -53,7 +53,7 @@ pub(super) enum ResourceCmd {
         /// `project` or `public`.
         #[arg(long)]
         visibility: Option<String>,
-        /// `opaque` or `jwt`.
+        /// `opaque`, `jwt` (ES256) or `jwt-rs256`.
         #[arg(long)]
         token_format: Option<String>,
     },
@@ -128,7 +128,8 @@ fn visibility(s: &str) -> AdminResult<Visibility> {
 }
 
 fn token_format(s: &str) -> AdminResult<TokenFormat> {
-    TokenFormat::parse(s).ok_or_else(|| AdminError::Invalid(format!("--token-format is opaque or jwt, not {s:?}")))
+    TokenFormat::parse(s)
+        .ok_or_else(|| AdminError::Invalid(format!("--token-format is opaque, jwt or jwt-rs256, not {s:?}")))
 }
 
 /// Runs a `resource` command as the operator.

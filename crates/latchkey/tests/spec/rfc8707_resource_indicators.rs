@@ -221,3 +221,34 @@ async fn the_device_authorization_endpoint_takes_resource_as_the_authorization_e
         post(vec![id(), ("scope", READONLY.into()), ("resource", "https://unknown.example.com".into())]).await;
     assert_eq!((status, refused["error"].as_str()), (400, Some("invalid_target")), "{refused}");
 }
+
+#[tokio::test]
+async fn an_api_that_asked_for_rs256_gets_an_at_jwt_signed_with_the_published_rsa_key() {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let server = TestServer::start().await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    register(&server, &app, NOTES, "notes:read|Read your notes", TokenFormat::JwtRs256).await;
+    let pkce = Pkce::new();
+    let (status, t) = granted(&server, &app, &url_for(&server, &app, &[], &[NOTES], &pkce), &pkce, &[]).await;
+    assert_eq!(status, 200, "{t}");
+    let token = t["access_token"].as_str().expect("token");
+    let parts: Vec<&str> = token.split('.').collect();
+    let decode = |p: &str| URL_SAFE_NO_PAD.decode(p).expect("base64url");
+    let header: Value = serde_json::from_slice(&decode(parts[0])).expect("header");
+    assert_eq!((header["alg"].as_str(), header["typ"].as_str()), (Some("RS256"), Some("at+jwt")));
+    let jwks: Value =
+        server.http().get(server.url("/oauth2/v3/certs")).send().await.expect("jwks").json().await.expect("json");
+    let key = jwks["keys"].as_array().expect("keys").iter().find(|k| k["kid"] == header["kid"]).expect("published");
+    let public = ring::signature::RsaPublicKeyComponents {
+        n: decode(key["n"].as_str().expect("n")),
+        e: decode(key["e"].as_str().expect("e")),
+    };
+    let input = format!("{}.{}", parts[0], parts[1]);
+    public
+        .verify(&ring::signature::RSA_PKCS1_2048_8192_SHA256, input.as_bytes(), &decode(parts[2]))
+        .expect("the signature verifies with the published RSA key");
+    let claims: Value = serde_json::from_slice(&decode(parts[1])).expect("claims");
+    assert_eq!((claims["aud"].as_str(), claims["scope"].as_str()), (Some(NOTES), Some("notes:read")));
+}

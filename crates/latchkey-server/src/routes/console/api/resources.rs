@@ -39,9 +39,9 @@ fn visibilities() -> Object {
     ObjectBuilder::new().schema_type(Type::String).enum_values(Some(names)).build()
 }
 
-/// `opaque` or `jwt`.
+/// `opaque`, `jwt` or `jwt-rs256`.
 fn token_formats() -> Object {
-    let names = [TokenFormat::Opaque, TokenFormat::Jwt].map(TokenFormat::as_str);
+    let names = [TokenFormat::Opaque, TokenFormat::Jwt, TokenFormat::JwtRs256].map(TokenFormat::as_str);
     ObjectBuilder::new().schema_type(Type::String).enum_values(Some(names)).build()
 }
 
