@@ -90,7 +90,7 @@ pub struct ResourceView {
     pub name: String,
     /// `project` or `public`.
     pub visibility: String,
-    /// `opaque` or `jwt`.
+    /// `opaque`, `jwt` or `jwt-rs256`.
     pub token_format: String,
     /// Its scopes.
     pub scopes: Vec<ScopeView>,

@@ -47,8 +47,10 @@ impl AppConfig {
     }
 
     /// The same app asking for access tokens for the API `resource` too (its resource URI, such as
-    /// `https://api.example.com/orders`): sent as a `resource` parameter (RFC 8707) on the authorization request,
-    /// the code exchange and every refresh. Call it once per API.
+    /// `https://api.example.com/orders`): sent as a `resource` parameter (RFC 8707) on the authorization request.
+    /// An app naming one API also names it on the code exchange and every refresh, as MCP clients do; an app
+    /// naming several does not there, since the person may have declined all of one API's scopes, which would
+    /// make each such token request `invalid_target`. Call it once per API.
     pub fn with_resource(mut self, resource: impl Into<String>) -> Self {
         self.resources.push(resource.into());
         self
@@ -321,9 +323,12 @@ impl OAuthClient {
         }
     }
 
-    /// The form with a `resource` parameter per API the app asks tokens for (RFC 8707 §2.2).
+    /// The form with the `resource` parameter of the one API the app asks tokens for (RFC 8707 §2.2), if it names
+    /// exactly one ([`AppConfig::with_resource`]).
     fn with_resources<'a>(&'a self, mut form: Vec<(&'a str, &'a str)>) -> Vec<(&'a str, &'a str)> {
-        form.extend(self.config.resources.iter().map(|r| ("resource", r.as_str())));
+        if let [one] = self.config.resources.as_slice() {
+            form.push(("resource", one.as_str()));
+        }
         form
     }
 

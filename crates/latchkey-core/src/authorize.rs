@@ -199,7 +199,7 @@ pub fn requested_scopes(
     }
     let scopes = registry.parse(&scope)?;
     if let Some(targets) = targets {
-        target::within(registry, scopes, targets)?;
+        target::within(registry, scopes, targets, resources)?;
     }
     if let Some(hidden) = registry.iter(registry.hidden_from(project_id, scopes)).next() {
         return Err(OAuthError::new(

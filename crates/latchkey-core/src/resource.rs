@@ -11,8 +11,10 @@ use crate::client::ClientSecret;
 use crate::scope::{ApiInfo, ScopeRegistry, ScopeSet, FIRST_REGISTERED, LAST_REGISTERED};
 use crate::time::UnixTime;
 
-/// How long a retired scope's bit stays unused: longer than any access token, code or device code lives.
-pub const BIT_QUARANTINE: i64 = 86_400;
+/// How long a retired scope's bit stays unused: longer than any access token (at most 6 days), code or device code
+/// lives. Grants, codes and organisations' settings lose the bit when it is retired, so only access tokens issued
+/// before then still carry it.
+pub const BIT_QUARANTINE: i64 = 7 * 86_400;
 /// The longest resource identifier.
 pub const MAX_URI_LEN: usize = 512;
 /// The longest scope name.

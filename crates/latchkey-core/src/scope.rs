@@ -235,10 +235,10 @@ impl ScopeRegistry {
         audience
     }
 
-    /// The registered API a set's scopes all belong to, when they belong to exactly one API and it is a registered
-    /// one (identity scopes aside): the one case where a token's audience is that API alone.
+    /// The registered API a set's scopes all belong to, when every scope of the set is of that one API: the one
+    /// case where a token is for that API alone (one with an identity scope is for UserInfo too).
     pub fn sole_api(&self, set: ScopeSet) -> Option<&ApiInfo> {
-        if set.intersects(DATA_API) || !set.intersects(REGISTERED) {
+        if set.intersects(ScopeSet(!REGISTERED.0)) || !set.intersects(REGISTERED) {
             return None;
         }
         let mut apis = self.iter(set.intersection(REGISTERED)).filter_map(|s| s.api.as_deref());

@@ -61,26 +61,38 @@ pub fn requested(
     Ok(Some(scopes))
 }
 
-/// Every API scope a request asks for belongs to one of the resources it names (`invalid_target` naming the
-/// first that does not); identity scopes belong to no resource and pass.
-pub fn within(registry: &ScopeRegistry, scopes: ScopeSet, targets: ScopeSet) -> Result<(), OAuthError> {
+/// Every API scope a request asks for belongs to one of the resources it names, and each resource named has one
+/// of its scopes asked for (`invalid_target` naming the first that does not); identity scopes belong to no
+/// resource and pass. `resources` were checked by [`requested`].
+pub fn within(
+    registry: &ScopeRegistry,
+    scopes: ScopeSet,
+    targets: ScopeSet,
+    resources: &[impl AsRef<str>],
+) -> Result<(), OAuthError> {
     let outside = ScopeSet(scopes.intersection(DATA_API.union(REGISTERED)).0 & !targets.0);
-    match registry.iter(outside).next() {
-        Some(s) => Err(invalid_target(format!("The scope {} belongs to none of the requested resources.", s.id))),
+    if let Some(s) = registry.iter(outside).next() {
+        return Err(invalid_target(format!("The scope {} belongs to none of the requested resources.", s.id)));
+    }
+    let unasked = resources
+        .iter()
+        .map(AsRef::as_ref)
+        .find(|uri| registry.resource(uri).is_some_and(|(set, _)| !set.intersects(scopes)));
+    match unasked {
+        Some(uri) => Err(invalid_target(format!("None of the scopes asked for is one of {}'s.", shown(uri)))),
         None => Ok(()),
     }
 }
 
 /// The scopes of an access token narrowed to a token request's `resource` parameters (RFC 8707 §2.2): each must
-/// be a resource of the grant (`invalid_target`), and the token keeps the grant's scopes of those resources and
-/// its identity scopes. Without `resource`, the grant's scopes.
+/// be a resource of the grant (`invalid_target`), and the token keeps the grant's scopes of those resources only
+/// (identity scopes are for the server's own UserInfo, no resource named). Without `resource`, the grant's scopes.
 pub fn narrow(registry: &ScopeRegistry, granted: ScopeSet, resources: &[&str]) -> Result<ScopeSet, OAuthError> {
     if resources.is_empty() {
         return Ok(granted);
     }
     at_most(resources)?;
-    let apis = DATA_API.union(REGISTERED);
-    let mut kept = ScopeSet(granted.0 & !apis.0);
+    let mut kept = ScopeSet::EMPTY;
     for uri in resources {
         well_formed(uri)?;
         match registry.resource(uri) {
@@ -133,9 +145,11 @@ mod tests {
     fn scopes_outside_the_named_resources_are_invalid_target_and_identity_scopes_pass() {
         let r = registry();
         let openid = r.parse("openid orders.read").unwrap();
-        assert!(within(&r, openid, ScopeSet::bit(10)).is_ok());
-        let e = within(&r, r.parse("orders.read stock").unwrap(), ScopeSet::bit(10)).unwrap_err();
+        assert!(within(&r, openid, ScopeSet::bit(10), &[ORDERS]).is_ok());
+        let e = within(&r, r.parse("orders.read stock").unwrap(), ScopeSet::bit(10), &[ORDERS]).unwrap_err();
         assert_eq!((e.code, e.description.contains("stock")), (ErrorCode::InvalidTarget, true));
+        let e = within(&r, r.parse("openid").unwrap(), ScopeSet::bit(10), &[ORDERS]).unwrap_err();
+        assert_eq!((e.code, e.description.contains(ORDERS)), (ErrorCode::InvalidTarget, true), "a resource unasked");
     }
 
     #[test]
@@ -143,12 +157,13 @@ mod tests {
         let r = registry();
         let granted = r.parse("openid orders.read https://latchkey.dev/auth/readonly").unwrap();
         assert_eq!(narrow(&r, granted, &[]).unwrap(), granted);
-        assert_eq!(narrow(&r, granted, &[ORDERS]).unwrap(), r.parse("openid orders.read").unwrap());
+        assert_eq!(narrow(&r, granted, &[ORDERS]).unwrap(), r.parse("orders.read").unwrap(), "its scopes only");
         assert_eq!(r.audience(narrow(&r, granted, &[DATA]).unwrap()), [DATA]);
         assert_eq!(r.audience(granted), [DATA, ORDERS]);
         let orders_only = narrow(&r, granted, &[ORDERS]).unwrap();
-        assert_eq!(r.sole_api(orders_only).map(|a| a.uri.as_str()), Some(ORDERS), "identity scopes aside");
+        assert_eq!(r.sole_api(orders_only).map(|a| a.uri.as_str()), Some(ORDERS));
         assert!(r.sole_api(granted).is_none() && r.sole_api(r.parse("openid").unwrap()).is_none());
+        assert!(r.sole_api(r.parse("openid orders.read").unwrap()).is_none(), "userinfo takes the token too");
         assert!(r.sole_api(r.parse("orders.read stock").unwrap()).is_none(), "two APIs");
         let e = narrow(&r, granted, &["https://stock.example"]).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidTarget, "a known resource outside the grant");

@@ -189,9 +189,10 @@ impl<'a> Form<'a> {
         self.pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v).filter(|v| !v.is_empty())
     }
 
-    /// Every non-empty value of a parameter that may be repeated (RFC 8707's `resource`).
+    /// Every value of a parameter that may be repeated (RFC 8707's `resource`), empty ones included (for the
+    /// caller to refuse: an empty resource is no URI).
     pub fn all(&self, name: &str) -> Vec<&'a str> {
-        self.pairs.iter().filter(|(k, v)| *k == name && !v.is_empty()).map(|(_, v)| *v).collect()
+        self.pairs.iter().filter(|(k, _)| *k == name).map(|(_, v)| *v).collect()
     }
 
     /// A required parameter.

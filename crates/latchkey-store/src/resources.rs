@@ -97,6 +97,24 @@ static RETIRE: Sql = Sql::new(
 );
 static RETIRE_ALL: Sql =
     Sql::new("UPDATE resource_scopes SET resource_id = NULL, name = NULL, retired_at = $2 WHERE resource_id = $1");
+/// The bits of one scope of an API (`$1`, `$2` its name) and of all of them (`$1`), as one mask.
+static BITS_OF_ONE: Sql = Sql::new(
+    "SELECT COALESCE(CAST(SUM(CAST(1 AS BIGINT) << CAST(bit AS INTEGER)) AS BIGINT), 0) FROM resource_scopes \
+     WHERE resource_id = $1 AND name = $2",
+);
+static BITS_OF_ALL: Sql = Sql::new(
+    "SELECT COALESCE(CAST(SUM(CAST(1 AS BIGINT) << CAST(bit AS INTEGER)) AS BIGINT), 0) FROM resource_scopes \
+     WHERE resource_id = $1",
+);
+/// Every scope set a retired bit may stand in (`$1` the bits, `$2` their complement): grants (so that no refresh
+/// carries it on), codes and device codes not yet redeemed, organisations' restrictions and app settings.
+static FORGET_BITS: [Sql; 5] = [
+    Sql::new("UPDATE grants SET scopes = scopes & $2 WHERE (scopes & $1) <> 0"),
+    Sql::new("UPDATE auth_codes SET scopes = scopes & $2 WHERE (scopes & $1) <> 0"),
+    Sql::new("UPDATE device_codes SET scopes = scopes & $2 WHERE (scopes & $1) <> 0"),
+    Sql::new("UPDATE orgs SET restricted_scopes = restricted_scopes & $2 WHERE (restricted_scopes & $1) <> 0"),
+    Sql::new("UPDATE org_apps SET scopes = scopes & $2 WHERE (scopes & $1) <> 0"),
+];
 static SET_FIELDS: Sql = Sql::new(
     "UPDATE resources SET name = COALESCE($2, name), visibility = COALESCE($3, visibility), \
      token_format = COALESCE($4, token_format) WHERE id = $1",
@@ -203,6 +221,8 @@ fn update<'t>(
             return Ok(Outcome::Discard(Ok(false)));
         }
         for name in &u.remove_scopes {
+            let bits = tx.scalar(&BITS_OF_ONE, args![id, name]).await?;
+            forget(tx, bits).await?;
             tx.exec(&RETIRE, args![id, name, *now]).await?;
         }
         Ok(match add_scopes(tx, id, &u.scopes, *now).await? {
@@ -215,9 +235,21 @@ fn update<'t>(
 /// The unit of a deletion: the scopes retired, then the API.
 fn delete<'t>(tx: &'t mut dyn Tx, (id, now): &'t (String, UnixTime)) -> BoxFuture<'t, StoreResult<Outcome<bool>>> {
     Box::pin(async move {
+        let bits = tx.scalar(&BITS_OF_ALL, args![id]).await?;
+        forget(tx, bits).await?;
         tx.exec(&RETIRE_ALL, args![id, *now]).await?;
         Ok(Outcome::Keep(tx.exec(&DELETE, args![id]).await? > 0))
     })
+}
+
+/// Takes retired bits out of every scope set that holds them, in the unit that retires them: a bit given to a new
+/// scope later never stands for it in what was granted, asked for or set before.
+async fn forget(tx: &mut dyn Tx, bits: Option<i64>) -> StoreResult<()> {
+    let Some(bits) = bits.filter(|b| *b != 0) else { return Ok(()) };
+    for sql in &FORGET_BITS {
+        tx.exec(sql, args![bits, !bits]).await?;
+    }
+    Ok(())
 }
 
 #[async_trait]

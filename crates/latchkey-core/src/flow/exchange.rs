@@ -55,10 +55,12 @@ pub(super) async fn issue<P: Ports>(
     let Checked { client, proof, now, resources } = checked;
     let scopes = target::narrow(ports.settings().scopes, record.scopes, resources)?;
     let (grant, refresh_token) = new_grant(ports, record, client, proof, now);
+    // Minted before the code is spent (a JWT's first RSA key is a write that may fail): a token minted for a code
+    // redeemed meanwhile is never sent.
+    let (access_token, expires_in) = mint(ports, &grant, scopes, Some(record.auth_time), now).await?;
     if !ports.redeem_code(&grant, now).await? {
         return Ok(None);
     }
-    let (access_token, expires_in) = mint(ports, &grant, scopes, Some(record.auth_time), now).await?;
     let id_token =
         if record.scopes.intersects(IDENTITY) { Some(ports.id_token(user, record, &access_token, now)?) } else { None };
     Ok(Some(TokenResponse {

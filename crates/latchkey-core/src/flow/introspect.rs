@@ -45,7 +45,7 @@ pub struct Active {
     /// Its scopes: an access token's own (perhaps narrowed), a refresh token's grant's; told to an API, those of
     /// them that are its own.
     pub scopes: ScopeSet,
-    /// The scopes its audience is read from (all of the token's, even when an API is told only its own).
+    /// The scopes its audience is read from (the token's; told to an API, its own).
     pub audience: ScopeSet,
     /// When it was issued: a refresh token's grant's creation; an access token's expiry less the access-token
     /// lifetime, or the grant's creation if later (a token cut short by a time-limited grant).
@@ -91,8 +91,9 @@ pub async fn introspect<P: Ports>(ports: &P, call: IntrospectCall<'_>) -> Result
         Caller::Client(client) => active.filter(|a| a.client_id == client.client_id),
         Caller::Api(api) => {
             let own = api.scope_set();
+            // Of the token's audience, the API learns only itself.
             active.filter(|a| a.kind == TokenKind::Access && a.scopes.intersects(own)).map(|a| Active {
-                audience: a.scopes,
+                audience: a.scopes.intersection(own),
                 scopes: a.scopes.intersection(own),
                 ..a
             })

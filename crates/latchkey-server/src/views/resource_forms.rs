@@ -16,7 +16,7 @@ pub struct ResourceRow {
     pub scopes: Vec<String>,
     /// `project` or `public`.
     pub visibility: String,
-    /// `opaque` or `jwt`.
+    /// `opaque`, `jwt` or `jwt-rs256`.
     pub token_format: String,
 }
 
@@ -44,7 +44,7 @@ pub struct ResourceForm {
     pub scopes: String,
     /// `project` or `public`.
     pub visibility: String,
-    /// `opaque` or `jwt`.
+    /// `opaque`, `jwt` or `jwt-rs256`.
     pub token_format: String,
     /// Why the form was refused.
     pub error: Option<String>,

@@ -89,4 +89,5 @@ checks! {
     passkey_only_accounts_keep_a_way_in_and_a_reset_removes_second_steps: by_ref,
     device_codes_are_polled_at_their_pace_and_decided_once: by_ref,
     apis_hold_their_identifier_and_scope_names_once_each_on_its_own_bit: by_ref,
+    a_retired_scope_leaves_every_grant_and_code_that_held_its_bit: by_ref,
 }

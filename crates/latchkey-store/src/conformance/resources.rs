@@ -7,7 +7,7 @@ use crate::prelude::*;
 use crate::ResourceUpdate;
 use latchkey_core::client::ClientSecret;
 use latchkey_core::resource::{Resource, ResourceRefusal, ResourceScope, TokenFormat, Visibility, BIT_QUARANTINE};
-use latchkey_core::scope::FIRST_REGISTERED;
+use latchkey_core::scope::{ScopeSet, FIRST_REGISTERED};
 
 fn api(project_id: &str, scopes: &[&str]) -> Resource {
     let unique = random_b64(9);
@@ -92,4 +92,25 @@ pub(super) async fn apis_hold_their_identifier_and_scope_names_once_each_on_its_
     assert!(store.set_resource_secrets(&notes.id, &notes.secrets, &fresh).await.expect("set"));
     assert!(!store.set_resource_secrets(&notes.id, &notes.secrets, &[]).await.expect("set"), "stale");
     assert_eq!(store.resource(&notes.id).await.expect("find").expect("there").secrets, fresh);
+}
+
+pub(super) async fn a_retired_scope_leaves_every_grant_and_code_that_held_its_bit(store: &dyn Store) {
+    let (client_id, user_id) = fixture(store).await;
+    let project = store.client(&client_id).await.expect("client").expect("there").project_id;
+    let notes = store.create_resource(&api(&project, &["read", "write"]), T0).await.expect("create").expect("made");
+    let (read, write) = (ScopeSet::bit(notes.scopes[0].bit), ScopeSet::bit(notes.scopes[1].bit));
+    let limits = crate::GrantLimits { per_client_user: 50, per_user: 100 };
+    let held = ScopeSet(0b1).union(read).union(write);
+    let grant = super::issue_scopes(store, &client_id, &user_id, limits, held).await;
+    let pending = latchkey_core::token::AuthCode { scopes: held, ..super::code(&client_id, &user_id) };
+    store.insert_code(&pending).await.expect("code");
+
+    let change = ResourceUpdate { remove_scopes: vec![notes.scopes[1].name.clone()], ..Default::default() };
+    store.update_resource(&notes.id, &change, T0.plus(1)).await.expect("update").expect("known");
+    let scopes_now = |g: Option<crate::GrantState>| g.expect("there").grant.scopes;
+    assert_eq!(scopes_now(store.grant(&grant.id).await.expect("get")), ScopeSet(0b1).union(read), "write is gone");
+    assert_eq!(store.code(&pending.code_hash).await.expect("get").expect("code").scopes, ScopeSet(0b1).union(read));
+
+    assert!(store.delete_resource(&notes.id, T0.plus(2)).await.expect("delete"));
+    assert_eq!(scopes_now(store.grant(&grant.id).await.expect("get")), ScopeSet(0b1), "the API's scopes are gone");
 }

@@ -124,12 +124,12 @@ async fn a_token_request_narrows_to_a_resource_of_the_grant_and_the_refresh_toke
     let pkce = Pkce::new();
     let url = url_for(&server, &app, &[READONLY, "notes:read", "openid"], &[&data_api, NOTES], &pkce);
     let (status, t) = granted(&server, &app, &url, &pkce, &[NOTES]).await;
-    assert_eq!((status, t["scope"].as_str()), (200, Some("openid notes:read")), "{t}");
+    assert_eq!((status, t["scope"].as_str()), (200, Some("notes:read")), "the resource's scopes only: {t}");
     assert_eq!(channels(&server, t["access_token"].as_str().expect("token")).await.status(), 401);
     let refresh_token = t["refresh_token"].as_str().expect("refresh token");
 
     let (status, t) = refreshed(&server, &app, refresh_token, &[&data_api]).await;
-    assert_eq!((status, t["scope"].as_str()), (200, Some(format!("{READONLY} openid").as_str())), "{t}");
+    assert_eq!((status, t["scope"].as_str()), (200, Some(READONLY)), "{t}");
     assert_eq!(channels(&server, t["access_token"].as_str().expect("token")).await.status(), 200);
     let (status, t) = refreshed(&server, &app, refresh_token, &[]).await;
     assert_eq!((status, t["scope"].as_str()), (200, Some(format!("{READONLY} openid notes:read").as_str())));

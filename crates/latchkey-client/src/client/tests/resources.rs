@@ -1,5 +1,6 @@
 //! Resource indicators (RFC 8707): the APIs an app names go as repeated `resource` parameters on the
-//! authorization request, the code exchange and the refresh, and nothing changes for an app that names none.
+//! authorization request; one API is named on the code exchange and the refresh too, several are not; nothing
+//! changes for an app that names none.
 
 use super::*;
 use crate::fake_http::form_values;
@@ -28,7 +29,24 @@ fn the_authorization_request_names_each_resource() {
 }
 
 #[tokio::test]
-async fn the_code_exchange_and_the_refresh_name_each_resource() {
+async fn the_code_exchange_and_the_refresh_name_one_resource_and_not_several() {
+    let http = FakeHttp::new(vec![
+        token_answer("lka_1", Some("lkr_1"), READONLY, 3600),
+        token_answer("lka_2", None, READONLY, 3600),
+    ]);
+    let config = AppConfig::new(ISSUER, "lkapp-test").with_resource(ORDERS);
+    let c = OAuthClient::new(config, fake_http::discovery(true), http.clone());
+    let a = c.authorize(REDIRECT, &[READONLY]).expect("authorize");
+    let r = response(&a, "lkc_1", Some(ISSUER));
+    let t = c.exchange(a, &r, None).await.expect("tokens");
+    c.refresh(&t, None).await.expect("refreshed");
+    for request in http.requests() {
+        assert_eq!(form_values(&request, "resource"), [ORDERS]);
+    }
+    several_are_named_on_the_authorization_request_only().await;
+}
+
+async fn several_are_named_on_the_authorization_request_only() {
     let http = FakeHttp::new(vec![
         token_answer("lka_1", Some("lkr_1"), READONLY, 3600),
         token_answer("lka_2", None, READONLY, 3600),
@@ -42,7 +60,7 @@ async fn the_code_exchange_and_the_refresh_name_each_resource() {
     assert_eq!(sent.len(), 2);
     for (request, grant) in sent.iter().zip(["authorization_code", "refresh_token"]) {
         assert_eq!(form(request)["grant_type"], grant);
-        assert_eq!(form_values(request, "resource"), [ORDERS, BILLING], "{grant}");
+        assert!(form_values(request, "resource").is_empty(), "{grant}: the person may have declined one API");
     }
 }
 

@@ -74,8 +74,9 @@ pub(super) fn visibility(s: &str) -> AdminResult<Visibility> {
 
 /// A token format as a form or a body writes it.
 pub(super) fn token_format(s: &str) -> AdminResult<TokenFormat> {
-    TokenFormat::parse(s)
-        .ok_or_else(|| field_error("token_format", format!("The access-token format is opaque or jwt, not {s:?}.")))
+    TokenFormat::parse(s).ok_or_else(|| {
+        field_error("token_format", format!("The access-token format is opaque, jwt or jwt-rs256, not {s:?}."))
+    })
 }
 
 /// Where an API serves its protected resource metadata (RFC 9728 §3.1): the well-known path inserted between its
