@@ -169,6 +169,10 @@ async fn an_api_introspects_tokens_of_its_audience_only_and_sees_only_its_own_sc
     assert_eq!(answer["aud"], "https://notes.example.com", "of the token's audience, the API learns only itself");
     assert_eq!(answer["client_id"], app.client_id.as_str());
 
+    let in_form = [("token", t.access_token.as_str()), ("client_id", id), ("client_secret", notes.secret.as_str())];
+    let r = server.http().post(server.url("/introspect")).form(&in_form).send().await.expect("post");
+    let answer: Value = r.json().await.expect("json");
+    assert_eq!(answer["scope"], "notes:read", "the credentials in the form as client_id and client_secret: {answer}");
     let signed = "application/token-introspection+jwt";
     let (_, body) = as_api(&server, id, &notes.secret, &t.access_token, signed).await;
     let (_, claims) = crate::metadata::verified(&server, &body).await;
