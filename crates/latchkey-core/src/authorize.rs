@@ -190,23 +190,27 @@ pub fn requested_scopes(
 ) -> Result<ScopeSet, OAuthError> {
     let targets = target::requested(registry, resources, project_id)?;
     // Resources named without a scope stand for their scopes.
-    let scope = match (targets, scope.filter(|s| !s.trim().is_empty())) {
-        (Some(t), None) => Cow::Owned(registry.format(t)),
+    let scope = match (targets.is_empty(), scope.filter(|s| !s.trim().is_empty())) {
+        (false, None) => Cow::Owned(registry.format(target::union(&targets))),
         (_, scope) => Cow::Borrowed(scope.unwrap_or("")),
     };
     if scope.trim().is_empty() {
         return Err(OAuthError::invalid_request("Missing required parameter: scope"));
     }
     let scopes = registry.parse(&scope)?;
-    if let Some(targets) = targets {
-        target::within(registry, scopes, targets, resources)?;
-    }
+    target::within(registry, scopes, &targets, resources)?;
     if let Some(hidden) = registry.iter(registry.hidden_from(project_id, scopes)).next() {
         return Err(OAuthError::new(
             ErrorCode::InvalidScope,
             format!("Some requested scopes were invalid: {{invalid={}}}", hidden.id),
         ));
     }
+    data_api_enabled(scopes, api_enabled)?;
+    Ok(scopes)
+}
+
+/// Data-API scopes need the API enabled for the client's project (`unauthorized_client`).
+pub fn data_api_enabled(scopes: ScopeSet, api_enabled: bool) -> Result<(), OAuthError> {
     if !api_enabled && scopes.intersects(DATA_API) {
         return Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
@@ -214,7 +218,7 @@ pub fn requested_scopes(
              enable it in the console.",
         ));
     }
-    Ok(scopes)
+    Ok(())
 }
 
 /// Checks an authorization request, in order.
@@ -278,6 +282,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
     let prompt = parse_prompt(params.prompt.as_deref()).map_err(back)?;
     let project_id = cx.client.map_or("", |c| c.project_id.as_str());
     let (scope, resources) = (params.scope.as_deref(), &params.resources);
+    // The scopes are checked here, whether the data API is enabled after PKCE (the order of the checks).
     let scopes = requested_scopes(cx.registry, scope, resources, true, project_id).map_err(back)?;
     let challenge = match params.code_challenge.as_deref() {
         Some(c) => {
@@ -292,7 +297,7 @@ pub fn validate(params: &AuthorizeParams, cx: Context<'_>) -> Result<ValidReques
         }
         None => None,
     };
-    requested_scopes(cx.registry, scope, resources, cx.api_enabled, project_id).map_err(back)?;
+    data_api_enabled(scopes, cx.api_enabled).map_err(back)?;
     Ok(ValidRequest {
         redirect_uri: redirect_uri.to_owned(),
         scopes,

@@ -32,7 +32,6 @@ use crate::service_account::{self, ServiceKeyState};
 use crate::time::UnixTime;
 use crate::token::{self, AuthCode, ClientAuth, Form, Grant, GrantState, TokenGrant};
 use crate::{ErrorCode, OAuthError};
-use base64::Engine;
 use latchkey_proto::TokenResponse;
 
 /// The server's settings the flows read.
@@ -302,8 +301,6 @@ async fn mint<P: Ports>(
     }
     if let Some(api) = settings.scopes.sole_api(scopes).filter(|api| api.jwt) {
         expires_at = expires_at.min(now.plus(settings.jwt_access_token_lifetime));
-        let mut id = [0u8; 16];
-        ports.random().fill(&mut id);
         let claims = JwtAccessClaims {
             audience: &api.uri,
             subject: &grant.user_id,
@@ -311,7 +308,7 @@ async fn mint<P: Ports>(
             scope: settings.scopes.format(scopes),
             issued_at: now,
             expires_at,
-            id: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id),
+            id: secret::random_b64(16, ports.random()),
             auth_time,
             rs256: api.rs256,
         };

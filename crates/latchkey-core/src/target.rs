@@ -37,49 +37,52 @@ fn at_most(resources: &[impl AsRef<str>]) -> Result<(), OAuthError> {
     Ok(())
 }
 
-/// The scopes of the resources an authorization request names (`None` when it names none), as a client of
-/// `project_id` sees them: a registered API of another project that is not public is as unknown as one never
-/// registered (`invalid_target`).
+/// The scopes of each resource an authorization request names, in its order, as a client of `project_id` sees
+/// them: a registered API of another project that is not public is as unknown as one never registered
+/// (`invalid_target`).
 pub fn requested(
     registry: &ScopeRegistry,
     resources: &[impl AsRef<str>],
     project_id: &str,
-) -> Result<Option<ScopeSet>, OAuthError> {
-    if resources.is_empty() {
-        return Ok(None);
-    }
+) -> Result<Vec<ScopeSet>, OAuthError> {
     at_most(resources)?;
-    let mut scopes = ScopeSet::EMPTY;
+    let visible = |api: Option<&crate::scope::ApiInfo>| api.is_none_or(|a| a.public || a.project_id == project_id);
+    let mut sets = Vec::with_capacity(resources.len());
     for uri in resources.iter().map(AsRef::as_ref) {
         well_formed(uri)?;
-        let visible = |api: Option<&crate::scope::ApiInfo>| api.is_none_or(|a| a.public || a.project_id == project_id);
         match registry.resource(uri) {
-            Some((set, api)) if visible(api) => scopes = scopes.union(set),
+            Some((set, api)) if visible(api) => sets.push(set),
             _ => return Err(invalid_target(format!("Unknown resource: {}", shown(uri)))),
         }
     }
-    Ok(Some(scopes))
+    Ok(sets)
 }
 
-/// Every API scope a request asks for belongs to one of the resources it names, and each resource named has one
-/// of its scopes asked for (`invalid_target` naming the first that does not); identity scopes belong to no
-/// resource and pass. `resources` were checked by [`requested`].
+/// The scopes of all the resources named.
+pub fn union(targets: &[ScopeSet]) -> ScopeSet {
+    targets.iter().fold(ScopeSet::EMPTY, |all, set| all.union(*set))
+}
+
+/// When a request names resources (`targets`, their scopes by [`requested`], in the order of `resources`): every
+/// API scope it asks for belongs to one of them, and each has one of its scopes asked for (`invalid_target` naming
+/// the first that does not); identity scopes belong to no resource and pass. Nothing to check without resources.
 pub fn within(
     registry: &ScopeRegistry,
     scopes: ScopeSet,
-    targets: ScopeSet,
+    targets: &[ScopeSet],
     resources: &[impl AsRef<str>],
 ) -> Result<(), OAuthError> {
-    let outside = ScopeSet(scopes.intersection(DATA_API.union(REGISTERED)).0 & !targets.0);
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let outside = ScopeSet(scopes.intersection(DATA_API.union(REGISTERED)).0 & !union(targets).0);
     if let Some(s) = registry.iter(outside).next() {
         return Err(invalid_target(format!("The scope {} belongs to none of the requested resources.", s.id)));
     }
-    let unasked = resources
-        .iter()
-        .map(AsRef::as_ref)
-        .find(|uri| registry.resource(uri).is_some_and(|(set, _)| !set.intersects(scopes)));
-    match unasked {
-        Some(uri) => Err(invalid_target(format!("None of the scopes asked for is one of {}'s.", shown(uri)))),
+    match targets.iter().zip(resources).find(|(set, _)| !set.intersects(scopes)) {
+        Some((_, uri)) => {
+            Err(invalid_target(format!("None of the scopes asked for is one of {}'s.", shown(uri.as_ref()))))
+        }
         None => Ok(()),
     }
 }
@@ -130,10 +133,11 @@ mod tests {
     #[test]
     fn a_named_resource_stands_for_its_scopes_as_its_project_sees_it() {
         let r = registry();
-        assert_eq!(requested(&r, &[DATA], "p2").unwrap(), Some(DATA_API));
-        assert_eq!(requested(&r, &[ORDERS], "p1").unwrap(), Some(ScopeSet::bit(10)));
-        assert_eq!(requested(&r, &[ORDERS, "https://stock.example"], "p1").unwrap(), Some(ScopeSet(0b11 << 10)));
-        assert_eq!(requested(&r, &[] as &[&str], "p1").unwrap(), None);
+        assert_eq!(requested(&r, &[DATA], "p2").unwrap(), [DATA_API]);
+        assert_eq!(requested(&r, &[ORDERS], "p1").unwrap(), [ScopeSet::bit(10)]);
+        let both = requested(&r, &[ORDERS, "https://stock.example"], "p1").unwrap();
+        assert_eq!(union(&both), ScopeSet(0b11 << 10));
+        assert!(requested(&r, &[] as &[&str], "p1").unwrap().is_empty());
         for (uri, project) in [(ORDERS, "p2"), ("https://nowhere.example", "p1"), ("relative/path", "p1")] {
             assert_eq!(requested(&r, &[uri], project).unwrap_err().code, ErrorCode::InvalidTarget, "{uri}");
         }
@@ -145,10 +149,12 @@ mod tests {
     fn scopes_outside_the_named_resources_are_invalid_target_and_identity_scopes_pass() {
         let r = registry();
         let openid = r.parse("openid orders.read").unwrap();
-        assert!(within(&r, openid, ScopeSet::bit(10), &[ORDERS]).is_ok());
-        let e = within(&r, r.parse("orders.read stock").unwrap(), ScopeSet::bit(10), &[ORDERS]).unwrap_err();
+        let orders = [ScopeSet::bit(10)];
+        assert!(within(&r, openid, &orders, &[ORDERS]).is_ok());
+        assert!(within(&r, r.parse("stock").unwrap(), &[], &[] as &[&str]).is_ok(), "no resource named");
+        let e = within(&r, r.parse("orders.read stock").unwrap(), &orders, &[ORDERS]).unwrap_err();
         assert_eq!((e.code, e.description.contains("stock")), (ErrorCode::InvalidTarget, true));
-        let e = within(&r, r.parse("openid").unwrap(), ScopeSet::bit(10), &[ORDERS]).unwrap_err();
+        let e = within(&r, r.parse("openid").unwrap(), &orders, &[ORDERS]).unwrap_err();
         assert_eq!((e.code, e.description.contains(ORDERS)), (ErrorCode::InvalidTarget, true), "a resource unasked");
     }
 

@@ -21,18 +21,12 @@ pub struct ScopeBook {
 impl ScopeBook {
     /// Reads the registered APIs and builds the scopes (the data API's resource identifier being `data_api_uri`).
     pub async fn load(store: &dyn Store, scope_base: &str, data_api_uri: &str) -> StoreResult<Self> {
-        let mut book = Self {
+        let registry = read(store, scope_base, data_api_uri).await?;
+        Ok(Self {
             scope_base: scope_base.to_owned(),
             data_api_uri: data_api_uri.to_owned(),
-            current: RwLock::new(Arc::new(ScopeRegistry::new(scope_base))),
-        };
-        book.current = RwLock::new(Arc::new(book.read(store).await?));
-        Ok(book)
-    }
-
-    async fn read(&self, store: &dyn Store) -> StoreResult<ScopeRegistry> {
-        let registry = resource::registry(&self.scope_base, &store.all_resources().await?);
-        Ok(registry.with_data_api_uri(&self.data_api_uri))
+            current: RwLock::new(Arc::new(registry)),
+        })
     }
 
     /// The scopes in force now.
@@ -45,11 +39,17 @@ impl ScopeBook {
 
     /// Reads the registered APIs again.
     pub async fn reload(&self, store: &dyn Store) -> StoreResult<()> {
-        let registry = Arc::new(self.read(store).await?);
+        let registry = Arc::new(read(store, &self.scope_base, &self.data_api_uri).await?);
         match self.current.write() {
             Ok(mut g) => *g = registry,
             Err(poisoned) => *poisoned.into_inner() = registry,
         }
         Ok(())
     }
+}
+
+/// The well-known scopes under `scope_base`, the data API's identifier and the registered APIs' scopes.
+async fn read(store: &dyn Store, scope_base: &str, data_api_uri: &str) -> StoreResult<ScopeRegistry> {
+    let registry = resource::registry(scope_base, &store.all_resources().await?);
+    Ok(registry.with_data_api_uri(data_api_uri))
 }
