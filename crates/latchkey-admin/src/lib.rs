@@ -36,9 +36,7 @@ pub mod users;
 
 pub use actor::{Access, Actor, ClientRef, Right};
 pub use client_secrets::{client_secret_add, client_secret_change};
-pub use members::{
-    project_create, project_delete, project_list, project_set_api, project_set_time_based_access, project_show,
-};
+pub use members::{project_create, project_delete, project_list, project_set, project_set_api, project_show};
 pub use signing_keys::{key_kind, key_list, key_retire, key_rotate, secrets_reencrypt, secrets_rotate};
 
 pub(crate) use clients::find_client;

@@ -9,7 +9,7 @@ use super::results::{
 use super::{find_user, random_id, AdminError, AdminResult};
 use latchkey_core::client::FieldError;
 use latchkey_core::time::UnixTime;
-use latchkey_store::{MemberChange, Project, ProjectMember, ProjectRole, Store};
+use latchkey_store::{MemberChange, Project, ProjectMember, ProjectRole, ProjectSetting, Store};
 
 /// A project with its clients.
 async fn project_detail(store: &dyn Store, project: ProjectView) -> AdminResult<ProjectDetail> {
@@ -62,6 +62,7 @@ pub async fn project_create(
             time_based_access: false,
             org_id: None,
             audience: Default::default(),
+            rotate_refresh_tokens: false,
         })
         .await?;
     let created = ProjectView {
@@ -69,6 +70,7 @@ pub async fn project_create(
         name: name.into(),
         api_enabled: false,
         time_based_access: false,
+        rotate_refresh_tokens: false,
         org_id: None,
         audience: "external",
         created_at: None,
@@ -113,19 +115,25 @@ pub async fn project_delete(store: &dyn Store, actor: &Actor, project_id: &str) 
     Ok(ProjectDeleted { project_id: project_id.into(), deleted: true, clients_deleted: clients })
 }
 
-/// Offers time-based access on the consent page of a project's clients, or stops offering it (grants already
-/// limited keep their end).
-pub async fn project_set_time_based_access(
+/// Switches one of a project's settings: time-based access on its clients' consent page (grants already limited
+/// keep their end), or the rotation of its clients' refresh tokens (from each token's next refresh).
+pub async fn project_set(
     store: &dyn Store,
     actor: &Actor,
     project_id: &str,
+    setting: ProjectSetting,
     on: bool,
 ) -> AdminResult<ProjectView> {
     let access = actor.project(store, project_id, Right::Edit).await?;
-    if !store.set_time_based_access(project_id, on).await? {
+    if !store.set_project_setting(project_id, setting, on).await? {
         return Err(no_project(project_id));
     }
-    Ok(ProjectView { time_based_access: on, ..access.view() })
+    let mut view = access.view();
+    match setting {
+        ProjectSetting::TimeBasedAccess => view.time_based_access = on,
+        ProjectSetting::RotateRefreshTokens => view.rotate_refresh_tokens = on,
+    }
+    Ok(view)
 }
 
 /// Enables or disables the data API of a project.

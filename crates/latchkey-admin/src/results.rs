@@ -20,6 +20,8 @@ pub struct ProjectView {
     pub api_enabled: bool,
     /// Whether its clients' consent page offers time-based access.
     pub time_based_access: bool,
+    /// Whether its clients' refresh tokens not bound by DPoP rotate on every refresh.
+    pub rotate_refresh_tokens: bool,
     /// The organisation it belongs to, if any.
     pub org_id: Option<String>,
     /// Who its clients serve: `external` (any account) or `internal` (its organisation's members).
@@ -41,6 +43,7 @@ impl ProjectView {
             name: p.name.clone(),
             api_enabled: p.api_enabled,
             time_based_access: p.time_based_access,
+            rotate_refresh_tokens: p.rotate_refresh_tokens,
             org_id: p.org_id.clone(),
             audience: p.audience.as_str(),
             created_at: Some(p.created_at.0),

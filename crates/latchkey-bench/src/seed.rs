@@ -59,6 +59,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         time_based_access: false,
         org_id: None,
         audience: Default::default(),
+        rotate_refresh_tokens: false,
     };
     store.create_project(&project).await?;
     let client = Client {

@@ -59,6 +59,9 @@ pub struct Config {
     /// The lifetime of a JWT access token (an API that asked for JWTs verifies them offline, so revoking its grant
     /// does not stop one before it expires), in seconds, at most `access_token_lifetime`. Default 300.
     pub jwt_access_token_lifetime: i64,
+    /// Seconds after a refresh-token rotation during which the retired token gets the same new token again
+    /// instead of revoking the grant (a response lost on its way); 0 for none.
+    pub refresh_rotation_grace: i64,
     /// Authorization-code lifetime in seconds. Default 600.
     pub code_lifetime: i64,
     /// Browser session lifetime in seconds. Default 43200 (12 hours).
@@ -209,6 +212,7 @@ impl Default for Config {
             scope_base: "https://latchkey.dev".into(),
             access_token_lifetime: 3600,
             jwt_access_token_lifetime: 300,
+            refresh_rotation_grace: 0,
             code_lifetime: 600,
             session_lifetime: 43_200,
             max_accounts_per_browser: 10,
@@ -252,7 +256,7 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 43] = [
+pub const FIELDS: [&str; 44] = [
     "data_dir",
     "listen",
     "database_url",
@@ -267,6 +271,7 @@ pub const FIELDS: [&str; 43] = [
     "scope_base",
     "access_token_lifetime",
     "jwt_access_token_lifetime",
+    "refresh_rotation_grace",
     "code_lifetime",
     "session_lifetime",
     "max_accounts_per_browser",
@@ -429,6 +434,9 @@ impl Config {
                 "access_token_lifetime is at most {MAX_ACCESS_TOKEN_LIFETIME} seconds (6 days): a rotated key verifies \
                  tokens for 7 days, and other instances may sign with it for a minute after the rotation"
             )));
+        }
+        if !(0..=300).contains(&self.refresh_rotation_grace) {
+            return Err(ConfigError("refresh_rotation_grace is between 0 (none) and 300 seconds".into()));
         }
         if !(0..=3650).contains(&self.key_rotation_days) {
             return Err(ConfigError("key_rotation_days is between 0 (off) and 3650".into()));

@@ -49,6 +49,9 @@ pub struct Settings<'a> {
     pub token_endpoint: &'a str,
     /// The scopes this deployment knows.
     pub scopes: &'a ScopeRegistry,
+    /// Seconds after a rotation during which the retired refresh token gets the same new one again (a response
+    /// lost on its way); 0 for none.
+    pub refresh_rotation_grace: i64,
 }
 
 /// What the flows ask of the server. Each method is one lookup or one write; the rules stay here. The server's
@@ -104,6 +107,13 @@ pub trait Ports: Sync {
     async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> Result<Option<GrantState>, Self::Error>;
     /// Revokes a grant; whether it was live.
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> Result<bool, Self::Error>;
+    /// Replaces a live grant's refresh token (hash `old`) by the one of hash `new` and retires `old`, in one atomic
+    /// step; false, with nothing changed, when `old` is no longer its token or the grant was revoked.
+    async fn rotate_refresh(&self, id: &GrantId, old: &[u8], new: &[u8], now: UnixTime) -> Result<bool, Self::Error>;
+    /// When a rotation retired the refresh token whose hash this is, if one did.
+    async fn retired_refresh(&self, hash: &[u8]) -> Result<Option<UnixTime>, Self::Error>;
+    /// Revokes a grant whose retired refresh token was presented again, with its events; whether it was live.
+    async fn revoke_reused(&self, id: &GrantId, now: UnixTime) -> Result<bool, Self::Error>;
     /// Records each value until its expiry unless one is recorded already: `None` when all were new, else the
     /// index of the first that was not (nothing is recorded then).
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
@@ -254,11 +264,17 @@ pub async fn access_claims<P: Ports>(
 /// the earlier form), and only when the token's hash is the grant's, compared in constant time.
 pub async fn grant_of_refresh<P: Ports>(ports: &P, token: &str) -> Result<Option<GrantState>, P::Error> {
     let hash = secret::hash(token);
-    let found = match refresh_token::grant_id(token) {
-        Some(id) => ports.grant(&id).await?,
-        None => ports.legacy_grant_by_refresh(&hash).await?,
-    };
+    let found = grant_named(ports, token, &hash).await?;
     Ok(found.filter(|g| secret::ct_eq(&g.grant.refresh_hash, &hash)))
+}
+
+/// The grant a refresh token names (by its id, or for a token of the earlier form by `hash`, the token's), whether
+/// or not the token is the grant's: a rotated grant's retired tokens name it too.
+pub async fn grant_named<P: Ports>(ports: &P, token: &str, hash: &[u8]) -> Result<Option<GrantState>, P::Error> {
+    match refresh_token::grant_id(token) {
+        Some(id) => ports.grant(&id).await,
+        None => ports.legacy_grant_by_refresh(hash).await,
+    }
 }
 
 /// The claims of a JWT access token (RFC 9068 §2.2) but its issuer.

@@ -5,7 +5,7 @@
 //! the rows it may touch before it returns.
 
 use crate::db::{Db, Durability, Engine};
-use crate::records::{AppCheckCount, Listing, Project, Publisher};
+use crate::records::{AppCheckCount, Listing, Project, ProjectSetting, Publisher};
 use crate::rows::{self, StoreRow};
 use crate::sql::{args, Args, Sql};
 use crate::{StoreError, StoreResult};
@@ -25,9 +25,8 @@ pub trait Clients: Send + Sync {
     async fn projects(&self) -> StoreResult<Vec<Project>>;
     /// Switches the data API on or off; false when there is no such project.
     async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool>;
-    /// Offers time-based access on the consent page of the project's clients, or stops offering it; false when
-    /// there is no such project. Grants already limited keep their end.
-    async fn set_time_based_access(&self, id: &str, on: bool) -> StoreResult<bool>;
+    /// Switches one of a project's settings on or off; false when there is no such project.
+    async fn set_project_setting(&self, id: &str, setting: ProjectSetting, on: bool) -> StoreResult<bool>;
     /// Deletes a project with its clients and their grants; false when there is no such project.
     async fn delete_project(&self, id: &str) -> StoreResult<bool>;
 
@@ -83,19 +82,23 @@ pub trait Clients: Send + Sync {
 }
 
 static CREATE_PROJECT: Sql = Sql::new(
-    "INSERT INTO projects (id, name, api_enabled, created_at, time_based_access, org_id, audience) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    "INSERT INTO projects (id, name, api_enabled, created_at, time_based_access, org_id, audience, \
+     rotate_refresh_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 );
 /// A project's columns, in the order its mapper reads them.
 macro_rules! project_columns {
     () => {
-        "id, name, api_enabled, created_at, time_based_access, org_id, audience"
+        "id, name, api_enabled, created_at, time_based_access, org_id, audience, rotate_refresh_tokens"
     };
 }
 static PROJECT: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects WHERE id = $1"));
 static PROJECTS: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects ORDER BY created_at, id"));
 static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
-static SET_TIME_BASED_ACCESS: Sql = Sql::new("UPDATE projects SET time_based_access = $1 WHERE id = $2");
+/// One statement per [`ProjectSetting`], in its order.
+static SET_SETTING: [Sql; 2] = [
+    Sql::new("UPDATE projects SET time_based_access = $1 WHERE id = $2"),
+    Sql::new("UPDATE projects SET rotate_refresh_tokens = $1 WHERE id = $2"),
+];
 static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
 
 static CREATE_CLIENT: Sql = Sql::new(
@@ -163,7 +166,7 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
 #[async_trait]
 impl<E: Engine> Clients for Db<E> {
     async fn create_project(&self, p: &Project) -> StoreResult<()> {
-        let placement = args![&p.org_id, p.audience.as_str()];
+        let placement = args![&p.org_id, p.audience.as_str(), p.rotate_refresh_tokens];
         let mut row = args![&p.id, &p.name, p.api_enabled, p.created_at, p.time_based_access];
         row.extend(placement);
         self.exec(&CREATE_PROJECT, row).await?;
@@ -182,8 +185,8 @@ impl<E: Engine> Clients for Db<E> {
         self.exec_one(&SET_API_ENABLED, args![enabled, id]).await
     }
 
-    async fn set_time_based_access(&self, id: &str, on: bool) -> StoreResult<bool> {
-        self.exec_one(&SET_TIME_BASED_ACCESS, args![on, id]).await
+    async fn set_project_setting(&self, id: &str, setting: ProjectSetting, on: bool) -> StoreResult<bool> {
+        self.exec_one(&SET_SETTING[setting as usize], args![on, id]).await
     }
 
     async fn delete_project(&self, id: &str) -> StoreResult<bool> {

@@ -11,6 +11,7 @@ mod members;
 mod orgs;
 mod passkeys;
 mod resources;
+mod rotation;
 mod served;
 mod service_accounts;
 mod streams;
@@ -52,6 +53,7 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         time_based_access: false,
         org_id: None,
         audience: Default::default(),
+        rotate_refresh_tokens: false,
     };
     store.create_project(&project).await.expect("project");
     let client = Client {

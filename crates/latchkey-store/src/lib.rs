@@ -35,6 +35,7 @@ pub mod postgres;
 mod records;
 mod replay;
 mod resources;
+mod rotation;
 mod rows;
 #[cfg(any(test, feature = "seed"))]
 pub mod seed;
@@ -61,10 +62,12 @@ pub use orgs::Orgs;
 pub use passkeys::{Ceremony, Passkeys};
 pub use records::{
     ApiKey, AppCheckCount, Channel, GrantLimits, GrantState, KeyKind, Listing, Member, MemberChange, NewUser, Org,
-    OrgApp, OrgMember, Project, ProjectMember, ProjectRole, Publisher, Redeemed, Session, StoredKey, User,
+    OrgApp, OrgMember, Project, ProjectMember, ProjectRole, ProjectSetting, Publisher, Redeemed, Session, StoredKey,
+    User,
 };
 pub use replay::Replay;
 pub use resources::{ResourceUpdate, Resources};
+pub use rotation::{Rotations, RETIRED_KEPT};
 pub use served::{Served, ServedUrls};
 pub use service_accounts::{ContentOwner, ServiceAccount, ServiceAccountKey, ServiceAccounts, MAX_KEYS};
 pub use streams::{Delivery, DeliveryResult, DeliveryState, StreamRecord, Streams, VerifyRefused};
@@ -78,7 +81,7 @@ use std::time::Duration;
 pub mod prelude {
     pub use crate::{
         Accounts, Audit, Clients, Console, DeviceCodes, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Resources,
-        Served, ServiceAccounts, Store, Streams, TwoStep, Users,
+        Rotations, Served, ServiceAccounts, Store, Streams, TwoStep, Users,
     };
 }
 
@@ -109,7 +112,8 @@ store_of!(
     Passkeys,
     TwoStep,
     DeviceCodes,
-    Resources
+    Resources,
+    Rotations
 );
 
 /// A storage failure.

@@ -22,6 +22,17 @@ pub struct Project {
     pub org_id: Option<String>,
     /// Who its clients serve.
     pub audience: Audience,
+    /// Whether its clients' refresh tokens rotate on every refresh (those not bound by DPoP).
+    pub rotate_refresh_tokens: bool,
+}
+
+/// A project's on/off setting, switched by [`Clients::set_project_setting`](crate::Clients::set_project_setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectSetting {
+    /// Its clients' consent page offers time-based access (grants already limited keep their end).
+    TimeBasedAccess = 0,
+    /// Its clients' refresh tokens not bound by DPoP rotate, from each one's next refresh.
+    RotateRefreshTokens = 1,
 }
 
 impl Project {

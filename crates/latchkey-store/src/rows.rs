@@ -155,6 +155,7 @@ pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
         time_based_access: r.flag("time_based_access")?,
         org_id: r.opt_text("org_id")?,
         audience: audience(r)?,
+        rotate_refresh_tokens: r.flag("rotate_refresh_tokens")?,
     })
 }
 
@@ -360,6 +361,7 @@ pub(crate) fn grant_state_from_row(r: &dyn StoreRow) -> StoreResult<GrantState> 
         user_disabled_at: opt_time(r, "user_disabled_at")?,
         client_deleted_at: opt_time(r, "client_deleted_at")?,
         api_enabled: r.flag("api_enabled")?,
+        rotates: r.flag("rotates")?,
     })
 }
 

@@ -11,6 +11,7 @@ use keys::{KeysCmd, SecretsCmd};
 use latchkey_admin::clock::SystemClock;
 use latchkey_admin::{self as ops, api_keys, members, Actor, AdminResult, StoreDirectory};
 use latchkey_core::time::Clock;
+use latchkey_store::ProjectSetting;
 use orgs::OrgCmd;
 use service_accounts::{ContentOwnerCmd, ServiceAccountCmd};
 use std::io::Read;
@@ -120,6 +121,10 @@ enum ProjectCmd {
         /// Offer time-based access on its clients' consent page (`on`) or not (`off`).
         #[arg(long, value_parser = ["on", "off"])]
         time_based_access: Option<String>,
+        /// Rotate the refresh tokens of its clients (`on`: each refresh returns a new one, a retired one used again
+        /// revokes the grant; tokens bound by DPoP do not rotate) or not (`off`).
+        #[arg(long, value_parser = ["on", "off"])]
+        rotate_refresh_tokens: Option<String>,
         /// Place the project in this organisation (`none` takes it out of any).
         #[arg(long)]
         org: Option<String>,
@@ -279,9 +284,12 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             }
             ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, op, &project, true).await),
             ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, op, &project, false).await),
-            ProjectCmd::Update { project, time_based_access, org, audience } => {
-                let (tba, org, audience) = (time_based_access.as_deref(), org.as_deref(), audience.as_deref());
-                orgs::project_update(store, &project, tba, org, audience, now).await
+            ProjectCmd::Update { project, time_based_access, rotate_refresh_tokens, org, audience } => {
+                let switches = [
+                    (ProjectSetting::TimeBasedAccess, time_based_access),
+                    (ProjectSetting::RotateRefreshTokens, rotate_refresh_tokens),
+                ];
+                orgs::project_update(store, &project, &switches, org.as_deref(), audience.as_deref(), now).await
             }
             ProjectCmd::List => out(ops::project_list(store, op).await),
             ProjectCmd::Show(id) => out(ops::project_show(store, op, &id.get()).await),

@@ -1,9 +1,13 @@
-//! `grant_type=refresh_token` (RFC 6749 §6, RFC 9449 §5): the refresh's checks, in order.
+//! `grant_type=refresh_token` (RFC 6749 §6, RFC 9449 §5): the refresh's checks, in order, and for a grant whose
+//! token rotates, the rotation ([`rotation`]).
 
 use super::proof::{self, NonceRule};
-use super::{grant_of_refresh, mint, Checked, Ports};
+pub mod rotation;
+
+use super::{grant_named, mint, Checked, Ports};
 use crate::client::Client;
 use crate::dpop::Proof;
+use crate::secret;
 use crate::target;
 use crate::time::UnixTime;
 use crate::token::{self, GrantState};
@@ -22,7 +26,14 @@ pub struct Refresh<'a> {
 /// Runs the refresh's checks, in order, then mints the access token.
 pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
     let Checked { client, proof, now, resources } = checked;
-    let found = grant_known(grant_of_refresh(ports, refresh.token).await?)?;
+    let hash = secret::hash(refresh.token);
+    let found = grant_known(grant_named(ports, refresh.token, &hash).await?)?;
+    let presented = rotation::Presented { token: refresh.token, hash: &hash, client, now };
+    let given_again = if secret::ct_eq(&found.grant.refresh_hash, &hash) {
+        None
+    } else {
+        Some(rotation::retired(ports, &found, presented).await?)
+    };
     grant_is_the_clients(&found, client)?;
     grant_usable(&found, now)?;
     let scopes = token::narrow(ports.settings().scopes, found.grant.scopes, refresh.scope)?;
@@ -30,13 +41,18 @@ pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>
     if let Some((proof, rule)) = binding(&found, proof)? {
         proof::use_once(ports, proof, rule, now).await?;
     }
+    let refresh_token = match given_again {
+        Some(next) => Some(next),
+        None if found.rotates => Some(rotation::rotate(ports, &found, presented).await?),
+        None => None,
+    };
     let (access_token, expires_in) = mint(ports, &found.grant, scopes, None, now).await?;
     ports.grant_used(&found.grant.id, now);
     Ok(TokenResponse {
         access_token,
         expires_in,
         id_token: None,
-        refresh_token: None,
+        refresh_token: refresh_token.map(|t| t.expose().to_owned()),
         refresh_token_expires_in: found.grant.expires_at.map(|e| now.until(e)),
         scope: ports.settings().scopes.format(scopes),
         token_type: "Bearer".into(),
@@ -45,7 +61,12 @@ pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>
 
 /// The refresh token is one of a grant the server holds.
 pub fn grant_known(found: Option<GrantState>) -> Result<GrantState, OAuthError> {
-    found.ok_or_else(|| OAuthError::invalid_grant("Token has been expired or revoked."))
+    found.ok_or_else(unknown)
+}
+
+/// The answer to a refresh token the server does not hold (or no longer: revoked, expired, never issued).
+pub fn unknown() -> OAuthError {
+    OAuthError::invalid_grant("Token has been expired or revoked.")
 }
 
 /// The refresh token was issued to the client presenting it.

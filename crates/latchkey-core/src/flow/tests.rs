@@ -36,6 +36,8 @@ struct Memory {
     recorded: Mutex<Vec<Vec<u8>>>,
     strict: bool,
     service_keys: Vec<ServiceKeyState>,
+    retired: Mutex<Vec<(Vec<u8>, UnixTime)>>,
+    grace: i64,
 }
 
 impl Memory {
@@ -59,6 +61,8 @@ impl Memory {
             recorded: Mutex::new(vec![]),
             strict: false,
             service_keys: vec![],
+            retired: Mutex::new(vec![]),
+            grace: 0,
         }
     }
 }
@@ -75,6 +79,7 @@ impl Ports for Memory {
             jwt_access_token_lifetime: 300,
             token_endpoint: "https://as.example/token",
             scopes: &self.registry,
+            refresh_rotation_grace: self.grace,
         }
     }
     fn random(&self) -> &dyn Random {
@@ -112,8 +117,13 @@ impl Ports for Memory {
         if std::mem::replace(&mut code.used, true) {
             return Ok(false);
         }
-        let state =
-            GrantState { grant: grant.clone(), user_disabled_at: None, client_deleted_at: None, api_enabled: true };
+        let state = GrantState {
+            grant: grant.clone(),
+            user_disabled_at: None,
+            client_deleted_at: None,
+            api_enabled: true,
+            rotates: false,
+        };
         self.grants.lock().unwrap().push(state);
         Ok(true)
     }
@@ -134,6 +144,21 @@ impl Ports for Memory {
         let live = grants.iter_mut().find(|g| g.grant.id == *id && g.grant.revoked_at.is_none());
         Ok(live.map(|g| g.grant.revoked_at = Some(now)).is_some())
     }
+    async fn rotate_refresh(&self, id: &GrantId, old: &[u8], new: &[u8], now: UnixTime) -> Result<bool, OAuthError> {
+        let mut grants = self.grants.lock().unwrap();
+        let Some(g) = grants.iter_mut().find(|g| g.grant.id == *id && g.grant.refresh_hash == old) else {
+            return Ok(false);
+        };
+        g.grant.refresh_hash = new.to_vec();
+        self.retired.lock().unwrap().push((old.to_vec(), now));
+        Ok(true)
+    }
+    async fn retired_refresh(&self, hash: &[u8]) -> Result<Option<UnixTime>, OAuthError> {
+        Ok(self.retired.lock().unwrap().iter().find(|(h, _)| h == hash).map(|(_, at)| *at))
+    }
+    async fn revoke_reused(&self, id: &GrantId, now: UnixTime) -> Result<bool, OAuthError> {
+        self.revoke_grant(id, now).await
+    }
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], _: UnixTime) -> Result<Option<usize>, OAuthError> {
         let mut recorded = self.recorded.lock().unwrap();
         if let Some(i) = values.iter().position(|(v, _)| recorded.contains(v)) {
@@ -151,6 +176,8 @@ impl Ports for Memory {
         Ok(self.service_keys.iter().any(|k| k.email == email))
     }
 }
+
+mod rotation;
 
 fn auth_code(value: &str) -> AuthCode {
     AuthCode {
@@ -181,7 +208,7 @@ fn grant_state(client_id: &str) -> GrantState {
         revoked_at: None,
         code_hash: vec![],
     };
-    GrantState { grant, user_disabled_at: None, client_deleted_at: None, api_enabled: true }
+    GrantState { grant, user_disabled_at: None, client_deleted_at: None, api_enabled: true, rotates: false }
 }
 
 fn proof(jti: &str, nonce: Option<String>) -> Proof {

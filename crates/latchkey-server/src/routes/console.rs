@@ -56,6 +56,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/projects/{project}", get(projects::project_get))
         .route("/console/projects/{project}/api", post(projects::api_post))
         .route("/console/projects/{project}/time-based-access", post(projects::time_based_access_post))
+        .route("/console/projects/{project}/refresh-token-rotation", post(projects::refresh_token_rotation_post))
         .route("/console/projects/{project}/delete", get(projects::delete_get).post(projects::delete_post))
         .route("/console/projects/{project}/members", post(projects::members_post))
         .route("/console/projects/{project}/members/{user}/remove", post(projects::member_remove_post))
@@ -131,6 +132,8 @@ fn notice(done: Option<&str>) -> Option<String> {
         "api-disabled" => "The data API is disabled for this project.",
         "time-based-on" => "Time-based access is offered: people can limit an app's access to a period.",
         "time-based-off" => "Time-based access is no longer offered. Access already limited keeps its end.",
+        "rotation-on" => "Refresh tokens rotate: each refresh returns a new one, from each token's next refresh.",
+        "rotation-off" => "Refresh tokens no longer rotate. The newest token of each grant keeps working.",
         "member-added" => "Member added.",
         "member-removed" => "Member removed.",
         "role-changed" => "Role changed.",

@@ -44,6 +44,7 @@ impl Ports for StorePorts<'_> {
             jwt_access_token_lifetime: config.jwt_access_token_lifetime,
             token_endpoint: &self.state.urls.token_endpoint,
             scopes: &self.scopes,
+            refresh_rotation_grace: config.refresh_rotation_grace,
         }
     }
 
@@ -138,6 +139,20 @@ impl Ports for StorePorts<'_> {
         if revoked {
             tracing::info!(grant = %id.encode(), "grant revoked");
         }
+        Ok(revoked)
+    }
+
+    async fn rotate_refresh(&self, id: &GrantId, old: &[u8], new: &[u8], now: UnixTime) -> Result<bool, TokenError> {
+        Ok(self.state.store.rotate_refresh(id, old, new, now).await?)
+    }
+
+    async fn retired_refresh(&self, hash: &[u8]) -> Result<Option<UnixTime>, TokenError> {
+        Ok(self.state.store.retired_refresh(hash).await?)
+    }
+
+    async fn revoke_reused(&self, id: &GrantId, now: UnixTime) -> Result<bool, TokenError> {
+        let revoked = self.state.store.revoke_reused(id, now).await?;
+        tracing::warn!(grant = %id.encode(), revoked, "a retired refresh token was used again; its grant is revoked");
         Ok(revoked)
     }
 

@@ -37,6 +37,8 @@ pub struct ProjectRow {
     pub api_enabled: bool,
     /// Whether its clients' consent page offers time-based access.
     pub time_based_access: bool,
+    /// Whether its clients' refresh tokens rotate.
+    pub rotate_refresh_tokens: bool,
     /// The organisation it belongs to, if any.
     pub org_id: Option<String>,
     /// Whether its clients serve only its organisation's members.

@@ -2,7 +2,7 @@
 
 use super::{another_user, fixture, issue, T0};
 use crate::prelude::*;
-use crate::{GrantLimits, Session};
+use crate::{GrantLimits, ProjectSetting, Session};
 use latchkey_core::account::{AccountChange, EventKind};
 use latchkey_core::time::UnixTime;
 
@@ -112,7 +112,10 @@ pub(super) async fn last_use_days_move_forward_and_ended_grants_are_not_live(sto
 
     let project = store.client(&client_id).await.expect("client").expect("kept while restorable").project_id;
     assert!(!store.project(&project).await.expect("get").expect("p").time_based_access, "off by default");
-    assert!(store.set_time_based_access(&project, true).await.expect("switch"));
+    assert!(store.set_project_setting(&project, ProjectSetting::TimeBasedAccess, true).await.expect("switch"));
     assert!(store.project(&project).await.expect("get").expect("p").time_based_access);
-    assert!(!store.set_time_based_access("no-such-project", true).await.expect("switch"));
+    assert!(!store
+        .set_project_setting("no-such-project", ProjectSetting::TimeBasedAccess, true)
+        .await
+        .expect("switch"));
 }

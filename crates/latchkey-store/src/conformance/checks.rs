@@ -7,6 +7,7 @@ use super::members::*;
 use super::orgs::*;
 use super::passkeys::*;
 use super::resources::*;
+use super::rotation::*;
 use super::served::*;
 use super::service_accounts::*;
 use super::streams::*;
@@ -90,4 +91,6 @@ checks! {
     device_codes_are_polled_at_their_pace_and_decided_once: by_ref,
     apis_hold_their_identifier_and_scope_names_once_each_on_its_own_bit: by_ref,
     a_retired_scope_leaves_every_grant_and_code_that_held_its_bit: by_ref,
+    a_rotation_retires_the_token_once_and_its_reuse_revokes_the_grant: by_ref,
+    concurrent_rotations_of_one_token_rotate_it_once: shared,
 }

@@ -9,7 +9,7 @@ use latchkey_config::Config;
 use latchkey_core::org::{Audience, OrgChange};
 use latchkey_core::scope::ScopeRegistry;
 use latchkey_core::time::UnixTime;
-use latchkey_store::Store;
+use latchkey_store::{ProjectSetting, Store};
 
 /// Names an organisation.
 #[derive(Args)]
@@ -193,11 +193,11 @@ pub(super) async fn org(store: &dyn Store, config: &Config, cmd: OrgCmd, now: Un
     }
 }
 
-/// `project update`: time-based access, and the project's organisation (`none` for none) and audience.
+/// `project update`: its settings switched `on` or `off`, and its organisation (`none` for none) and audience.
 pub(super) async fn project_update(
     store: &dyn Store,
     project: &str,
-    time_based_access: Option<&str>,
+    switches: &[(ProjectSetting, Option<String>)],
     org: Option<&str>,
     audience: Option<&str>,
     now: UnixTime,
@@ -207,8 +207,10 @@ pub(super) async fn project_update(
         Some(a) => Some(Audience::parse(a).ok_or_else(|| AdminError::Invalid(format!("audience {a:?}")))?),
         None => None,
     };
-    if let Some(on) = time_based_access {
-        ops::project_set_time_based_access(store, op, project, on == "on").await?;
+    for (setting, on) in switches {
+        if let Some(on) = on {
+            ops::project_set(store, op, project, *setting, on == "on").await?;
+        }
     }
     if org.is_some() || audience.is_some() {
         let org = org.map(|o| Some(o).filter(|o| *o != "none"));

@@ -51,6 +51,7 @@ mod rfc8252_loopback;
 mod rfc8628_device;
 mod rfc8707_resource_indicators;
 mod rfc9449_dpop;
+mod rfc9700_rotation;
 mod rfc9728_resource_metadata;
 mod secrets_at_rest;
 mod service_accounts;

@@ -6,6 +6,7 @@ use crate::login_consent::{exchange, url_with, ALICE};
 use crate::support::*;
 use latchkey_admin::{self as admin, accounts, Actor};
 use latchkey_core::time::Clock;
+use latchkey_store::ProjectSetting;
 use std::sync::Arc;
 
 /// The `duration` radio values of a consent page.
@@ -79,9 +80,10 @@ async fn a_one_hour_grant_counts_down_then_fails_on_refresh_and_on_the_data_api(
     let app = server.app().await;
     server.user(ALICE).await;
     let now = latchkey_core::time::UnixTime(1_700_000_000);
-    let view = admin::project_set_time_based_access(server.store(), &Actor::Operator, &app.project_id, true)
-        .await
-        .expect("switch");
+    let view =
+        admin::project_set(server.store(), &Actor::Operator, &app.project_id, ProjectSetting::TimeBasedAccess, true)
+            .await
+            .expect("switch");
     assert!(view.time_based_access);
     let _ = now;
 
@@ -123,7 +125,7 @@ async fn a_period_not_offered_gets_an_error_page_and_changes_nothing() {
     let server = TestServer::start().await;
     let app = server.app().await;
     server.user(ALICE).await;
-    admin::project_set_time_based_access(server.store(), &Actor::Operator, &app.project_id, true)
+    admin::project_set(server.store(), &Actor::Operator, &app.project_id, ProjectSetting::TimeBasedAccess, true)
         .await
         .expect("switch");
     let browser = server.browser();

@@ -17,7 +17,7 @@ use latchkey_admin::resources::resource_list;
 use latchkey_admin::{self as admin, members, Access, AdminError, Right};
 use latchkey_core::client;
 use latchkey_core::org::Audience;
-use latchkey_store::ProjectRole;
+use latchkey_store::{ProjectRole, ProjectSetting};
 
 /// A project as the console lists it.
 pub(super) fn row(access: &Access) -> ProjectRow {
@@ -27,6 +27,7 @@ pub(super) fn row(access: &Access) -> ProjectRow {
         role: access.role.map_or("", |r| r.as_str()),
         api_enabled: access.project.api_enabled,
         time_based_access: access.project.time_based_access,
+        rotate_refresh_tokens: access.project.rotate_refresh_tokens,
         org_id: access.project.org_id.clone(),
         internal: access.project.audience == Audience::Internal,
         created: date(access.project.created_at),
@@ -215,16 +216,29 @@ pub async fn api_post(State(state): State<AppState>, Path(project): Path<String>
 }
 
 /// `POST /console/projects/{project}/time-based-access`: offers time-based access (`enabled=true`) or stops.
-pub async fn time_based_access_post(
+pub async fn time_based_access_post(state: State<AppState>, project: Path<String>, form: Posted) -> Response {
+    switch(state, project, form, ProjectSetting::TimeBasedAccess, "time-based").await
+}
+
+/// `POST /console/projects/{project}/refresh-token-rotation`: rotates the clients' refresh tokens
+/// (`enabled=true`) or stops.
+pub async fn refresh_token_rotation_post(state: State<AppState>, project: Path<String>, form: Posted) -> Response {
+    switch(state, project, form, ProjectSetting::RotateRefreshTokens, "rotation").await
+}
+
+/// Switches a project's setting as the form says, back to the project page with `done={name}-on` or `-off`.
+async fn switch(
     State(state): State<AppState>,
     Path(project): Path<String>,
     form: Posted,
+    setting: ProjectSetting,
+    name: &str,
 ) -> Response {
     let on = form.get("enabled") == "true";
-    match admin::project_set_time_based_access(&*state.store, &form.dev.actor(), &project, on).await {
+    match admin::project_set(&*state.store, &form.dev.actor(), &project, setting, on).await {
         Ok(_) => {
-            let done = if on { "time-based-on" } else { "time-based-off" };
-            see_other(&format!("/console/projects/{project}?done={done}"))
+            let state = if on { "on" } else { "off" };
+            see_other(&format!("/console/projects/{project}?done={name}-{state}"))
         }
         Err(e) => form.dev.failure(&e),
     }

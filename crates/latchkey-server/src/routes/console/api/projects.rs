@@ -9,6 +9,7 @@ use latchkey_admin::members;
 use latchkey_admin::results::{
     ApiSwitched, MemberChanged, MemberList, ProjectDeleted, ProjectDetail, ProjectList, ProjectView,
 };
+use latchkey_store::ProjectSetting;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -112,7 +113,27 @@ pub(super) async fn project_time_based_access_put(
     Path(ProjectPath { project }): Path<ProjectPath>,
     Body(s): Body<Switch>,
 ) -> ApiResult {
-    ok(admin::project_set_time_based_access(&*state.store, &caller.actor(), &project, s.enabled).await?)
+    let setting = ProjectSetting::TimeBasedAccess;
+    ok(admin::project_set(&*state.store, &caller.actor(), &project, setting, s.enabled).await?)
+}
+
+/// Rotate the refresh tokens of the project's clients, or stop rotating them.
+///
+/// When on, every refresh of a client of the project whose refresh token is not DPoP-bound returns a new refresh
+/// token and retires the one presented; a retired token presented again revokes the grant (RFC 9700 §4.14.2).
+/// It takes effect from each token's next refresh. Clients that registered themselves rotate whatever this says.
+#[utoipa::path(put, path = "/console/api/v1/projects/{project}/refresh-token-rotation", tag = "projects",
+    operation_id = "setProjectRefreshTokenRotation", params(ProjectPath), request_body = Switch,
+    responses((status = 200, body = ProjectView), (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized), (status = 404, response = NotFound)))]
+pub(super) async fn project_refresh_token_rotation_put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(ProjectPath { project }): Path<ProjectPath>,
+    Body(s): Body<Switch>,
+) -> ApiResult {
+    let setting = ProjectSetting::RotateRefreshTokens;
+    ok(admin::project_set(&*state.store, &caller.actor(), &project, setting, s.enabled).await?)
 }
 
 /// List the members.
