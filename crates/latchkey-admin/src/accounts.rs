@@ -35,6 +35,9 @@ pub struct AppAccess {
     pub project_name: String,
     /// Whether it signed in with the device flow (a TV or Limited Input device, which signs in no other way).
     pub device: bool,
+    /// Where an app that registered itself comes from: `registered itself`, or its metadata document's host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// The permissions granted, across its grants.
     pub permissions: Vec<Permission>,
     /// When access was first given.
@@ -91,12 +94,14 @@ pub fn group(grants: Vec<LiveGrant>, registry: &ScopeRegistry) -> Vec<AppAccess>
                 .collect();
             let used = grants.iter().map(|g| g.last_used_at.unwrap_or(g.created_at).max(g.created_at));
             let unlimited = grants.iter().any(|g| g.expires_at.is_none());
+            let origin = first.registration.map(|kind| latchkey_core::registration::origin(kind, &first.client_id));
             Some(AppAccess {
                 client_id: first.client_id,
                 client_name: first.client_name,
                 project_id: first.project_id,
                 project_name: first.project_name,
                 device: first.device,
+                origin,
                 permissions,
                 granted_at: grants.iter().map(|g| g.created_at.0).min().unwrap_or(first.created_at.0),
                 last_used_at: day_of(used.max().unwrap_or(first.created_at)).0,

@@ -100,6 +100,7 @@ pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now
         last_used_at: None,
         app_check,
         ownership_verified_at: None,
+        registration: None,
     };
     store.create_client(&client).await?;
     Ok(ClientView { client_secret: Some(secret.into_inner()), ..ClientView::from(&client) })
@@ -251,10 +252,13 @@ pub async fn client_update(
     Ok(ClientView::from(&new))
 }
 
-/// Deletes (restorably) the clients unused for `unused_days`, and purges with their grants the clients
-/// deleted more than `restore_days` ago. Run by the server's upkeep and by `latchkey admin client purge`.
+/// Deletes (restorably) the clients unused for `unused_days` (self-registered ones: for
+/// [`client::REGISTERED_UNUSED_DAYS`]), and purges with their grants the clients deleted more than `restore_days`
+/// ago. Run by the server's upkeep and by `latchkey admin client purge`.
 pub async fn client_purge(store: &dyn Store, lifecycle: Lifecycle, now: UnixTime) -> AdminResult<Purged> {
-    let deleted_unused = store.delete_unused_clients(client::unused_cutoff(now, lifecycle.unused_days), now).await?;
+    let unused = client::unused_cutoff(now, lifecycle.unused_days);
+    let registered = client::unused_cutoff(now, client::REGISTERED_UNUSED_DAYS);
+    let deleted_unused = store.delete_unused_clients(unused, registered, now).await?;
     let purged = store.purge_deleted_clients(client::purge_cutoff(now, lifecycle.restore_days)).await?;
     Ok(Purged { deleted_unused, purged })
 }

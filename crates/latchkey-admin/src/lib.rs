@@ -23,6 +23,7 @@ pub mod orgs;
 pub mod passkeys;
 pub mod password;
 pub mod quotas;
+pub mod registrations;
 pub mod resources;
 pub mod results;
 pub mod schema;

@@ -9,7 +9,7 @@ use super::results::{
 use super::{find_user, random_id, AdminError, AdminResult};
 use latchkey_core::client::FieldError;
 use latchkey_core::time::UnixTime;
-use latchkey_store::{MemberChange, Project, ProjectMember, ProjectRole, ProjectSetting, Store};
+use latchkey_store::{MemberChange, Project, ProjectMember, ProjectRole, ProjectSetting, Store, StoreError};
 
 /// A project with its clients.
 async fn project_detail(store: &dyn Store, project: ProjectView) -> AdminResult<ProjectDetail> {
@@ -63,6 +63,7 @@ pub async fn project_create(
             org_id: None,
             audience: Default::default(),
             rotate_refresh_tokens: false,
+            open_registration: false,
         })
         .await?;
     let created = ProjectView {
@@ -71,6 +72,7 @@ pub async fn project_create(
         api_enabled: false,
         time_based_access: false,
         rotate_refresh_tokens: false,
+        open_registration: false,
         org_id: None,
         audience: "external",
         created_at: None,
@@ -116,7 +118,9 @@ pub async fn project_delete(store: &dyn Store, actor: &Actor, project_id: &str) 
 }
 
 /// Switches one of a project's settings: time-based access on its clients' consent page (grants already limited
-/// keep their end), or the rotation of its clients' refresh tokens (from each token's next refresh).
+/// keep their end), the rotation of its clients' refresh tokens (from each token's next refresh), or whether apps
+/// may register themselves into it (the operator's alone, for one project at a time: opening registration opens
+/// `/register` to anyone).
 pub async fn project_set(
     store: &dyn Store,
     actor: &Actor,
@@ -125,13 +129,23 @@ pub async fn project_set(
     on: bool,
 ) -> AdminResult<ProjectView> {
     let access = actor.project(store, project_id, Right::Edit).await?;
-    if !store.set_project_setting(project_id, setting, on).await? {
-        return Err(no_project(project_id));
+    if setting == ProjectSetting::OpenRegistration && !matches!(actor, Actor::Operator) {
+        return Err(AdminError::Forbidden("only an operator opens or closes dynamic client registration".into()));
+    }
+    match store.set_project_setting(project_id, setting, on).await {
+        Ok(true) => {}
+        Ok(false) => return Err(no_project(project_id)),
+        Err(StoreError::Conflict(_)) => {
+            let other = store.open_registration_project().await?.map(|p| p.id).unwrap_or_default();
+            return Err(AdminError::Conflict(format!("project {other} collects self-registered apps already")));
+        }
+        Err(e) => return Err(e.into()),
     }
     let mut view = access.view();
     match setting {
         ProjectSetting::TimeBasedAccess => view.time_based_access = on,
         ProjectSetting::RotateRefreshTokens => view.rotate_refresh_tokens = on,
+        ProjectSetting::OpenRegistration => view.open_registration = on,
     }
     Ok(view)
 }

@@ -22,6 +22,8 @@ pub struct ProjectView {
     pub time_based_access: bool,
     /// Whether its clients' refresh tokens not bound by DPoP rotate on every refresh.
     pub rotate_refresh_tokens: bool,
+    /// Whether apps may register themselves into it (RFC 7591).
+    pub open_registration: bool,
     /// The organisation it belongs to, if any.
     pub org_id: Option<String>,
     /// Who its clients serve: `external` (any account) or `internal` (its organisation's members).
@@ -44,6 +46,7 @@ impl ProjectView {
             api_enabled: p.api_enabled,
             time_based_access: p.time_based_access,
             rotate_refresh_tokens: p.rotate_refresh_tokens,
+            open_registration: p.open_registration,
             org_id: p.org_id.clone(),
             audience: p.audience.as_str(),
             created_at: Some(p.created_at.0),

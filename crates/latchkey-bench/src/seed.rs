@@ -60,6 +60,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         org_id: None,
         audience: Default::default(),
         rotate_refresh_tokens: false,
+        open_registration: false,
     };
     store.create_project(&project).await?;
     let client = Client {
@@ -81,6 +82,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         last_used_at: None,
         app_check: Default::default(),
         ownership_verified_at: None,
+        registration: None,
     };
     store.create_client(&client).await?;
     let (mut done, mut users_made) = (0u64, 0u64);

@@ -15,6 +15,9 @@ pub const DATA_API_PATH: &str = "/video/v3";
 pub const PROTECTED_RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The introspection endpoint's path (RFC 7662).
 pub const INTROSPECT_PATH: &str = "/introspect";
+/// The dynamic client registration endpoint's path (RFC 7591); a registration's own is this, then `/{client_id}`
+/// (RFC 7592).
+pub const REGISTER_PATH: &str = "/register";
 /// The UserInfo endpoint's path.
 pub const USERINFO_PATH: &str = "/v1/userinfo";
 /// The debug App Check provider's path.

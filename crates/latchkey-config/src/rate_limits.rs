@@ -15,11 +15,13 @@ pub struct RateLimitsConfig {
     /// Requests a minute with a developer's console API keys (all their keys together), to the console's JSON API
     /// and the Shared Signals endpoints (polls included). Default 600.
     pub api_per_key: u32,
+    /// Dynamic client registrations an hour from one client address (`POST /register`). Default 10.
+    pub register_per_address: u32,
 }
 
 impl Default for RateLimitsConfig {
     fn default() -> Self {
-        Self { token_per_address: 600, token_per_client: 60_000, api_per_key: 600 }
+        Self { token_per_address: 600, token_per_client: 60_000, api_per_key: 600, register_per_address: 10 }
     }
 }
 
@@ -28,5 +30,5 @@ impl RateLimitsConfig {
     pub const ENV_PREFIX: &'static str = "LATCHKEY_RATE_LIMITS_";
 
     /// No limit at all (tests that send many requests from one loopback address).
-    pub const OFF: Self = Self { token_per_address: 0, token_per_client: 0, api_per_key: 0 };
+    pub const OFF: Self = Self { token_per_address: 0, token_per_client: 0, api_per_key: 0, register_per_address: 0 };
 }

@@ -83,14 +83,20 @@ fn the_events_table_comes_from_toml_and_from_prefixed_variables() {
 fn the_rate_limits_table_comes_from_toml_and_from_prefixed_variables() {
     assert_eq!(
         Config::default().rate_limits,
-        RateLimitsConfig { token_per_address: 600, token_per_client: 60_000, api_per_key: 600 }
+        RateLimitsConfig {
+            token_per_address: 600,
+            token_per_client: 60_000,
+            api_per_key: 600,
+            register_per_address: 10
+        }
     );
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("latchkey.toml");
     std::fs::write(&file, "[rate_limits]\ntoken_per_address = 30\ntoken_per_client = 90\n").unwrap();
     let env = [("LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT".to_string(), "0".to_string())];
     let c = Config::load(Some(&file), env, toml::Table::new()).unwrap();
-    assert_eq!(c.rate_limits, RateLimitsConfig { token_per_address: 30, token_per_client: 0, api_per_key: 600 });
+    let expected = RateLimitsConfig { token_per_address: 30, token_per_client: 0, ..RateLimitsConfig::default() };
+    assert_eq!(c.rate_limits, expected);
     let negative = [("LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS".to_string(), "-1".to_string())];
     assert!(Config::load(None, negative, toml::Table::new()).is_err(), "a negative rate is refused");
     let unknown = [("LATCHKEY_RATE_LIMITS_PER_USER".to_string(), "1".to_string())];

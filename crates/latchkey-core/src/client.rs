@@ -98,6 +98,45 @@ pub struct Client {
     pub app_check: crate::app_check_setting::AppCheck,
     /// Browser extension: when owner verification last succeeded.
     pub ownership_verified_at: Option<UnixTime>,
+    /// How the client registered itself, when it did (not made in the console).
+    pub registration: Option<Registration>,
+}
+
+/// How a client registered itself ([`crate::registration`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistrationKind {
+    /// Dynamic client registration (RFC 7591) at `/register`.
+    Dynamic,
+    /// A client ID metadata document: its `client_id` is the URL of its metadata.
+    Document,
+}
+
+impl RegistrationKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dynamic => "dynamic",
+            Self::Document => "document",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Dynamic, Self::Document].into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// What a self-registered client's registration holds beyond the client's own fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// How it registered.
+    pub kind: RegistrationKind,
+    /// The SHA-256 of its registration access token (RFC 7592), for a dynamic registration.
+    pub token_hash: Option<Vec<u8>>,
+    /// The app's home page, as its metadata named it.
+    pub client_uri: Option<String>,
+    /// The app's logo, as its metadata named it (never shown: it is on a host latchkey does not vouch for).
+    pub logo_uri: Option<String>,
 }
 
 /// Seconds in a day.
@@ -152,6 +191,9 @@ pub fn check_restore(deleted_at: Option<UnixTime>, now: UnixTime, restore_days: 
         Some(_) => Ok(()),
     }
 }
+
+/// Days without tokens after which a client that registered itself is deleted (restorably, as any unused client).
+pub const REGISTERED_UNUSED_DAYS: i64 = 30;
 
 /// The moment before which a client's last activity makes it unused at `now` (`unused_days` without tokens).
 pub fn unused_cutoff(now: UnixTime, unused_days: i64) -> UnixTime {

@@ -21,6 +21,7 @@ pub mod passkey;
 pub mod pkce;
 pub mod redirect;
 pub mod refresh_token;
+pub mod registration;
 pub mod resource;
 pub mod scope;
 pub mod secret;

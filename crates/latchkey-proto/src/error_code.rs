@@ -68,6 +68,11 @@ pub enum ErrorCode {
     ExpiredToken,
     /// The requested resource is invalid, unknown, malformed, or not one of the grant's (RFC 8707 §2).
     InvalidTarget,
+    /// A redirect URI of a client's registration is not allowed (RFC 7591 §3.2.2).
+    InvalidRedirectUri,
+    /// A field of a client's registration is invalid, or not allowed for a client that registers itself
+    /// (RFC 7591 §3.2.2).
+    InvalidClientMetadata,
 }
 
 impl ErrorCode {
@@ -101,12 +106,14 @@ impl ErrorCode {
             Self::SlowDown => "slow_down",
             Self::ExpiredToken => "expired_token",
             Self::InvalidTarget => "invalid_target",
+            Self::InvalidRedirectUri => "invalid_redirect_uri",
+            Self::InvalidClientMetadata => "invalid_client_metadata",
         }
     }
 
     /// Parses a code from the wire; `None` for a code this crate does not know.
     pub fn parse(s: &str) -> Option<Self> {
-        const ALL: [ErrorCode; 27] = [
+        const ALL: [ErrorCode; 29] = [
             ErrorCode::InvalidRequest,
             ErrorCode::InvalidClient,
             ErrorCode::InvalidGrant,
@@ -134,6 +141,8 @@ impl ErrorCode {
             ErrorCode::SlowDown,
             ErrorCode::ExpiredToken,
             ErrorCode::InvalidTarget,
+            ErrorCode::InvalidRedirectUri,
+            ErrorCode::InvalidClientMetadata,
         ];
         ALL.into_iter().find(|c| c.as_str() == s)
     }

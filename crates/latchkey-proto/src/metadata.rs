@@ -26,6 +26,9 @@ pub struct ServerMetadata {
     /// The device authorization endpoint (RFC 8628 §4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_authorization_endpoint: Option<String>,
+    /// The dynamic client registration endpoint (RFC 7591 §3), while a project collects self-registered apps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registration_endpoint: Option<String>,
     /// The OpenID Connect UserInfo endpoint.
     pub userinfo_endpoint: String,
     /// Where the id_token signing keys are published.

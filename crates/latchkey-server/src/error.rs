@@ -362,6 +362,31 @@ pub fn admin_status(e: &AdminError) -> (StatusCode, &'static str) {
     }
 }
 
+/// A refused registration (RFC 7591 §3.2.2, RFC 7592 §2): 403 `access_denied` while registration is closed,
+/// 401 `invalid_token` for a registration access token that is not the client's, the store's failures as at the
+/// token endpoint, and `invalid_client_metadata` for the rest.
+pub fn registration_refusal(e: AdminError) -> TokenError {
+    let (code, status) = match &e {
+        AdminError::Forbidden(_) => (ErrorCode::AccessDenied, StatusCode::FORBIDDEN),
+        AdminError::NotFound(_) => (ErrorCode::InvalidToken, StatusCode::UNAUTHORIZED),
+        AdminError::Store(_) => {
+            let (status, _) = admin_status(&e);
+            let code = if status == StatusCode::SERVICE_UNAVAILABLE {
+                ErrorCode::TemporarilyUnavailable
+            } else {
+                ErrorCode::ServerError
+            };
+            (code, status)
+        }
+        _ => (ErrorCode::InvalidClientMetadata, StatusCode::BAD_REQUEST),
+    };
+    let description = match &e {
+        AdminError::NotFound(_) => "The registration access token is not valid for this client.".to_owned(),
+        other => admin_message(other),
+    };
+    TokenError { status: Some(status), ..OAuthError::new(code, description).into() }
+}
+
 /// What a person reads about an administrative error: the message without its category.
 pub fn admin_message(e: &AdminError) -> String {
     match e {

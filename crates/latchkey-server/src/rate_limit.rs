@@ -21,12 +21,14 @@ use std::time::{Duration, Instant};
 /// Slots per row (a power of two): 2 rows of 8 bytes each, 128 KiB per limit.
 const SLOTS: usize = 8192;
 const NANOS_PER_MINUTE: u64 = 60_000_000_000;
+const NANOS_PER_HOUR: u64 = 60 * NANOS_PER_MINUTE;
 
 /// The limits of the token and revocation endpoints.
 pub struct RateLimits {
     per_address: Option<Limit>,
     per_client: Option<Limit>,
     per_api_key: Option<Limit>,
+    registrations_per_address: Option<Limit>,
 }
 
 /// A request refused by a limit: when it may be sent again.
@@ -56,6 +58,7 @@ impl RateLimits {
             per_address: Limit::per_minute(config.token_per_address),
             per_client: Limit::per_minute(config.token_per_client),
             per_api_key: Limit::per_minute(config.api_per_key),
+            registrations_per_address: Limit::per_period(config.register_per_address, NANOS_PER_HOUR),
         }
     }
 
@@ -69,6 +72,12 @@ impl RateLimits {
     /// Admits one more request from `addr`, or refuses it.
     pub fn admit_address(&self, addr: IpAddr) -> Result<(), Refused> {
         let Some(limit) = &self.per_address else { return Ok(()) };
+        limit.admit(address_key(addr)).map_err(|wait| refused(wait, Subject::Address))
+    }
+
+    /// Admits one more dynamic client registration from `addr` (an hourly limit), or refuses it.
+    pub fn admit_registration(&self, addr: IpAddr) -> Result<(), Refused> {
+        let Some(limit) = &self.registrations_per_address else { return Ok(()) };
         limit.admit(address_key(addr)).map_err(|wait| refused(wait, Subject::Address))
     }
 
@@ -115,7 +124,7 @@ pub fn address_group(addr: IpAddr) -> String {
     }
 }
 
-/// One limit: a sustained rate with a burst of one minute's worth.
+/// One limit: a sustained rate with a burst of one period's worth (a minute, or an hour).
 struct Limit {
     /// Nanoseconds between two requests at the sustained rate.
     interval: u64,
@@ -129,10 +138,14 @@ struct Limit {
 
 impl Limit {
     fn per_minute(rate: u32) -> Option<Self> {
-        let interval = NANOS_PER_MINUTE / u64::from(rate).max(1);
+        Self::per_period(rate, NANOS_PER_MINUTE)
+    }
+
+    fn per_period(rate: u32, period: u64) -> Option<Self> {
+        let interval = period / u64::from(rate).max(1);
         (rate > 0).then(|| Self {
             interval,
-            burst: NANOS_PER_MINUTE,
+            burst: period,
             slots: (0..2 * SLOTS).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
             hasher: RandomState::default(),
@@ -187,7 +200,9 @@ mod tests {
 
     #[test]
     fn refusals_round_up_to_whole_seconds_and_name_their_limit() {
-        let limits = RateLimits::new(&RateLimitsConfig { token_per_address: 1, token_per_client: 1, api_per_key: 1 });
+        let config =
+            RateLimitsConfig { token_per_address: 1, token_per_client: 1, api_per_key: 1, register_per_address: 2 };
+        let limits = RateLimits::new(&config);
         let addr: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(limits.admit_address(addr), Ok(()));
         let refused = limits.admit_address(addr).unwrap_err();
@@ -198,6 +213,9 @@ mod tests {
         assert_eq!(limits.admit_api_key("k1"), Ok(()));
         assert_eq!(limits.admit_api_key("k1").unwrap_err().by, Subject::ApiKey);
         assert_eq!(limits.admit_api_key("k2"), Ok(()), "each key counts alone");
+        assert!(limits.admit_registration(addr).is_ok() && limits.admit_registration(addr).is_ok(), "a burst of 2");
+        let refused = limits.admit_registration(addr).unwrap_err();
+        assert!((1799..=1800).contains(&refused.retry_after_secs), "then one each half hour: {refused:?}");
         let off = RateLimits::new(&RateLimitsConfig::OFF);
         assert!((0..1000).all(|_| off.admit_address(addr).is_ok() && off.admit_client("app").is_ok()));
     }

@@ -30,6 +30,8 @@ pub struct LiveGrant {
     pub project_name: String,
     /// Whether the client is a TV or Limited Input device, whose grants come only from the device flow.
     pub device: bool,
+    /// How the client registered itself, when it did.
+    pub registration: Option<latchkey_core::client::RegistrationKind>,
     /// The granted scopes.
     pub scopes: ScopeSet,
     /// When the grant was made.
@@ -79,7 +81,7 @@ static EVENTS: Sql =
     Sql::new("SELECT id, at, kind, user_id, client_id FROM account_events WHERE user_id = $1 ORDER BY id");
 static LIVE_GRANTS: Sql = Sql::new(
     "SELECT g.client_id, c.name AS client_name, c.project_id, p.name AS project_name, c.client_type, g.scopes, \
-     g.created_at, \
+     c.registration, g.created_at, \
      g.expires_at, g.last_used_at FROM grants g JOIN clients c ON c.client_id = g.client_id \
      JOIN projects p ON p.id = c.project_id WHERE g.user_id = $1 AND g.revoked_at IS NULL \
      AND (g.expires_at IS NULL OR g.expires_at > $2) AND c.deleted_at IS NULL ORDER BY g.client_id, g.created_at",
@@ -207,6 +209,7 @@ fn live_grant_from_row(r: &dyn StoreRow) -> StoreResult<LiveGrant> {
         project_id: r.text("project_id")?,
         project_name: r.text("project_name")?,
         device: r.text("client_type")? == latchkey_core::client::ClientType::Tv.as_str(),
+        registration: r.opt_text("registration")?.as_deref().and_then(latchkey_core::client::RegistrationKind::parse),
         scopes: rows::scopes(r)?,
         created_at: UnixTime(r.int("created_at")?),
         expires_at: r.opt_int("expires_at")?.map(UnixTime),

@@ -114,6 +114,7 @@ mod tests {
             last_used_at: None,
             app_check: Default::default(),
             ownership_verified_at: None,
+            registration: None,
         }
     }
 

@@ -55,8 +55,16 @@ pub trait Clients: Send + Sync {
     /// [`LAST_USED_GRANULARITY`] old; true when it wrote.
     async fn touch_client(&self, client_id: &str, now: UnixTime) -> StoreResult<bool>;
     /// Marks deleted (at `now`, so restorable) every live client last used, or created when never used,
-    /// before `active_before`; returns how many.
-    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64>;
+    /// before `active_before`, or before `registered_active_before` for one that registered itself; returns how
+    /// many.
+    async fn delete_unused_clients(
+        &self,
+        active_before: UnixTime,
+        registered_active_before: UnixTime,
+        now: UnixTime,
+    ) -> StoreResult<u64>;
+    /// The project that collects the apps that register themselves, when one does.
+    async fn open_registration_project(&self) -> StoreResult<Option<Project>>;
     /// Removes for good the clients deleted before `deleted_before`, with their codes and grants; returns how
     /// many clients.
     async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64>;
@@ -83,29 +91,35 @@ pub trait Clients: Send + Sync {
 
 static CREATE_PROJECT: Sql = Sql::new(
     "INSERT INTO projects (id, name, api_enabled, created_at, time_based_access, org_id, audience, \
-     rotate_refresh_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+     rotate_refresh_tokens, open_registration) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 );
 /// A project's columns, in the order its mapper reads them.
 macro_rules! project_columns {
     () => {
-        "id, name, api_enabled, created_at, time_based_access, org_id, audience, rotate_refresh_tokens"
+        "id, name, api_enabled, created_at, time_based_access, org_id, audience, rotate_refresh_tokens, \
+         open_registration"
     };
 }
 static PROJECT: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects WHERE id = $1"));
 static PROJECTS: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects ORDER BY created_at, id"));
 static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
 /// One statement per [`ProjectSetting`], in its order.
-static SET_SETTING: [Sql; 2] = [
+static SET_SETTING: [Sql; 3] = [
     Sql::new("UPDATE projects SET time_based_access = $1 WHERE id = $2"),
     Sql::new("UPDATE projects SET rotate_refresh_tokens = $1 WHERE id = $2"),
+    Sql::new("UPDATE projects SET open_registration = $1 WHERE id = $2"),
 ];
+static OPEN_REGISTRATION: Sql =
+    Sql::new(concat!("SELECT ", project_columns!(), " FROM projects WHERE open_registration = TRUE"));
 static DELETE_PROJECT: Sql = Sql::new("DELETE FROM projects WHERE id = $1");
 
 static CREATE_CLIENT: Sql = Sql::new(
     "INSERT INTO clients (client_id, project_id, name, client_type, redirect_uris, secret_hash, bundle_id, \
      store_id, team_id, app_check, uwp_store_id, package_sid, extension_item_id, created_at, deleted_at, \
-     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at, secrets) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+     last_used_at, app_check_state, app_check_pending, app_check_pending_at, ownership_verified_at, secrets, \
+     registration, registration_token_hash, client_uri, logo_uri) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, \
+     $24, $25)",
 );
 static CLIENT: Sql = Sql::new("SELECT * FROM clients WHERE client_id = $1");
 static CLIENTS: Sql =
@@ -114,7 +128,7 @@ static DELETE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = $1 WHERE c
 static UPDATE_CLIENT: Sql = Sql::new(
     "UPDATE clients SET name = $2, redirect_uris = $3, bundle_id = $4, store_id = $5, team_id = $6, \
      app_check = $7, uwp_store_id = $8, package_sid = $9, extension_item_id = $10, app_check_state = $11, \
-     app_check_pending = $12, app_check_pending_at = $13 WHERE client_id = $1",
+     app_check_pending = $12, app_check_pending_at = $13, client_uri = $14, logo_uri = $15 WHERE client_id = $1",
 );
 /// The legacy `secret_hash` column follows: the first enabled secret's hash, or none, so that no deleted secret's
 /// hash stays in the row (or its backups).
@@ -124,8 +138,11 @@ static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHER
 static TOUCH_CLIENT: Sql = Sql::new(
     "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
 );
-static DELETE_UNUSED_CLIENTS: Sql =
-    Sql::new("UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND COALESCE(last_used_at, created_at) < $1");
+/// Made in the console, unused since `$1`; or registered by itself (`$3` not null), unused since `$3`.
+static DELETE_UNUSED_CLIENTS: Sql = Sql::new(
+    "UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND (COALESCE(last_used_at, created_at) < $1 \
+     OR (registration IS NOT NULL AND COALESCE(last_used_at, created_at) < $3))",
+);
 static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
 static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");
 
@@ -166,7 +183,7 @@ fn to_json<T: serde::Serialize + ?Sized>(v: &T) -> StoreResult<String> {
 #[async_trait]
 impl<E: Engine> Clients for Db<E> {
     async fn create_project(&self, p: &Project) -> StoreResult<()> {
-        let placement = args![&p.org_id, p.audience.as_str(), p.rotate_refresh_tokens];
+        let placement = args![&p.org_id, p.audience.as_str(), p.rotate_refresh_tokens, p.open_registration];
         let mut row = args![&p.id, &p.name, p.api_enabled, p.created_at, p.time_based_access];
         row.extend(placement);
         self.exec(&CREATE_PROJECT, row).await?;
@@ -203,6 +220,9 @@ impl<E: Engine> Clients for Db<E> {
         args.extend(app_check(c));
         let secrets = rows::secrets_json(&c.secrets)?;
         args.extend(args![c.ownership_verified_at, &secrets]);
+        let r = c.registration.as_ref();
+        args.extend(args![r.map(|r| r.kind.as_str()), r.and_then(|r| r.token_hash.as_deref())]);
+        args.extend(args![r.and_then(|r| r.client_uri.as_deref()), r.and_then(|r| r.logo_uri.as_deref())]);
         self.clients.after(Some(&c.client_id), self.exec(&CREATE_CLIENT, args).await)?;
         Ok(())
     }
@@ -236,6 +256,8 @@ impl<E: Engine> Clients for Db<E> {
         let mut args = args![&c.client_id, &c.name, to_json(&c.redirect_uris)?];
         args.extend(details(c));
         args.extend(app_check(c));
+        let r = c.registration.as_ref();
+        args.extend(args![r.and_then(|r| r.client_uri.as_deref()), r.and_then(|r| r.logo_uri.as_deref())]);
         self.clients.after(Some(&c.client_id), self.exec_one(&UPDATE_CLIENT, args).await)
     }
 
@@ -249,8 +271,18 @@ impl<E: Engine> Clients for Db<E> {
         Ok(self.clients.after(Some(client_id), n)? == 1)
     }
 
-    async fn delete_unused_clients(&self, active_before: UnixTime, now: UnixTime) -> StoreResult<u64> {
-        self.clients.after(None, self.exec(&DELETE_UNUSED_CLIENTS, args![active_before, now]).await)
+    async fn delete_unused_clients(
+        &self,
+        active_before: UnixTime,
+        registered_active_before: UnixTime,
+        now: UnixTime,
+    ) -> StoreResult<u64> {
+        let args = args![active_before, now, registered_active_before];
+        self.clients.after(None, self.exec(&DELETE_UNUSED_CLIENTS, args).await)
+    }
+
+    async fn open_registration_project(&self) -> StoreResult<Option<Project>> {
+        self.engine.one(&OPEN_REGISTRATION, args![], rows::project_from_row).await
     }
 
     async fn purge_deleted_clients(&self, deleted_before: UnixTime) -> StoreResult<u64> {

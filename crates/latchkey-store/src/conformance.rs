@@ -10,6 +10,7 @@ mod device_codes;
 mod members;
 mod orgs;
 mod passkeys;
+mod registration;
 mod resources;
 mod rotation;
 mod served;
@@ -54,6 +55,7 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         org_id: None,
         audience: Default::default(),
         rotate_refresh_tokens: false,
+        open_registration: false,
     };
     store.create_project(&project).await.expect("project");
     let client = Client {
@@ -69,6 +71,7 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         last_used_at: None,
         app_check: Default::default(),
         ownership_verified_at: None,
+        registration: None,
     };
     store.create_client(&client).await.expect("client");
     (client.client_id, another_user(store).await)
@@ -370,7 +373,7 @@ async fn client_lifecycle(store: &dyn Store) {
     let (b, user) = fixture(store).await;
     let g = issue(store, &b, &user, GrantLimits::default()).await;
     let now = T0.plus(200 * 86_400);
-    assert!(store.delete_unused_clients(T0.plus(100), now).await.expect("unused") >= 1);
+    assert!(store.delete_unused_clients(T0.plus(100), T0.plus(100), now).await.expect("unused") >= 1);
     assert_eq!(store.client(&b).await.expect("get").expect("b").deleted_at, Some(now));
     assert_eq!(store.client(&a).await.expect("get").expect("a").deleted_at, None, "a was used after the cutoff");
     store.purge_deleted_clients(now).await.expect("purge before now");

@@ -66,7 +66,7 @@ static MEMBERS: Sql = Sql::new(
 static ROLE: Sql = Sql::new("SELECT role FROM project_members WHERE project_id = $1 AND user_id = $2");
 static PROJECTS_OF: Sql = Sql::new(
     "SELECT p.id, p.name, p.api_enabled, p.created_at, p.time_based_access, p.org_id, p.audience, \
-     p.rotate_refresh_tokens, m.role \
+     p.rotate_refresh_tokens, p.open_registration, m.role \
      FROM project_members m \
      JOIN projects p ON p.id = m.project_id WHERE m.user_id = $1 ORDER BY p.created_at, p.id",
 );

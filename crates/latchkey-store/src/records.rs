@@ -24,6 +24,8 @@ pub struct Project {
     pub audience: Audience,
     /// Whether its clients' refresh tokens rotate on every refresh (those not bound by DPoP).
     pub rotate_refresh_tokens: bool,
+    /// Whether apps may register themselves into it (RFC 7591); one project at most.
+    pub open_registration: bool,
 }
 
 /// A project's on/off setting, switched by [`Clients::set_project_setting`](crate::Clients::set_project_setting).
@@ -33,6 +35,9 @@ pub enum ProjectSetting {
     TimeBasedAccess = 0,
     /// Its clients' refresh tokens not bound by DPoP rotate, from each one's next refresh.
     RotateRefreshTokens = 1,
+    /// Apps may register themselves into it at `/register` (RFC 7591); one project at most, so switching it on
+    /// while another project has it is a conflict.
+    OpenRegistration = 2,
 }
 
 impl Project {

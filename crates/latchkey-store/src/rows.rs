@@ -6,7 +6,7 @@ use crate::records::*;
 use crate::{StoreError, StoreResult};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::app_check::{AppCheck, AppCheckState, Category};
-use latchkey_core::client::{Client, ClientDetails, ClientSecret, ClientType};
+use latchkey_core::client::{Client, ClientDetails, ClientSecret, ClientType, Registration, RegistrationKind};
 use latchkey_core::org::{AppAccess, Audience};
 use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
@@ -156,6 +156,7 @@ pub(crate) fn project_from_row(r: &dyn StoreRow) -> StoreResult<Project> {
         org_id: r.opt_text("org_id")?,
         audience: audience(r)?,
         rotate_refresh_tokens: r.flag("rotate_refresh_tokens")?,
+        open_registration: r.flag("open_registration")?,
     })
 }
 
@@ -206,7 +207,19 @@ pub(crate) fn client_from_row(r: &dyn StoreRow) -> StoreResult<Client> {
         app_check: app_check_from_row(r)?,
         ownership_verified_at: opt_time(r, "ownership_verified_at")?,
         secrets: secrets_from_json(&r.text("secrets")?)?,
+        registration: registration_from_row(r)?,
     })
+}
+
+/// A self-registered client's registration columns; `None` for a client made in the console.
+fn registration_from_row(r: &dyn StoreRow) -> StoreResult<Option<Registration>> {
+    let Some(kind) = r.opt_text("registration")? else { return Ok(None) };
+    Ok(Some(Registration {
+        kind: RegistrationKind::parse(&kind).ok_or_else(|| StoreError::Other(format!("registration {kind}")))?,
+        token_hash: r.opt_bytes("registration_token_hash")?,
+        client_uri: r.opt_text("client_uri")?,
+        logo_uri: r.opt_text("logo_uri")?,
+    }))
 }
 
 /// A client secret as the `secrets` column holds it (the migration that made the column writes this form too).

@@ -125,6 +125,10 @@ enum ProjectCmd {
         /// revokes the grant; tokens bound by DPoP do not rotate) or not (`off`).
         #[arg(long, value_parser = ["on", "off"])]
         rotate_refresh_tokens: Option<String>,
+        /// Let apps register themselves into it at `/register` (`on`; RFC 7591, one project of the server at a time)
+        /// or not (`off`).
+        #[arg(long, value_parser = ["on", "off"])]
+        open_registration: Option<String>,
         /// Place the project in this organisation (`none` takes it out of any).
         #[arg(long)]
         org: Option<String>,
@@ -284,10 +288,18 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<ExitCode> {
             }
             ProjectCmd::EnableApi { project } => out(ops::project_set_api(store, op, &project, true).await),
             ProjectCmd::DisableApi { project } => out(ops::project_set_api(store, op, &project, false).await),
-            ProjectCmd::Update { project, time_based_access, rotate_refresh_tokens, org, audience } => {
+            ProjectCmd::Update {
+                project,
+                time_based_access,
+                rotate_refresh_tokens,
+                open_registration,
+                org,
+                audience,
+            } => {
                 let switches = [
                     (ProjectSetting::TimeBasedAccess, time_based_access),
                     (ProjectSetting::RotateRefreshTokens, rotate_refresh_tokens),
+                    (ProjectSetting::OpenRegistration, open_registration),
                 ];
                 orgs::project_update(store, &project, &switches, org.as_deref(), audience.as_deref(), now).await
             }

@@ -23,6 +23,7 @@ fn mobile(team: Option<&str>, bundle: &str) -> Client {
         last_used_at: None,
         app_check: AppCheck::default(),
         ownership_verified_at: None,
+        registration: None,
     }
 }
 

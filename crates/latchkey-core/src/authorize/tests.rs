@@ -21,6 +21,7 @@ pub(crate) fn desktop() -> Client {
         last_used_at: None,
         app_check: Default::default(),
         ownership_verified_at: None,
+        registration: None,
     }
 }
 

@@ -21,6 +21,7 @@ fn mobile(app_check: bool) -> Client {
         last_used_at: None,
         app_check: Default::default(),
         ownership_verified_at: None,
+        registration: None,
     }
 }
 

@@ -60,7 +60,7 @@ pub struct Active {
 #[derive(Debug, Clone)]
 pub enum Caller {
     /// A client, about its own tokens.
-    Client(Client),
+    Client(Box<Client>),
     /// A registered API, about access tokens whose audience includes it.
     Api(Resource),
 }
@@ -79,7 +79,7 @@ pub async fn introspect<P: Ports>(ports: &P, call: IntrospectCall<'_>) -> Result
     let caller = if auth.client_id.starts_with(resource::ID_PREFIX) {
         Caller::Api(api(ports, &auth).await?)
     } else {
-        Caller::Client(authenticate(ports, &auth).await?)
+        Caller::Client(Box::new(authenticate(ports, &auth).await?))
     };
     // The token's form says what it is; `token_type_hint` is only a hint (RFC 7662 §2.1), so it is not read.
     let active = if token.starts_with(access_token::PREFIX) {

@@ -16,6 +16,7 @@ fn client(t: ClientType, uris: &[&str]) -> Client {
         last_used_at: None,
         app_check: Default::default(),
         ownership_verified_at: None,
+        registration: None,
     }
 }
 

@@ -29,6 +29,7 @@ pub fn client(t: ClientType) -> Client {
         last_used_at: None,
         app_check: Default::default(),
         ownership_verified_at: None,
+        registration: None,
     }
 }
 

@@ -7,8 +7,8 @@
 use super::{ApiError, ConsoleApiError, TokenError};
 use crate::extract::ClientAddr;
 use crate::paths::{
-    APP_CHECK_DEBUG_PATH, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH, METRICS_PATH, REVOKE_PATH, TOKEN_PATH,
-    USERINFO_PATH,
+    APP_CHECK_DEBUG_PATH, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH, METRICS_PATH, REGISTER_PATH, REVOKE_PATH,
+    TOKEN_PATH, USERINFO_PATH,
 };
 use crate::rate_limit::RateLimits;
 use axum::body::{Body, HttpBody};
@@ -45,8 +45,10 @@ pub enum Surface {
 impl Surface {
     /// The format of the endpoint at `path`.
     pub fn of(path: &str) -> Self {
-        if [TOKEN_PATH, REVOKE_PATH, INTROSPECT_PATH, DEVICE_CODE_PATH, APP_CHECK_DEBUG_PATH, JWKS_PATH].contains(&path)
-        {
+        let oauth = [TOKEN_PATH, REVOKE_PATH, INTROSPECT_PATH, DEVICE_CODE_PATH, APP_CHECK_DEBUG_PATH, JWKS_PATH];
+        let registration =
+            path.strip_prefix(REGISTER_PATH).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if oauth.contains(&path) || registration {
             Self::OAuth
         } else if path.starts_with("/video/") || path == USERINFO_PATH {
             Self::DataApi

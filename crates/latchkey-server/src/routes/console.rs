@@ -57,6 +57,7 @@ pub fn router() -> Router<AppState> {
         .route("/console/projects/{project}/api", post(projects::api_post))
         .route("/console/projects/{project}/time-based-access", post(projects::time_based_access_post))
         .route("/console/projects/{project}/refresh-token-rotation", post(projects::refresh_token_rotation_post))
+        .route("/console/projects/{project}/open-registration", post(projects::open_registration_post))
         .route("/console/projects/{project}/delete", get(projects::delete_get).post(projects::delete_post))
         .route("/console/projects/{project}/members", post(projects::members_post))
         .route("/console/projects/{project}/members/{user}/remove", post(projects::member_remove_post))
@@ -123,6 +124,13 @@ fn failure(layout: &Layout, e: &AdminError) -> Response {
     page(status, &MessagePage { layout: layout.clone(), heading: heading.into(), message: admin_message(e) })
 }
 
+/// The operator, when `user` is one of the `operators` of the configuration: for the switches that are the
+/// operator's alone (opening dynamic client registration).
+pub(crate) fn acting_as_operator(state: &AppState, user: &latchkey_store::User) -> Option<latchkey_admin::Actor> {
+    let named = state.config.operators.iter().any(|e| e.eq_ignore_ascii_case(&user.email));
+    named.then_some(latchkey_admin::Actor::Operator)
+}
+
 /// The notice shown after a redirect, by the fixed code in its `done` parameter (never text from the URL).
 fn notice(done: Option<&str>) -> Option<String> {
     let text = match done? {
@@ -134,6 +142,8 @@ fn notice(done: Option<&str>) -> Option<String> {
         "time-based-off" => "Time-based access is no longer offered. Access already limited keeps its end.",
         "rotation-on" => "Refresh tokens rotate: each refresh returns a new one, from each token's next refresh.",
         "rotation-off" => "Refresh tokens no longer rotate. The newest token of each grant keeps working.",
+        "registration-on" => "Apps may register themselves into this project at /register.",
+        "registration-off" => "Apps may no longer register themselves. Those that did keep working.",
         "member-added" => "Member added.",
         "member-removed" => "Member removed.",
         "role-changed" => "Role changed.",

@@ -1,7 +1,10 @@
 //! Discovery: RFC 8414 metadata (also served as OpenID Connect Discovery), the data API's protected resource
 //! metadata (RFC 9728) and the id_token JWKS.
 
-use super::{AUTHORIZE_PATH, DATA_API_NAME, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH, REVOKE_PATH, USERINFO_PATH};
+use super::{
+    AUTHORIZE_PATH, DATA_API_NAME, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH, REGISTER_PATH, REVOKE_PATH,
+    USERINFO_PATH,
+};
 use crate::error::no_store_json;
 use crate::state::AppState;
 use axum::extract::State;
@@ -12,6 +15,17 @@ use latchkey_core::scope::{ScopeSet, DATA_API};
 use latchkey_core::service_account::JWT_BEARER;
 use latchkey_proto::ServerMetadata;
 use serde_json::json;
+
+/// Whether a project collects self-registered apps (a store that cannot say leaves the endpoint out).
+async fn registration_open(state: &AppState) -> bool {
+    match state.store.open_registration_project().await {
+        Ok(project) => project.is_some(),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading whether registration is open");
+            false
+        }
+    }
+}
 
 /// `/.well-known/oauth-authorization-server` and `/.well-known/openid-configuration`.
 pub async fn metadata_get(State(state): State<AppState>) -> Response {
@@ -30,6 +44,7 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         introspection_endpoint_auth_methods_supported: strings(&["none", "client_secret_post", "client_secret_basic"]),
         introspection_signing_alg_values_supported: strings(&["ES256"]),
         device_authorization_endpoint: Some(format!("{}{DEVICE_CODE_PATH}", u.token)),
+        registration_endpoint: registration_open(&state).await.then(|| format!("{}{REGISTER_PATH}", u.token)),
         userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
         jwks_uri: format!("{}{JWKS_PATH}", u.issuer),
         response_types_supported: strings(&["code"]),

@@ -16,6 +16,7 @@ mod metadata;
 mod metrics;
 mod passkeys;
 mod ports;
+mod register;
 mod revoke;
 mod second_step;
 mod session_start;
@@ -38,7 +39,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::paths::{
     APP_CHECK_DEBUG_PATH, AUTHORIZE_PATH, DATA_API_PATH, DEVICE_CODE_PATH, INTROSPECT_PATH, JWKS_PATH,
-    PROTECTED_RESOURCE_METADATA_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
+    PROTECTED_RESOURCE_METADATA_PATH, REGISTER_PATH, REVOKE_PATH, TOKEN_PATH, USERINFO_PATH,
 };
 
 /// The data API's name, as the consent page and its resource metadata show it.
@@ -73,6 +74,11 @@ pub fn router(state: AppState) -> Router {
         .route("/device", get(device::page_get).post(device::page_post))
         .route("/device/consent", axum::routing::post(device::consent_post))
         .route(REVOKE_PATH, axum::routing::post(revoke::revoke_post))
+        .route(REGISTER_PATH, axum::routing::post(register::register_post))
+        .route(
+            &format!("{REGISTER_PATH}/{{client_id}}"),
+            get(register::registration_get).put(register::registration_put).delete(register::registration_delete),
+        )
         .route(INTROSPECT_PATH, axum::routing::post(introspect::introspect_post))
         .route(APP_CHECK_DEBUG_PATH, axum::routing::post(appcheck::debug_post))
         .route("/video/v3/channels", get(api::channels_get))

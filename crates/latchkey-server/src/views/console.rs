@@ -39,6 +39,8 @@ pub struct ProjectRow {
     pub time_based_access: bool,
     /// Whether its clients' refresh tokens rotate.
     pub rotate_refresh_tokens: bool,
+    /// Whether apps may register themselves into it.
+    pub open_registration: bool,
     /// The organisation it belongs to, if any.
     pub org_id: Option<String>,
     /// Whether its clients serve only its organisation's members.
@@ -72,6 +74,8 @@ pub struct ClientRow {
     pub name: String,
     /// The type, as people read it.
     pub type_label: &'static str,
+    /// Whether it registered itself (not made in the console).
+    pub registered: bool,
     /// When it was created.
     pub created: String,
 }

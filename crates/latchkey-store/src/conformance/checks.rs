@@ -6,6 +6,7 @@ use super::device_codes::*;
 use super::members::*;
 use super::orgs::*;
 use super::passkeys::*;
+use super::registration::*;
 use super::resources::*;
 use super::rotation::*;
 use super::served::*;
@@ -93,4 +94,5 @@ checks! {
     a_retired_scope_leaves_every_grant_and_code_that_held_its_bit: by_ref,
     a_rotation_retires_the_token_once_and_its_reuse_revokes_the_grant: by_ref,
     concurrent_rotations_of_one_token_rotate_it_once: shared,
+    one_project_collects_self_registered_clients_which_rotate_and_expire_on_their_own_days: by_ref,
 }

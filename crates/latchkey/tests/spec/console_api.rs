@@ -77,7 +77,7 @@ async fn every_route_needs_an_api_key_and_the_openapi_document_is_served() {
     let expected: Value = serde_json::from_str(openapi()).expect("document");
     assert_eq!(doc, expected, "the served document is the one the routes are declared with");
     let ops = documented(&doc);
-    assert_eq!(ops.len(), 77, "{ops:?}");
+    assert_eq!(ops.len(), 78, "{ops:?}");
     for (method, path) in &ops {
         let url = server
             .url(&path.replace("{project}", "p").replace("{client}", "c").replace("{user}", "u").replace("{id}", "k"));

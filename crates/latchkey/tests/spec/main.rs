@@ -45,6 +45,7 @@ mod resources;
 mod resources_flow;
 mod rfc7009_revoke;
 mod rfc7523_jwt_bearer;
+mod rfc7591_registration;
 mod rfc7636_pkce;
 mod rfc7662_introspection;
 mod rfc8252_loopback;

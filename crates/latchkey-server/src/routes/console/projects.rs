@@ -28,6 +28,7 @@ pub(super) fn row(access: &Access) -> ProjectRow {
         api_enabled: access.project.api_enabled,
         time_based_access: access.project.time_based_access,
         rotate_refresh_tokens: access.project.rotate_refresh_tokens,
+        open_registration: access.project.open_registration,
         org_id: access.project.org_id.clone(),
         internal: access.project.audience == Audience::Internal,
         created: date(access.project.created_at),
@@ -118,6 +119,7 @@ pub(super) async fn project_page(
             id: c.client_id.clone(),
             name: c.name.clone(),
             type_label: c.client_type.label(),
+            registered: c.registration.is_some(),
             created: date(c.created_at),
         })
         .collect();
@@ -217,13 +219,22 @@ pub async fn api_post(State(state): State<AppState>, Path(project): Path<String>
 
 /// `POST /console/projects/{project}/time-based-access`: offers time-based access (`enabled=true`) or stops.
 pub async fn time_based_access_post(state: State<AppState>, project: Path<String>, form: Posted) -> Response {
-    switch(state, project, form, ProjectSetting::TimeBasedAccess, "time-based").await
+    let actor = form.dev.actor();
+    switch(state, project, form, actor, (ProjectSetting::TimeBasedAccess, "time-based")).await
 }
 
 /// `POST /console/projects/{project}/refresh-token-rotation`: rotates the clients' refresh tokens
 /// (`enabled=true`) or stops.
 pub async fn refresh_token_rotation_post(state: State<AppState>, project: Path<String>, form: Posted) -> Response {
-    switch(state, project, form, ProjectSetting::RotateRefreshTokens, "rotation").await
+    let actor = form.dev.actor();
+    switch(state, project, form, actor, (ProjectSetting::RotateRefreshTokens, "rotation")).await
+}
+
+/// `POST /console/projects/{project}/open-registration`: lets apps register themselves into the project
+/// (`enabled=true`) or stops; an operator's switch (`operators`), who acts as the operator here.
+pub async fn open_registration_post(state: State<AppState>, project: Path<String>, form: Posted) -> Response {
+    let actor = super::acting_as_operator(&state.0, &form.dev.user).unwrap_or_else(|| form.dev.actor());
+    switch(state, project, form, actor, (ProjectSetting::OpenRegistration, "registration")).await
 }
 
 /// Switches a project's setting as the form says, back to the project page with `done={name}-on` or `-off`.
@@ -231,11 +242,11 @@ async fn switch(
     State(state): State<AppState>,
     Path(project): Path<String>,
     form: Posted,
-    setting: ProjectSetting,
-    name: &str,
+    actor: admin::Actor,
+    (setting, name): (ProjectSetting, &str),
 ) -> Response {
     let on = form.get("enabled") == "true";
-    match admin::project_set(&*state.store, &form.dev.actor(), &project, setting, on).await {
+    match admin::project_set(&*state.store, &actor, &project, setting, on).await {
         Ok(_) => {
             let state = if on { "on" } else { "off" };
             see_other(&format!("/console/projects/{project}?done={name}-{state}"))

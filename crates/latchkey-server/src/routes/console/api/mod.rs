@@ -50,6 +50,7 @@ fn parts() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(projects::project_api_put))
         .routes(routes!(projects::project_time_based_access_put))
         .routes(routes!(projects::project_refresh_token_rotation_put))
+        .routes(routes!(projects::project_open_registration_put))
         .routes(routes!(users::user_apps_get))
         .routes(routes!(users::user_app_delete))
         .routes(routes!(users::user_disable_post))
@@ -299,7 +300,7 @@ mod tests {
         let count = ids.len();
         ids.sort();
         ids.dedup();
-        assert_eq!((ids.len(), count), (77, 77), "77 operations, each with its own id");
+        assert_eq!((ids.len(), count), (78, 78), "78 operations, each with its own id");
     }
 
     #[test]

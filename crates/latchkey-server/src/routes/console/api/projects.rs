@@ -117,6 +117,26 @@ pub(super) async fn project_time_based_access_put(
     ok(admin::project_set(&*state.store, &caller.actor(), &project, setting, s.enabled).await?)
 }
 
+/// Let apps register themselves into the project (RFC 7591), or stop. Operators only.
+///
+/// While on, `/register` is open to anyone (rate-limited per address) and discovery names it; one project at a time
+/// may collect self-registered apps (409 when another does). Turning it off keeps the apps that registered.
+#[utoipa::path(put, path = "/console/api/v1/projects/{project}/open-registration", tag = "projects",
+    operation_id = "setProjectOpenRegistration", params(ProjectPath), request_body = Switch,
+    responses((status = 200, body = ProjectView), (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized), (status = 403, response = Forbidden),
+        (status = 404, response = NotFound), (status = 409, response = Conflict)))]
+pub(super) async fn project_open_registration_put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(ProjectPath { project }): Path<ProjectPath>,
+    Body(s): Body<Switch>,
+) -> ApiResult {
+    let actor = if caller.is_operator(&state) { admin::Actor::Operator } else { caller.actor() };
+    let setting = ProjectSetting::OpenRegistration;
+    ok(admin::project_set(&*state.store, &actor, &project, setting, s.enabled).await?)
+}
+
 /// Rotate the refresh tokens of the project's clients, or stop rotating them.
 ///
 /// When on, every refresh of a client of the project whose refresh token is not DPoP-bound returns a new refresh

@@ -34,7 +34,7 @@ pub(super) struct UserAppPath {
 impl Caller {
     /// Whether the caller is an operator (`operators` in the configuration).
     pub(super) fn is_operator(&self, state: &AppState) -> bool {
-        state.config.operators.iter().any(|e| e.eq_ignore_ascii_case(&self.0.email))
+        crate::routes::console::acting_as_operator(state, &self.0).is_some()
     }
 
     /// The account named, if the caller may see it: their own, or any for an operator. Another account is 403
