@@ -23,12 +23,12 @@ use latchkey_core::flow::authorize::{
     self as flow, Account, AuthorizePorts, Checked, Decision, Outcome, ProjectFacts, Refused, Unreadable,
 };
 use latchkey_core::org::{Consent, Membership};
-use latchkey_core::redirect;
 use latchkey_core::scope::{ScopeRegistry, ScopeSet};
 use latchkey_core::secret::Secret;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::AuthCode;
 use latchkey_core::ErrorCode;
+use latchkey_core::{redirect, registration};
 use latchkey_store::StoreError;
 
 /// The flow's lookups, from the store, with the scopes in force when the request came.
@@ -421,6 +421,11 @@ pub(super) fn consent_view(
             request: form.request,
             action: form.action,
             warning: form.warning,
+            unverified: checked
+                .client
+                .registration
+                .as_ref()
+                .map(|r| registration::origin(r.kind, &checked.client.client_id)),
             error,
         },
     )

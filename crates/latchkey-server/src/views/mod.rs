@@ -84,6 +84,9 @@ pub struct ConsentPage<'a> {
     pub action: &'a str,
     /// A warning above the permissions (a device's request: only go on for a device you own).
     pub warning: Option<&'a str>,
+    /// Where an app that registered itself comes from (`registered itself`, or its metadata document's host):
+    /// the page says it is unverified.
+    pub unverified: Option<String>,
     /// A message when the form was sent without a choice.
     pub error: Option<&'a str>,
 }

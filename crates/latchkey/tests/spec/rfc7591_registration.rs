@@ -89,6 +89,10 @@ async fn an_app_registers_itself_signs_in_refreshes_with_rotation_and_shows_as_u
     let app = App { project_id: project.clone(), client_id: client_id.clone(), client_secret: String::new() };
     let pkce = Pkce::new();
     let browser = server.browser();
+    let url = authorize_url(&server, &app, &[READONLY], &pkce, REDIRECT, "st4te");
+    let consent = browser.consent_page(&url, ALICE).await;
+    assert!(consent.body.contains("id=\"unverified-app\""), "the consent page says it is unverified");
+    assert!(consent.body.contains("Unverified app</strong> (registered itself)"), "{}", consent.body);
     let code = browser.code(&server, &app, ALICE, &[READONLY], &[READONLY], &pkce, REDIRECT).await;
     let tokens = server.exchange(&app, &code, &pkce, REDIRECT).await;
     let first = tokens.refresh_token.expect("refresh token");
