@@ -137,6 +137,7 @@ pub async fn org_create(
         restricted: ScopeSet::EMPTY,
         default_access: AppAccess::Limited,
         trust_internal: false,
+        block_self_registered: false,
         sign_in: Default::default(),
     };
     if let Err(why) = store.create_org(&org, &domains).await? {

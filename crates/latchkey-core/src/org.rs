@@ -6,17 +6,20 @@
 //!
 //! 1. **Audience**: an `internal` project's clients serve only the members of the project's organisation
 //!    (`org_internal`).
-//! 2. **Domain-wide delegation**: a client the member's organisation delegated may have any of the scopes listed
+//! 2. **Self-registered apps**: where the member's organisation blocks every app that registered itself (dynamic
+//!    registration or a client ID metadata document), such an app is refused every scope (`admin_policy_enforced`).
+//! 3. **Domain-wide delegation**: a client the member's organisation delegated may have any of the scopes listed
 //!    for it; a request for any other data-API scope is refused (`admin_policy_enforced`). It skips the consent
 //!    page only when its identity is assured (App Check enforced, or a client of the
 //!    organisation's own projects: RFC 8252 §8.6); any other delegated client gets the all-or-none consent page,
 //!    since a native app's loopback redirect and secret prove nothing about who asks (RFC 8252 §8.5).
-//! 3. **App access**: the client's access in the member's organisation (its own listing, else *trusted* when it
-//!    is one of the organisation's own apps and internal apps are trusted, else the organisation's default)
+//! 4. **App access**: the client's access in the member's organisation (its own listing, else *trusted* when it
+//!    is one of the organisation's own apps and internal apps are trusted, and did not register itself, else the
+//!    organisation's default: a self-registered app is an unlisted app)
 //!    gives the scopes it may have: *trusted* every one, *limited* the unrestricted ones, *specific* those
 //!    listed, *blocked* none (not even sign-in). A request for any other scope is refused
 //!    (`admin_policy_enforced`, naming them).
-//! 4. **Consent**: a trusted app gets all its requested scopes or none (no per-scope choice); every other app
+//! 5. **Consent**: a trusted app gets all its requested scopes or none (no per-scope choice); every other app
 //!    keeps granular consent.
 //!
 //! The same function judges a grant already issued when a policy changes ([`decide`] with the grant's scopes): a grant
@@ -116,6 +119,8 @@ pub struct Membership {
     pub default_access: AppAccess,
     /// Whether the clients of the organisation's own projects are trusted.
     pub trust_internal: bool,
+    /// Whether every app that registered itself is blocked for the organisation's members.
+    pub block_self_registered: bool,
     /// The client's own listing, if any.
     pub access: Option<AppAccess>,
     /// The scopes the client is delegated for every member, if it is.
@@ -135,6 +140,9 @@ pub struct Placement<'a> {
     /// only then may a delegated client skip the consent page (RFC 8252 §8.6). A client of the member's own
     /// organisation's projects counts as assured too (the organisation vouches for it).
     pub identity_assured: bool,
+    /// Whether the client registered itself (dynamic registration or a metadata document): never trusted as an
+    /// internal app, and blocked where the organisation blocks all such apps.
+    pub self_registered: bool,
 }
 
 /// How the account consents to an allowed request.
@@ -209,7 +217,11 @@ pub fn decide(placement: Placement<'_>, member: Option<&Membership>, requested: 
         return Err(Refusal::OrgInternal);
     }
     let Some(m) = member else { return Ok(Consent::Granular) };
-    // 2. Domain-wide delegation.
+    // 2. Apps that registered themselves, where the organisation blocks them all.
+    if placement.self_registered && m.block_self_registered {
+        return Err(Refusal::Policy { blocked: requested });
+    }
+    // 3. Domain-wide delegation.
     if let Some(delegated) = m.delegated {
         let assured = placement.identity_assured || internal(m);
         return match outside(requested, ScopeSet(delegated.0 | IDENTITY.0)) {
@@ -218,10 +230,10 @@ pub fn decide(placement: Placement<'_>, member: Option<&Membership>, requested: 
             blocked => Err(Refusal::Policy { blocked }),
         };
     }
-    // 3. App access.
+    // 4. App access: a self-registered app is an unlisted app unless listed, even in the organisation's own projects.
     let access = match m.access {
         Some(a) => a,
-        None if m.trust_internal && internal(m) => AppAccess::Trusted,
+        None if m.trust_internal && internal(m) && !placement.self_registered => AppAccess::Trusted,
         None => m.default_access,
     };
     let allowed = match access {
@@ -234,7 +246,7 @@ pub fn decide(placement: Placement<'_>, member: Option<&Membership>, requested: 
         ScopeSet::EMPTY => {}
         blocked => return Err(Refusal::Policy { blocked }),
     }
-    // 4. Consent.
+    // 5. Consent.
     Ok(if access == AppAccess::Trusted { Consent::AllOrNone } else { Consent::Granular })
 }
 
@@ -308,6 +320,8 @@ pub enum OrgChange {
     },
     /// Trusts every client of the organisation's own projects, or stops.
     TrustInternalApps(bool),
+    /// Blocks every app that registered itself, or stops.
+    BlockSelfRegisteredApps(bool),
     /// The access of apps not listed.
     DefaultAccess(AppAccess),
     /// The sign-in policy: each setting given changes, the other stays.

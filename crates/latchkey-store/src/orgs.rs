@@ -66,7 +66,8 @@ pub trait Orgs: Send + Sync {
 /// [`membership_from_row`] reads them.
 macro_rules! membership_columns {
     () => {
-        "m.org_id, m.admin, o.restricted_scopes, o.default_access, o.trust_internal, o.require_two_step, o.passkeys_only, a.access, \
+        "m.org_id, m.admin, o.restricted_scopes, o.default_access, o.trust_internal, o.block_self_registered, \
+         o.require_two_step, o.passkeys_only, a.access, \
          a.scopes AS app_scopes, a.delegated"
     };
 }
@@ -84,7 +85,8 @@ pub(crate) use {membership_columns, membership_joins};
 /// An organisation's columns, in the order [`org_from_row`] reads them.
 macro_rules! org_columns {
     () => {
-        "SELECT id, name, created_at, restricted_scopes, default_access, trust_internal, require_two_step, passkeys_only \
+        "SELECT id, name, created_at, restricted_scopes, default_access, trust_internal, block_self_registered, \
+         require_two_step, passkeys_only \
          FROM orgs"
     };
 }
@@ -116,6 +118,7 @@ fn org_from_row(r: &dyn StoreRow) -> StoreResult<Org> {
         restricted: rows::scope_bits(r, "restricted_scopes")?,
         default_access: default_access(r)?,
         trust_internal: r.flag("trust_internal")?,
+        block_self_registered: r.flag("block_self_registered")?,
         sign_in: sign_in_policy(r)?,
     })
 }
@@ -168,6 +171,7 @@ pub(crate) fn membership_from_row(r: &dyn StoreRow) -> StoreResult<Option<Member
         restricted: rows::scope_bits(r, "restricted_scopes")?,
         default_access: default_access(r)?,
         trust_internal: r.flag("trust_internal")?,
+        block_self_registered: r.flag("block_self_registered")?,
         sign_in: sign_in_policy(r)?,
         access: rows::app_access(r, "access", "app_scopes")?,
         delegated: delegated(r)?,

@@ -43,7 +43,7 @@ pub enum ProjectSetting {
 impl Project {
     /// Where the project stands, for [`latchkey_core::org::decide`].
     pub fn placement(&self) -> Placement<'_> {
-        Placement { org_id: self.org_id.as_deref(), audience: self.audience, identity_assured: false }
+        Placement { org_id: self.org_id.as_deref(), audience: self.audience, ..Placement::default() }
     }
 }
 
@@ -62,6 +62,8 @@ pub struct Org {
     pub default_access: AppAccess,
     /// Whether the clients of its own projects are trusted.
     pub trust_internal: bool,
+    /// Whether every app that registered itself is blocked for its members.
+    pub block_self_registered: bool,
     /// Its sign-in policy for its members.
     pub sign_in: latchkey_core::sign_in::Policy,
 }

@@ -86,6 +86,8 @@ pub struct OrgPolicyView {
     pub default_access: &'static str,
     /// Whether the clients of the organisation's own projects are trusted.
     pub trust_internal_apps: bool,
+    /// Whether every app that registered itself is blocked for the members.
+    pub block_self_registered_apps: bool,
     /// Whether a member's password sign-in needs a second step (2-step verification).
     pub require_2sv: bool,
     /// Whether members sign in with passkeys only (it wins over `require_2sv`).
@@ -101,6 +103,7 @@ impl OrgPolicyView {
             unrestricted_scopes: ids(registry, ScopeSet(data & !o.restricted.0)),
             default_access: o.default_access.name(),
             trust_internal_apps: o.trust_internal,
+            block_self_registered_apps: o.block_self_registered,
             require_2sv: o.sign_in.require_two_step,
             passkeys_only: o.sign_in.passkeys_only,
         }

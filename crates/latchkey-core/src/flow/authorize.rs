@@ -440,6 +440,7 @@ pub async fn policy<P: AuthorizePorts>(
         org_id: checked.project.org_id.as_deref(),
         audience: checked.project.audience,
         identity_assured: checked.client.identity_assured(ports.now()),
+        self_registered: checked.client.registration.is_some(),
     };
     let decided = org::decide(placement, member.as_ref(), checked.request.scopes).map_err(|refusal| {
         let error = refusal.error(&checked.client, ports.registry());

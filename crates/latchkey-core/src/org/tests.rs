@@ -17,13 +17,15 @@ pub(crate) fn member(org: &str) -> Membership {
         restricted: ScopeSet::EMPTY,
         default_access: AppAccess::Limited,
         trust_internal: false,
+        block_self_registered: false,
         access: None,
         delegated: None,
         sign_in: crate::sign_in::Policy::default(),
     }
 }
 
-const OUTSIDE: Placement<'static> = Placement { org_id: None, audience: Audience::External, identity_assured: false };
+const OUTSIDE: Placement<'static> =
+    Placement { org_id: None, audience: Audience::External, identity_assured: false, self_registered: false };
 
 #[test]
 fn an_account_outside_any_organisation_consents_scope_by_scope() {
@@ -95,6 +97,21 @@ fn a_delegated_app_whose_identity_is_not_assured_asks_all_or_none_unless_it_is_t
     assert_eq!(decide(own, Some(&m), UPLOAD), Ok(Consent::Skip), "the organisation's own project vouches for it");
     let elsewhere = Placement { org_id: Some("o2"), ..OUTSIDE };
     assert_eq!(decide(elsewhere, Some(&m), UPLOAD), Ok(Consent::AllOrNone));
+}
+
+#[test]
+fn a_self_registered_app_is_an_unlisted_app_never_trusted_as_internal_and_blocked_where_all_such_apps_are() {
+    let own = Placement { org_id: Some("o1"), self_registered: true, ..OUTSIDE };
+    let m = Membership { restricted: UPLOAD, trust_internal: true, ..member("o1") };
+    assert_eq!(decide(own, Some(&m), UPLOAD), Err(Refusal::Policy { blocked: UPLOAD }), "limited, not trusted");
+    assert_eq!(decide(own, Some(&m), READ), Ok(Consent::Granular));
+    let listed = Membership { access: Some(AppAccess::Trusted), ..m.clone() };
+    assert_eq!(decide(own, Some(&listed), UPLOAD), Ok(Consent::AllOrNone), "an administrator may still list it");
+    let blocking = Membership { block_self_registered: true, ..listed };
+    assert_eq!(decide(own, Some(&blocking), OPENID), Err(Refusal::Policy { blocked: OPENID }), "not even sign-in");
+    let console_made = Placement { self_registered: false, ..own };
+    assert_eq!(decide(console_made, Some(&blocking), UPLOAD), Ok(Consent::AllOrNone), "others are untouched");
+    assert_eq!(decide(Placement { self_registered: true, ..OUTSIDE }, None, UPLOAD), Ok(Consent::Granular));
 }
 
 #[test]

@@ -7,3 +7,5 @@ ALTER TABLE clients ADD COLUMN registration TEXT;
 ALTER TABLE clients ADD COLUMN registration_token_hash BYTEA;
 ALTER TABLE clients ADD COLUMN client_uri TEXT;
 ALTER TABLE clients ADD COLUMN logo_uri TEXT;
+-- An organisation may block every app that registered itself for its members.
+ALTER TABLE orgs ADD COLUMN block_self_registered BOOLEAN NOT NULL DEFAULT FALSE;

@@ -21,6 +21,7 @@ async fn org(store: &dyn Store) -> (String, String) {
         restricted: ScopeSet::EMPTY,
         default_access: AppAccess::Limited,
         trust_internal: false,
+        block_self_registered: false,
         sign_in: Default::default(),
     };
     assert_eq!(store.create_org(&org, std::slice::from_ref(&domain)).await.expect("create"), Ok(()));
@@ -101,6 +102,7 @@ pub(super) async fn a_members_policy_is_read_for_one_client(store: &dyn Store) {
         restricted: upload,
         default_access: AppAccess::Blocked,
         trust_internal: true,
+        block_self_registered: false,
         sign_in,
         access: specific,
         delegated: Some(upload),

@@ -62,6 +62,7 @@ static DROP_EMPTY_APP: Sql =
     Sql::new("DELETE FROM org_apps WHERE org_id = $1 AND client_id = $2 AND access IS NULL AND delegated IS NULL");
 static SET_RESTRICTED: Sql = Sql::new("UPDATE orgs SET restricted_scopes = $2 WHERE id = $1");
 static SET_TRUST_INTERNAL: Sql = Sql::new("UPDATE orgs SET trust_internal = $2 WHERE id = $1");
+static SET_BLOCK_SELF_REGISTERED: Sql = Sql::new("UPDATE orgs SET block_self_registered = $2 WHERE id = $1");
 /// Each setting `$2`, `$3` given (not null) changes; the other stays.
 static SET_SIGN_IN_POLICY: Sql = Sql::new(
     "UPDATE orgs SET require_two_step = COALESCE($2, require_two_step), passkeys_only = COALESCE($3, passkeys_only) \
@@ -87,7 +88,8 @@ macro_rules! candidates {
         concat!(
             "SELECT g.",
             $id,
-            ", g.user_id, g.client_id, g.scopes, p.org_id AS project_org, p.audience, ",
+            ", g.user_id, g.client_id, g.scopes, p.org_id AS project_org, p.audience, \
+             c.registration IS NOT NULL AS self_registered, ",
             membership_columns!(),
             " FROM ",
             $table,
@@ -134,6 +136,7 @@ struct Candidate<I> {
     scopes: ScopeSet,
     project_org: Option<String>,
     audience: Audience,
+    self_registered: bool,
     member: Option<Membership>,
 }
 
@@ -141,8 +144,12 @@ impl<I> Candidate<I> {
     /// Whether the policy as it stands now refuses it.
     fn refused(&self) -> bool {
         // Whether a grant is refused does not depend on the client's assured identity (only how consent is asked).
-        let placement =
-            Placement { org_id: self.project_org.as_deref(), audience: self.audience, identity_assured: false };
+        let placement = Placement {
+            org_id: self.project_org.as_deref(),
+            audience: self.audience,
+            identity_assured: false,
+            self_registered: self.self_registered,
+        };
         org::decide(placement, self.member.as_ref(), self.scopes).is_err()
     }
 }
@@ -155,6 +162,7 @@ fn candidate<I>(r: &dyn StoreRow, id: I) -> StoreResult<Candidate<I>> {
         scopes: crate::rows::scopes(r)?,
         project_org: r.opt_text("project_org")?,
         audience: crate::rows::audience(r)?,
+        self_registered: r.flag("self_registered")?,
         member: membership_from_row(r)?,
     })
 }
@@ -295,6 +303,10 @@ pub(super) fn change<'t>(
             OrgChange::TrustInternalApps(on) => {
                 tx.exec(&SET_TRUST_INTERNAL, args![org, *on]).await?;
                 ("org_trust_internal_apps", Affected::Members(org))
+            }
+            OrgChange::BlockSelfRegisteredApps(on) => {
+                tx.exec(&SET_BLOCK_SELF_REGISTERED, args![org, *on]).await?;
+                ("org_block_self_registered_apps", Affected::Members(org))
             }
             OrgChange::SignInPolicy { require_two_step, passkeys_only } => {
                 tx.exec(&SET_SIGN_IN_POLICY, args![org, *require_two_step, *passkeys_only]).await?;

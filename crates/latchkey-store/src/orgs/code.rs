@@ -21,10 +21,14 @@ static SHARE_USER: Sql = Sql::new("SELECT id FROM users WHERE id = $1 FOR KEY SH
 static SHARE_ORG: Sql =
     Sql::new("SELECT id FROM orgs WHERE id = (SELECT org_id FROM org_members WHERE user_id = $1) FOR KEY SHARE");
 static SHARE_PROJECT: Sql = Sql::new("SELECT id FROM projects WHERE id = $1 FOR KEY SHARE");
-static PLACEMENT: Sql = Sql::new("SELECT org_id, audience FROM projects WHERE id = $1");
+/// The project's placement, and whether the client (`$2`) registered itself.
+static PLACEMENT: Sql = Sql::new(
+    "SELECT org_id, audience, EXISTS (SELECT 1 FROM clients WHERE client_id = $2 AND registration IS NOT NULL) \
+     AS self_registered FROM projects WHERE id = $1",
+);
 
-fn placement_from_row(r: &dyn StoreRow) -> StoreResult<(Option<String>, Audience)> {
-    Ok((r.opt_text("org_id")?, crate::rows::audience(r)?))
+fn placement_from_row(r: &dyn StoreRow) -> StoreResult<(Option<String>, Audience, bool)> {
+    Ok((r.opt_text("org_id")?, crate::rows::audience(r)?, r.flag("self_registered")?))
 }
 
 /// The unit: locks, reads the placement and the member's policy, judges the code's scopes, stores it if allowed.
@@ -48,9 +52,9 @@ pub(crate) async fn allowed(tx: &mut dyn Tx, code: &AuthCode, project: &str) -> 
     tx.lock(&SHARE_USER, args![user]).await?;
     tx.lock(&SHARE_ORG, args![user]).await?;
     tx.lock(&SHARE_PROJECT, args![project]).await?;
-    let (org_id, audience) =
-        rows(tx, &PLACEMENT, args![project], placement_from_row).await?.pop().unwrap_or((None, Audience::Internal));
+    let placed = rows(tx, &PLACEMENT, args![project, &code.client_id], placement_from_row).await?.pop();
+    let (org_id, audience, self_registered) = placed.unwrap_or((None, Audience::Internal, false));
     let member = rows(tx, &MEMBER_POLICY, args![user, &code.client_id], membership_from_row).await?.pop().flatten();
-    let placement = Placement { org_id: org_id.as_deref(), audience, identity_assured: false };
+    let placement = Placement { org_id: org_id.as_deref(), audience, identity_assured: false, self_registered };
     Ok(org::decide(placement, member.as_ref(), code.scopes).map(|_| ()))
 }

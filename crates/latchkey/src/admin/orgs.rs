@@ -119,6 +119,15 @@ pub(super) enum OrgCmd {
         #[arg(value_parser = ["on", "off"])]
         state: String,
     },
+    /// Blocks every app that registered itself (dynamic registration, metadata documents) for the members (`on`),
+    /// or stops (`off`): such apps are otherwise treated as apps not listed.
+    BlockSelfRegisteredApps {
+        #[command(flatten)]
+        org: OrgRef,
+        /// on or off.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
     /// The members' sign-in policy: 2-step verification required, passkeys only. Each flag given changes; the
     /// other stays.
     Policy {
@@ -181,6 +190,9 @@ pub(super) async fn org(store: &dyn Store, config: &Config, cmd: OrgCmd, now: Un
             change(org, OrgChange::ScopeAccess { scopes, restricted }).await
         }
         OrgCmd::TrustInternalApps { org, state } => change(org, OrgChange::TrustInternalApps(state == "on")).await,
+        OrgCmd::BlockSelfRegisteredApps { org, state } => {
+            change(org, OrgChange::BlockSelfRegisteredApps(state == "on")).await
+        }
         OrgCmd::Policy { org, require_2sv, passkeys_only } => {
             let on = |v: Option<String>| v.map(|v| v == "on");
             change(org, OrgChange::SignInPolicy { require_two_step: on(require_2sv), passkeys_only: on(passkeys_only) })

@@ -2,9 +2,12 @@
 //! project; an app registers itself, signs in and refreshes with rotation; reads, replaces and deletes its
 //! registration with its registration access token; every refusal in RFC 7591 §3.2.2 form, and the hourly limit.
 
+use crate::login_consent::{page_error_code, scope_checkboxes};
+use crate::organisations::{change, corp, CAROL};
 use crate::support::*;
-use latchkey_admin::{self as admin, accounts, Actor, AdminError};
+use latchkey_admin::{self as admin, accounts, orgs, Actor, AdminError};
 use latchkey_config::RateLimitsConfig;
+use latchkey_core::org::OrgChange;
 use latchkey_store::ProjectSetting;
 use serde_json::{json, Value};
 
@@ -205,4 +208,32 @@ async fn registrations_from_one_address_are_limited_by_the_hour() {
     let wait: u64 = r.headers()["retry-after"].to_str().expect("ascii").parse().expect("seconds");
     assert!((1..=1800).contains(&wait), "{wait}");
     assert_eq!(r.json::<Value>().await.expect("json")["error"], "temporarily_unavailable");
+}
+
+#[tokio::test]
+async fn an_organisation_treats_a_self_registered_app_as_unlisted_and_may_block_them_all() {
+    let server = TestServer::start().await;
+    let project = open(&server).await;
+    server.user(CAROL).await;
+    let org = corp(&server).await;
+    let now = latchkey_core::time::UnixTime(1_700_000_000);
+    orgs::project_place(server.store(), &Actor::Operator, &project, Some(Some(&org)), None, now).await.expect("place");
+    change(&server, &org, OrgChange::TrustInternalApps(true)).await;
+    let (_, reg) = json_of(register(&server, &mcp_body()).await).await;
+    let app =
+        App { project_id: project, client_id: reg["client_id"].as_str().expect("id").into(), client_secret: "".into() };
+
+    let pkce = Pkce::new();
+    let browser = server.browser();
+    let consent = browser.consent_page(&authorize_url(&server, &app, &[READONLY], &pkce, REDIRECT, "s"), CAROL).await;
+    assert_eq!(scope_checkboxes(&consent).len(), 1, "granular consent: not trusted as an internal app");
+    let code = browser.code(&server, &app, CAROL, &[READONLY], &[READONLY], &pkce, REDIRECT).await;
+    let tokens = server.exchange(&app, &code, &pkce, REDIRECT).await;
+
+    assert_eq!(change(&server, &org, OrgChange::BlockSelfRegisteredApps(true)).await, 1, "its grant is revoked");
+    let refresh = server.refresh(&app, tokens.refresh_token.as_deref().expect("rt")).await;
+    assert_eq!(error_of(refresh).await.1, "invalid_grant");
+    let url = authorize_url(&server, &app, &[READONLY], &Pkce::new(), REDIRECT, "s");
+    let page = server.browser().consent_page(&url, CAROL).await;
+    assert_eq!((page.status, page_error_code(&page).as_deref()), (403, Some("admin_policy_enforced")), "{}", page.body);
 }

@@ -114,13 +114,17 @@ pub async fn scopes_post(State(state): State<AppState>, Path(org): Path<String>,
     apply(&state, &form, &org, change).await
 }
 
-/// `POST /console/orgs/{org}/settings`: trusts internal apps (`trust_internal_apps=true`) or stops; or, from the
+/// `POST /console/orgs/{org}/settings`: trusts internal apps (`trust_internal_apps=true`) or stops; blocks every
+/// self-registered app (`block_self_registered_apps=true`) or stops; or, from the
 /// sign-in form, requires 2-step verification (`require_2sv`) and passkeys only (`passkeys_only`), each `true` or
 /// `false` (the last value of each counts: the form sends a hidden `false` before each checkbox).
 pub async fn settings_post(State(state): State<AppState>, Path(org): Path<String>, form: Posted) -> Response {
     // A checkbox after its hidden `false`: the last value sent counts.
     let flag = |name: &str| all(&form, name).last().map(|v| v == "true");
     let change = match (flag("require_2sv"), flag("passkeys_only")) {
+        (None, None) if !form.get("block_self_registered_apps").is_empty() => {
+            OrgChange::BlockSelfRegisteredApps(form.get("block_self_registered_apps") == "true")
+        }
         (None, None) => OrgChange::TrustInternalApps(form.get("trust_internal_apps") == "true"),
         (require_two_step, passkeys_only) => OrgChange::SignInPolicy { require_two_step, passkeys_only },
     };

@@ -252,6 +252,8 @@ pub(super) async fn org_scopes_put(
 pub(super) struct SettingsBody {
     /// Trust every client of the organisation's own projects.
     trust_internal_apps: Option<bool>,
+    /// Block every app that registered itself (else they are apps not listed).
+    block_self_registered_apps: Option<bool>,
     /// The access of apps not listed: `trusted`, `limited` or `blocked`.
     default_access: Option<String>,
     /// Members who sign in with a password need a second step.
@@ -277,6 +279,7 @@ pub(super) async fn org_settings_put(
     };
     let mut changes: Vec<OrgChange> = b.trust_internal_apps.map(OrgChange::TrustInternalApps).into_iter().collect();
     changes.extend(default.map(OrgChange::DefaultAccess));
+    changes.extend(b.block_self_registered_apps.map(OrgChange::BlockSelfRegisteredApps));
     if b.require_2sv.is_some() || b.passkeys_only.is_some() {
         changes.push(OrgChange::SignInPolicy { require_two_step: b.require_2sv, passkeys_only: b.passkeys_only });
     }
