@@ -2,8 +2,8 @@
 # Runs the interop tests against the real latchkey binary: Python (authlib + Selenium/headless Chromium; the console
 # API's OpenAPI document through openapi-spec-validator and schemathesis; PyJWT as a Shared Signals receiver of the
 # security events, pushed and polled; google-auth and authlib's AssertionSession with a service account's key
-# file), then Node (oauth4webapi with DPoP + playwright-core/headless Chromium; needs
-# Node.js 20+ and npm).
+# file; the MCP Python SDK's OAuth client registering itself), then Node (oauth4webapi with DPoP +
+# playwright-core/headless Chromium; needs Node.js 20+ and npm).
 #
 #   bash tests/interop/run.sh             install what is missing, then run every test, all at once (each starts its
 #                                         own server on a free port, in a directory of its own); each one's output
@@ -24,7 +24,8 @@ venv="$target/interop-venv"
 
 # Versions verified to work together (2026-11).
 requirements=(authlib==1.9.9 joserfc==1.8.0 requests==2.34.2 selenium==4.51.0 openapi-spec-validator==0.9.0
-    schemathesis==4.32.5 pyjwt==2.15.1 cryptography==50.0.2 google-auth==2.63.0 prometheus-client==0.22.1)
+    schemathesis==4.32.5 pyjwt==2.15.1 cryptography==50.0.2 google-auth==2.63.0 prometheus-client==0.22.1
+    mcp==2.3.0)
 
 export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
@@ -104,6 +105,9 @@ start python_operations.py "$venv/bin/python" "$here/python_operations.py"
 # An API registered with latchkey: authlib with resource (RFC 8707), PyJWT verifying its at+jwt (RFC 9068), authlib
 # introspecting as the API (RFC 7662).
 start python_resources.py "$venv/bin/python" "$here/python_resources.py"
+# The official MCP Python SDK's client (OAuthClientProvider): RFC 9728 and RFC 8414 discovery from an MCP server (the
+# SDK's own) trusting latchkey, dynamic registration (RFC 7591), Chromium as the person, a tool call, a rotated refresh.
+start python_mcp.py "$venv/bin/python" "$here/python_mcp.py"
 start node_dpop.mjs node "$here/node_dpop.mjs"
 # oauth4webapi's device authorization grant (RFC 8628), Chromium as the person typing the code.
 start node_device.mjs node "$here/node_device.mjs"
@@ -112,7 +116,7 @@ wait
 summary=()
 failed=0
 for name in python_authlib.py console_openapi.py python_ssf_receiver.py python_service_account.py \
-    python_operations.py python_resources.py node_dpop.mjs node_device.mjs; do
+    python_operations.py python_resources.py python_mcp.py node_dpop.mjs node_device.mjs; do
     read -r rc secs <"$logs/$name.rc"
     echo "---- interop: $name (exit $rc, $secs s)"
     cat "$logs/$name.log"

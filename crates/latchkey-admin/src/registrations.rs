@@ -4,8 +4,8 @@
 
 use super::{random_id, AdminError, AdminResult};
 use crate::clock::OsRandom;
-use latchkey_core::client::{Client, ClientType, Registration, RegistrationKind};
-use latchkey_core::registration::ClientMetadata;
+use latchkey_core::client::{Client, RegistrationKind};
+use latchkey_core::registration::{self, ClientMetadata};
 use latchkey_core::secret::{self, Secret};
 use latchkey_core::time::UnixTime;
 use latchkey_store::Store;
@@ -37,26 +37,8 @@ pub fn not_authorized() -> AdminError {
 pub async fn register(store: &dyn Store, metadata: ClientMetadata, now: UnixTime) -> AdminResult<Registered> {
     let project = store.open_registration_project().await?.ok_or_else(closed)?;
     let token = Secret::generate(TOKEN_PREFIX, &OsRandom);
-    let client = Client {
-        client_id: format!("lkapp-{}", random_id(24)),
-        project_id: project.id,
-        name: metadata.client_name,
-        client_type: ClientType::Desktop,
-        redirect_uris: metadata.redirect_uris,
-        secrets: vec![],
-        details: Default::default(),
-        created_at: now,
-        deleted_at: None,
-        last_used_at: None,
-        app_check: Default::default(),
-        ownership_verified_at: None,
-        registration: Some(Registration {
-            kind: RegistrationKind::Dynamic,
-            token_hash: Some(token.hash()),
-            client_uri: metadata.client_uri,
-            logo_uri: metadata.logo_uri,
-        }),
-    };
+    let ids = (format!("lkapp-{}", random_id(24)), project.id);
+    let client = registration::client(ids, metadata, RegistrationKind::Dynamic, Some(token.hash()), now);
     store.create_client(&client).await?;
     Ok(Registered { client, token: Some(token) })
 }

@@ -135,6 +135,10 @@ pub struct ClientView {
     pub ownership_verified_at: Option<i64>,
     /// The client's secrets: never the secrets themselves, only their ids, last four characters and states.
     pub secrets: Vec<ClientSecretView>,
+    /// How the client registered itself (`dynamic`: RFC 7591; `document`: a client ID metadata document); absent
+    /// for a client made in the console.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registration: Option<&'static str>,
     /// The client secret: only in the answer to the creation, shown this once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
@@ -159,6 +163,7 @@ impl From<&Client> for ClientView {
                 .map(|(s, at)| PendingChange { state: s.as_str(), effective_at: at.0 }),
             ownership_verified_at: c.ownership_verified_at.map(|t| t.0),
             secrets: c.secrets.iter().map(ClientSecretView::from).collect(),
+            registration: c.registration.as_ref().map(|r| r.kind.as_str()),
             client_secret: None,
         }
     }

@@ -4,6 +4,7 @@
 //! store it names ([`open_store`]): what the server and the admin commands share, in a crate below the server so
 //! that the admin commands need nothing of HTTP.
 
+mod client_metadata;
 mod connections;
 mod events;
 mod metrics;
@@ -11,6 +12,7 @@ pub mod paths;
 mod rate_limits;
 mod store;
 
+pub use client_metadata::ClientMetadataConfig;
 pub use connections::ConnectionsConfig;
 pub use events::EventsConfig;
 pub use metrics::MetricsConfig;
@@ -136,6 +138,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// The token and revocation endpoints' rate limits (`[rate_limits]`).
     pub rate_limits: RateLimitsConfig,
+    /// Client ID metadata documents (`[client_metadata]`).
+    pub client_metadata: ClientMetadataConfig,
     /// The listener's timeouts and connection caps (`[connections]`).
     pub connections: ConnectionsConfig,
     /// Who may read `/metrics` (`[metrics]`).
@@ -178,7 +182,7 @@ impl<'de> Deserialize<'de> for SecretList {
 }
 
 /// A list of strings, or one string of comma-separated values (what an environment variable holds); blanks go.
-fn list_or_joined<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+pub(crate) fn list_or_joined<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Form {
@@ -244,6 +248,7 @@ impl Default for Config {
             key_rotation_days: 90,
             events: EventsConfig::default(),
             rate_limits: RateLimitsConfig::default(),
+            client_metadata: ClientMetadataConfig::default(),
             connections: ConnectionsConfig::default(),
             metrics: MetricsConfig::default(),
         }
@@ -304,7 +309,8 @@ pub const FIELDS: [&str; 44] = [
 ];
 
 /// The nested tables, with the prefix of the environment variables that set their fields.
-const TABLES: [(&str, &str); 4] = [
+const TABLES: [(&str, &str); 5] = [
+    (ClientMetadataConfig::ENV_PREFIX, "client_metadata"),
     (ConnectionsConfig::ENV_PREFIX, "connections"),
     (EventsConfig::ENV_PREFIX, "events"),
     (MetricsConfig::ENV_PREFIX, "metrics"),

@@ -43,6 +43,37 @@ fn invalid_redirect(text: impl Into<std::borrow::Cow<'static, str>>) -> OAuthErr
     OAuthError::new(ErrorCode::InvalidRedirectUri, text)
 }
 
+/// The client a self-registered app is: a desktop app with no secret, of `project_id`, with its checked metadata
+/// and how it registered (with its registration access token's hash, for a dynamic registration).
+pub fn client(
+    (client_id, project_id): (String, String),
+    m: ClientMetadata,
+    kind: crate::client::RegistrationKind,
+    token_hash: Option<Vec<u8>>,
+    now: crate::time::UnixTime,
+) -> crate::client::Client {
+    crate::client::Client {
+        client_id,
+        project_id,
+        name: m.client_name,
+        client_type: crate::client::ClientType::Desktop,
+        redirect_uris: m.redirect_uris,
+        secrets: vec![],
+        details: Default::default(),
+        created_at: now,
+        deleted_at: None,
+        last_used_at: None,
+        app_check: Default::default(),
+        ownership_verified_at: None,
+        registration: Some(crate::client::Registration {
+            kind,
+            token_hash,
+            client_uri: m.client_uri,
+            logo_uri: m.logo_uri,
+        }),
+    }
+}
+
 /// Where a self-registered app comes from, as the account page says it: `registered itself` for a dynamic
 /// registration; for a metadata document, the host of its URL (its `client_id`).
 pub fn origin(kind: crate::client::RegistrationKind, client_id: &str) -> String {
@@ -59,6 +90,11 @@ pub fn origin(kind: crate::client::RegistrationKind, client_id: &str) -> String 
 pub fn parse(body: &[u8]) -> Result<ClientMetadata, OAuthError> {
     let doc: Value = serde_json::from_slice(body).map_err(|_| invalid("The body is not a JSON object."))?;
     let obj = doc.as_object().ok_or_else(|| invalid("The body is not a JSON object."))?;
+    metadata(obj)
+}
+
+/// The metadata of a JSON object, checked by the rules of [`parse`].
+fn metadata(obj: &serde_json::Map<String, Value>) -> Result<ClientMetadata, OAuthError> {
     let text = |name: &'static str| -> Result<Option<String>, OAuthError> {
         match obj.get(name) {
             None | Some(Value::Null) => Ok(None),
@@ -113,6 +149,65 @@ pub fn parse(body: &[u8]) -> Result<ClientMetadata, OAuthError> {
         client_uri,
         logo_uri,
     })
+}
+
+/// The project that holds the clients client ID metadata documents describe (made by the store's migrations): they
+/// belong to no developer's project.
+pub const DOCUMENTS_PROJECT: &str = "client-metadata-documents";
+
+/// The most bytes a client ID metadata document may have.
+pub const DOCUMENT_MAX_BYTES: usize = 5 * 1024;
+/// The shortest time a document is kept, in seconds, whatever its caching headers say (5 minutes).
+pub const DOCUMENT_MIN_TTL: i64 = 300;
+/// The longest time a document is kept, in seconds (24 hours).
+pub const DOCUMENT_MAX_TTL: i64 = 86_400;
+
+/// The URL of a client ID metadata document, when `client_id` is one: `https` with a path other than `/`, no user
+/// information, no fragment, no `.` or `..` segment (draft-ietf-oauth-client-id-metadata-document §3); with
+/// `allow_loopback` (tests), `http://127.0.0.1:<port>/...` too.
+pub fn document_url(client_id: &str, allow_loopback: bool) -> Option<url::Url> {
+    let scheme_ok = client_id.starts_with("https://") || (allow_loopback && client_id.starts_with("http://127.0.0.1:"));
+    if !scheme_ok || client_id.len() > MAX_FIELD {
+        return None;
+    }
+    let url = url::Url::parse(client_id).ok()?;
+    let dotted = client_id.split(['/', '?']).skip(3).any(|segment| segment == "." || segment == "..");
+    let plain = url.username().is_empty() && url.password().is_none() && url.fragment().is_none();
+    (plain && !dotted && url.host_str().is_some() && url.path() != "/" && url.as_str() == client_id).then_some(url)
+}
+
+/// Reads the client ID metadata document fetched from `url`: a JSON object that names `url` as its `client_id`,
+/// and whose metadata follows the rules of a self-registered app ([`parse`]); otherwise why it cannot be used.
+pub fn document(url: &str, body: &[u8]) -> Result<ClientMetadata, String> {
+    let doc: Value = serde_json::from_slice(body).map_err(|_| "the document is not JSON".to_owned())?;
+    let obj = doc.as_object().ok_or_else(|| "the document is not a JSON object".to_owned())?;
+    match obj.get("client_id").and_then(Value::as_str) {
+        Some(id) if id == url => {}
+        Some(id) => return Err(format!("the document names another client_id ({})", shown(id))),
+        None => return Err("the document names no client_id".to_owned()),
+    }
+    metadata(obj).map_err(|e| e.description.into_owned())
+}
+
+/// A value of someone else's, shortened for a message.
+fn shown(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// How long a fetched document is kept, from its `Cache-Control` header (`max-age`; `no-store` and `no-cache` keep
+/// it the shortest time): between [`DOCUMENT_MIN_TTL`] and [`DOCUMENT_MAX_TTL`] seconds.
+pub fn document_ttl(cache_control: Option<&str>) -> i64 {
+    let directives = cache_control.unwrap_or_default().split(',').map(|d| d.trim().to_ascii_lowercase());
+    let mut ttl = DOCUMENT_MIN_TTL;
+    for d in directives {
+        if d == "no-store" || d == "no-cache" {
+            return DOCUMENT_MIN_TTL;
+        }
+        if let Some(secs) = d.strip_prefix("max-age=").and_then(|v| v.trim_matches('"').parse::<i64>().ok()) {
+            ttl = secs;
+        }
+    }
+    ttl.clamp(DOCUMENT_MIN_TTL, DOCUMENT_MAX_TTL)
 }
 
 /// Every grant type granted: the code grant always comes with refresh tokens.

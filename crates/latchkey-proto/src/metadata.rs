@@ -29,6 +29,9 @@ pub struct ServerMetadata {
     /// The dynamic client registration endpoint (RFC 7591 §3), while a project collects self-registered apps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registration_endpoint: Option<String>,
+    /// Whether a `client_id` may be the URL of a client ID metadata document.
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
     /// The OpenID Connect UserInfo endpoint.
     pub userinfo_endpoint: String,
     /// Where the id_token signing keys are published.

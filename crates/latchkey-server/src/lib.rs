@@ -7,6 +7,7 @@
 //! file (0600): see [`latchkey_admin::data_dir`] and [`latchkey_admin::secrets`].
 
 pub mod app_check;
+pub mod client_documents;
 pub mod dpop;
 pub mod error;
 pub mod extract;
@@ -124,6 +125,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let urls = Urls::new(&config, addr);
     let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
     let scopes = Arc::new(scope_book::ScopeBook::load(&*store, &config.scope_base, &urls.data_api_resource()).await?);
+    let documents = Arc::new(client_documents::Documents::new(&config.client_metadata)?);
     let state = AppState {
         app_check_provider,
         store,
@@ -136,9 +138,16 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         passwords: password::Gate::per_core(),
         last_used: Arc::default(),
         long_polls: long_polls::LongPolls::default(),
+        documents,
     };
     if let Some(why) = passkeys::unavailable(&state.urls.issuer) {
         tracing::info!(reason = %why, "passkeys are unavailable");
+    }
+    if state.config.client_metadata.allow_insecure_loopback {
+        tracing::warn!(
+            "client_metadata.allow_insecure_loopback is on: client ID metadata documents may be fetched from \
+             http://127.0.0.1. For tests only"
+        );
     }
     if state.config.events.allow_insecure_loopback_push {
         tracing::warn!(

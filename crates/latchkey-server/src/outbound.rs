@@ -1,4 +1,5 @@
-//! The HTTP clients for the server's own requests (an App Check provider's JWKS, pushes to event receivers):
+//! The HTTP clients for the server's own requests (an App Check provider's JWKS, pushes to event receivers, client ID
+//! metadata documents):
 //! rustls with the system's roots and an operator's extra trust anchors, no redirects followed, bounded time.
 
 use std::net::SocketAddr;
@@ -19,9 +20,23 @@ pub fn client(ca_file: Option<&Path>, timeout: Duration, purpose: &str) -> anyho
 /// refused when the connection is made, not only an IP literal when the stream is set. It never goes through a proxy
 /// (`HTTPS_PROXY` in the environment is ignored): a proxy would resolve the receiver's name itself, past that check.
 pub fn push_client(ca_file: Option<&Path>, timeout: Duration, allow_loopback: bool) -> anyhow::Result<reqwest::Client> {
-    let resolver = Arc::new(PublicOnly { allow_loopback });
-    Ok(builder(ca_file, false, timeout, "security events")?.no_proxy().dns_resolver(resolver).build()?)
+    public_client(ca_file, timeout, allow_loopback, "security events")
 }
+
+/// [`push_client`]'s rules for any request to an address someone else chose (a client ID metadata document's),
+/// named by `purpose` in the user agent.
+pub fn public_client(
+    ca_file: Option<&Path>,
+    timeout: Duration,
+    allow_loopback: bool,
+    purpose: &str,
+) -> anyhow::Result<reqwest::Client> {
+    let resolver = Arc::new(PublicOnly { allow_loopback });
+    Ok(builder(ca_file, false, timeout, purpose)?.no_proxy().dns_resolver(resolver).build()?)
+}
+
+/// What the resolver's refusal says, for the callers that tell it apart.
+pub const NOT_PUBLIC: &str = "resolves to no address latchkey may";
 
 /// A resolver that keeps only the addresses a push may go to.
 struct PublicOnly {
@@ -39,7 +54,7 @@ impl reqwest::dns::Resolve for PublicOnly {
                 .filter(|a| latchkey_core::events::stream::may_receive(a.ip(), allow_loopback))
                 .collect();
             if allowed.is_empty() {
-                let e = std::io::Error::other(format!("{host} resolves to no address latchkey may push to"));
+                let e = std::io::Error::other(format!("{host} {NOT_PUBLIC} connect to"));
                 return Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)

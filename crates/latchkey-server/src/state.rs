@@ -31,6 +31,8 @@ pub struct AppState {
     pub last_used: Arc<crate::last_used::LastUsed>,
     /// The streams with a long poll waiting on this instance.
     pub long_polls: crate::long_polls::LongPolls,
+    /// The client ID metadata documents' fetcher.
+    pub documents: Arc<crate::client_documents::Documents>,
 }
 
 impl AppState {

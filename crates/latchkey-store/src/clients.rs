@@ -138,10 +138,11 @@ static RESTORE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = NULL WHER
 static TOUCH_CLIENT: Sql = Sql::new(
     "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
 );
-/// Made in the console, unused since `$1`; or registered by itself (`$3` not null), unused since `$3`.
+/// Made in the console, unused since `$1`; or registered dynamically, unused since `$3`. A client a metadata
+/// document describes is not deleted for being unused: its document is what it is, fetched again when needed.
 static DELETE_UNUSED_CLIENTS: Sql = Sql::new(
-    "UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND (COALESCE(last_used_at, created_at) < $1 \
-     OR (registration IS NOT NULL AND COALESCE(last_used_at, created_at) < $3))",
+    "UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND (registration IS NULL OR registration = 'dynamic') \
+     AND (COALESCE(last_used_at, created_at) < $1 OR (registration IS NOT NULL AND COALESCE(last_used_at, created_at) < $3))",
 );
 static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
 static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");

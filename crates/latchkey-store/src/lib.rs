@@ -24,6 +24,7 @@ mod console;
 mod console_rows;
 mod db;
 mod device_codes;
+mod documents;
 mod grants;
 mod keys;
 mod maintenance;
@@ -55,6 +56,7 @@ pub use clients::Clients;
 pub use console::Console;
 pub use db::Db;
 pub use device_codes::DeviceCodes;
+pub use documents::{CachedDocument, ClientDocuments};
 pub use grants::Grants;
 pub use keys::Keys;
 pub use maintenance::Maintenance;
@@ -80,8 +82,8 @@ use std::time::Duration;
 /// Every aggregate's trait, for `use latchkey_store::prelude::*`.
 pub mod prelude {
     pub use crate::{
-        Accounts, Audit, Clients, Console, DeviceCodes, Grants, Keys, Maintenance, Orgs, Passkeys, Replay, Resources,
-        Rotations, Served, ServiceAccounts, Store, Streams, TwoStep, Users,
+        Accounts, Audit, ClientDocuments, Clients, Console, DeviceCodes, Grants, Keys, Maintenance, Orgs, Passkeys,
+        Replay, Resources, Rotations, Served, ServiceAccounts, Store, Streams, TwoStep, Users,
     };
 }
 
@@ -113,7 +115,8 @@ store_of!(
     TwoStep,
     DeviceCodes,
     Resources,
-    Rotations
+    Rotations,
+    ClientDocuments
 );
 
 /// A storage failure.

@@ -19,7 +19,7 @@ pub trait Maintenance: Send + Sync {
 
 /// What [`Maintenance::purge_expired`] deletes by time (`$1` is now); each is a range of an index. Security events
 /// finished (delivered, refused, dead-lettered, dropped) stay 30 days, for `latchkey admin stream deliveries`.
-pub(crate) static PURGE_BY_TIME: [Sql; 8] = [
+pub(crate) static PURGE_BY_TIME: [Sql; 9] = [
     Sql::new("DELETE FROM sessions WHERE expires_at <= $1"),
     Sql::new("DELETE FROM webauthn_ceremonies WHERE expires_at <= $1"),
     // A device polling late learns its code expired (`expired_token`) for a day, as a code's reuse is seen.
@@ -35,6 +35,8 @@ pub(crate) static PURGE_BY_TIME: [Sql; 8] = [
     Sql::new("DELETE FROM set_deliveries WHERE state <> 'pending' AND done_at <= $1 - 2592000"),
     // Retired refresh tokens are known as such for 30 days (`rotation::RETIRED_KEPT`).
     Sql::new("DELETE FROM retired_refresh_tokens WHERE retired_at <= $1 - 2592000"),
+    // A metadata document a day past its caching: fetched again when next needed.
+    Sql::new("DELETE FROM client_documents WHERE expires_at <= $1 - 86400"),
 ];
 /// The single-use values it deletes: most sort by expiry; those of the earlier form after every expiry, purged
 /// by their `expires_at`; those kept without their expiry in front (from the byte 0xFF) likewise, a walk of the

@@ -77,8 +77,9 @@ pub trait AuthorizePorts: Sync {
     fn require_pkce(&self) -> bool;
     /// The time now.
     fn now(&self) -> UnixTime;
-    /// A client by id, with what the flow reads of its project (the defaults when the project is gone).
-    async fn client(&self, client_id: &str) -> Result<Option<(Client, ProjectFacts)>, Self::Error>;
+    /// A client by id, with what the flow reads of its project (the defaults when the project is gone); `Err` with
+    /// the reason when the id is the URL of a client ID metadata document that cannot be used.
+    async fn client(&self, client_id: &str) -> Result<Result<Option<(Client, ProjectFacts)>, String>, Self::Error>;
     /// The account's membership of an organisation, with its policy for this client.
     async fn membership(&self, user_id: &str, client_id: &str) -> Result<Option<Membership>, Self::Error>;
 }
@@ -303,7 +304,14 @@ pub async fn request<P: AuthorizePorts>(
     user_agent: &str,
 ) -> Result<Result<Checked, Refused>, P::Error> {
     let found = match params.client_id.as_deref() {
-        Some(id) if !id.is_empty() => ports.client(id).await?,
+        Some(id) if !id.is_empty() => match ports.client(id).await? {
+            Ok(found) => found,
+            Err(why) => {
+                let text = format!("The app's client ID metadata document cannot be used: {why}.");
+                let error = OAuthError::new(ErrorCode::InvalidClient, text);
+                return Ok(Err(Refused::Request { error, redirect: None, client: None }));
+            }
+        },
         _ => None,
     };
     let (client, project) = match found {

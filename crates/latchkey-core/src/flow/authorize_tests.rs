@@ -27,9 +27,9 @@ impl AuthorizePorts for Memory {
     fn now(&self) -> UnixTime {
         NOW
     }
-    async fn client(&self, client_id: &str) -> Result<Option<(Client, ProjectFacts)>, ()> {
+    async fn client(&self, client_id: &str) -> Result<Result<Option<(Client, ProjectFacts)>, String>, ()> {
         let project = ProjectFacts { api_enabled: true, ..ProjectFacts::default() };
-        Ok((client_id == "app").then(|| (desktop(), project)))
+        Ok(Ok((client_id == "app").then(|| (desktop(), project))))
     }
     async fn membership(&self, _user_id: &str, _client_id: &str) -> Result<Option<Membership>, ()> {
         Ok(self.member.clone())

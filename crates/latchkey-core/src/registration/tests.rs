@@ -55,3 +55,52 @@ fn every_refusal_is_invalid_client_metadata_or_invalid_redirect_uri() {
     let many: Vec<String> = (0..11).map(|i| format!("\"http://127.0.0.1/{i}\"")).collect();
     assert_eq!(refused(&format!(r#"{{"redirect_uris":[{}]}}"#, many.join(","))).0, redirect);
 }
+
+#[test]
+fn a_client_id_is_a_document_url_only_in_the_drafts_form() {
+    assert!(document_url("https://app.example/oauth/client.json", false).is_some());
+    for not_one in [
+        "https://app.example",
+        "https://app.example/",
+        "http://app.example/client.json",
+        "https://user:pw@app.example/client.json",
+        "https://app.example/client.json#x",
+        "https://app.example/a/../client.json",
+        "https://app.example/./client.json",
+        "lkapp-abc",
+        "http://127.0.0.1:8080/client.json",
+    ] {
+        assert!(document_url(not_one, false).is_none(), "{not_one}");
+    }
+    assert!(document_url("http://127.0.0.1:8080/client.json", true).is_some(), "the tests' setting");
+    assert!(document_url("http://localhost:8080/client.json", true).is_none(), "an address, not a name");
+}
+
+#[test]
+fn a_document_names_itself_and_follows_the_rules_of_a_self_registered_app() {
+    let url = "https://app.example/client.json";
+    let good = format!(r#"{{"client_id":"{url}","client_name":"App","redirect_uris":["http://127.0.0.1/cb"]}}"#);
+    assert_eq!(document(url, good.as_bytes()).expect("usable").client_name, "App");
+    let other = good.replace(url, "https://evil.example/client.json");
+    assert!(document(url, other.as_bytes()).expect_err("refused").contains("another client_id"));
+    assert!(document(url, b"<html>").expect_err("refused").contains("not JSON"));
+    assert!(document(url, br#"{"redirect_uris":["http://127.0.0.1/cb"]}"#)
+        .expect_err("refused")
+        .contains("no client_id"));
+    let https = format!(r#"{{"client_id":"{url}","redirect_uris":["https://app.example/cb"]}}"#);
+    assert!(document(url, https.as_bytes()).is_err(), "desktop redirect rules");
+    let secret = format!(
+        r#"{{"client_id":"{url}","redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"private_key_jwt"}}"#
+    );
+    assert!(document(url, secret.as_bytes()).is_err(), "no client authentication but none");
+}
+
+#[test]
+fn a_document_is_kept_between_five_minutes_and_a_day() {
+    assert_eq!(document_ttl(None), 300);
+    assert_eq!(document_ttl(Some("max-age=3600")), 3600);
+    assert_eq!(document_ttl(Some("public, max-age=10")), 300);
+    assert_eq!(document_ttl(Some("max-age=9999999")), 86_400);
+    assert_eq!(document_ttl(Some("max-age=3600, no-cache")), 300);
+    assert_eq!(document_ttl(Some("no-store")), 300);
+}

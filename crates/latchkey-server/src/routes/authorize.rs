@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use latchkey_admin::clock::OsRandom;
 use latchkey_core::account::ACCESS_PERIODS;
 use latchkey_core::authorize::AuthorizeParams;
-use latchkey_core::client::Client;
+use latchkey_core::client::{Client, RegistrationKind};
 use latchkey_core::flow::authorize::{
     self as flow, Account, AuthorizePorts, Checked, Decision, Outcome, ProjectFacts, Refused, Unreadable,
 };
@@ -56,15 +56,28 @@ impl AuthorizePorts for Ports<'_> {
         self.0.clock.now()
     }
 
-    async fn client(&self, client_id: &str) -> Result<Option<(Client, ProjectFacts)>, StoreError> {
-        let Some(client) = self.0.store.client(client_id).await? else { return Ok(None) };
+    async fn client(&self, client_id: &str) -> Result<Result<Option<(Client, ProjectFacts)>, String>, StoreError> {
+        // A client a metadata document describes is read through its document (cached, or fetched again).
+        let client = match self.0.store.client(client_id).await? {
+            Some(client) if client.registration.as_ref().is_none_or(|r| r.kind != RegistrationKind::Document) => client,
+            _ => match self
+                .0
+                .documents
+                .client(&*self.0.store, &self.0.config.client_metadata, client_id, self.now())
+                .await?
+            {
+                Some(Ok(client)) => client,
+                Some(Err(why)) => return Ok(Err(why)),
+                None => return Ok(Ok(None)),
+            },
+        };
         let project = self.0.store.project(&client.project_id).await?.map(|p| ProjectFacts {
             api_enabled: p.api_enabled,
             time_based_access: p.time_based_access,
             org_id: p.org_id,
             audience: p.audience,
         });
-        Ok(Some((client, project.unwrap_or_default())))
+        Ok(Ok(Some((client, project.unwrap_or_default()))))
     }
 
     async fn membership(&self, user_id: &str, client_id: &str) -> Result<Option<Membership>, StoreError> {

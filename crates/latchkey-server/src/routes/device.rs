@@ -179,7 +179,7 @@ async fn pending(state: &AppState, typed: &str) -> Result<Option<(DeviceCode, Bo
     if record.state != Decided::Pending || record.expires_at <= state.clock.now() {
         return Ok(None);
     }
-    let Some((client, project)) = Ports::of(state).client(&record.client_id).await? else { return Ok(None) };
+    let Ok(Some((client, project))) = Ports::of(state).client(&record.client_id).await? else { return Ok(None) };
     // The data API may have been switched off for the project since the code was issued.
     if client.deleted_at.is_some() || (!project.api_enabled && record.scopes.intersects(DATA_API)) {
         return Ok(None);

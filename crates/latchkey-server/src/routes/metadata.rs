@@ -45,6 +45,7 @@ pub async fn metadata_get(State(state): State<AppState>) -> Response {
         introspection_signing_alg_values_supported: strings(&["ES256"]),
         device_authorization_endpoint: Some(format!("{}{DEVICE_CODE_PATH}", u.token)),
         registration_endpoint: registration_open(&state).await.then(|| format!("{}{REGISTER_PATH}", u.token)),
+        client_id_metadata_document_supported: state.config.client_metadata.enabled,
         userinfo_endpoint: format!("{}{USERINFO_PATH}", u.api),
         jwks_uri: format!("{}{JWKS_PATH}", u.issuer),
         response_types_supported: strings(&["code"]),

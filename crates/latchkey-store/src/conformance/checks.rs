@@ -95,4 +95,5 @@ checks! {
     a_rotation_retires_the_token_once_and_its_reuse_revokes_the_grant: by_ref,
     concurrent_rotations_of_one_token_rotate_it_once: shared,
     one_project_collects_self_registered_clients_which_rotate_and_expire_on_their_own_days: by_ref,
+    metadata_documents_are_cached_replaced_and_purged: by_ref,
 }

@@ -3,7 +3,7 @@
 
 use super::{fixture, issue, T0};
 use crate::prelude::*;
-use crate::{GrantLimits, ProjectSetting, StoreError};
+use crate::{CachedDocument, GrantLimits, ProjectSetting, StoreError};
 use latchkey_core::client::{Client, Registration, RegistrationKind};
 use latchkey_core::secret;
 
@@ -58,4 +58,26 @@ pub(super) async fn one_project_collects_self_registered_clients_which_rotate_an
     assert_eq!(store.client(&console_made).await.expect("get").expect("c").deleted_at, None);
     assert!(store.set_project_setting(&project, open, false).await.expect("close"));
     assert!(store.set_project_setting(&other, open, true).await.expect("now the other may"));
+}
+
+/// A metadata document is cached as it came, replaced by a new fetch, and purged a day past its caching; the
+/// documents' project exists from the start, with no member and the data API off.
+pub(super) async fn metadata_documents_are_cached_replaced_and_purged(store: &dyn Store) {
+    let project = latchkey_core::registration::DOCUMENTS_PROJECT;
+    let holder = store.project(project).await.expect("get").expect("made by the migrations");
+    assert!(!holder.api_enabled, "no data API unless the operator enables it");
+    assert!(store.project_members(project).await.expect("members").is_empty(), "no developer's project");
+    let url = "https://app.example/client.json";
+    assert_eq!(store.client_document(url).await.expect("get"), None);
+    let first = CachedDocument { url: url.into(), document: "{}".into(), fetched_at: T0, expires_at: T0.plus(300) };
+    store.put_client_document(&first).await.expect("put");
+    assert_eq!(store.client_document(url).await.expect("get"), Some(first.clone()), "as it came");
+    let again =
+        CachedDocument { document: "{\"a\":1}".into(), fetched_at: T0.plus(400), expires_at: T0.plus(700), ..first };
+    store.put_client_document(&again).await.expect("replace");
+    assert_eq!(store.client_document(url).await.expect("get"), Some(again), "the newer fetch");
+    store.purge_expired(T0.plus(700 + 86_400 - 1)).await.expect("purge");
+    assert!(store.client_document(url).await.expect("get").is_some(), "kept a day past its caching");
+    store.purge_expired(T0.plus(700 + 86_400)).await.expect("purge");
+    assert_eq!(store.client_document(url).await.expect("get"), None, "then purged");
 }

@@ -14,16 +14,16 @@ use tokio::net::TcpListener;
 use url::Url;
 
 /// The `oauth2` client type with every endpoint this test uses set.
-type Client = BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointSet, EndpointSet>;
+pub(crate) type Client = BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointSet, EndpointSet>;
 
 /// The endpoints, read from discovery as a generic client would.
-struct Endpoints {
+pub(crate) struct Endpoints {
     authorize: String,
     token: String,
     revoke: String,
 }
 
-async fn discover(server: &TestServer) -> Endpoints {
+pub(crate) async fn discover(server: &TestServer) -> Endpoints {
     let r = server.http().get(server.url("/.well-known/openid-configuration")).send().await.expect("discovery");
     assert_eq!(r.status(), 200, "discovery");
     let m: serde_json::Value = r.json().await.expect("discovery json");
@@ -36,7 +36,7 @@ async fn discover(server: &TestServer) -> Endpoints {
 }
 
 /// A public client (no secret), configured only through the crate's builder.
-fn client(e: &Endpoints, client_id: &str, redirect: &str) -> Client {
+pub(crate) fn client(e: &Endpoints, client_id: &str, redirect: &str) -> Client {
     BasicClient::new(ClientId::new(client_id.to_owned()))
         .set_auth_uri(AuthUrl::new(e.authorize.clone()).expect("auth url"))
         .set_token_uri(TokenUrl::new(e.token.clone()).expect("token url"))
@@ -46,13 +46,13 @@ fn client(e: &Endpoints, client_id: &str, redirect: &str) -> Client {
 
 /// An RFC 8252 §7.3 loopback listener: accepts one request, answers with a page telling the user to go back to
 /// the app, and yields the full callback URL.
-struct Loopback {
+pub(crate) struct Loopback {
     listener: TcpListener,
-    redirect: String,
+    pub(crate) redirect: String,
 }
 
 impl Loopback {
-    async fn bind() -> Self {
+    pub(crate) async fn bind() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("loopback listener");
         let port = listener.local_addr().expect("local addr").port();
         Self { listener, redirect: format!("http://127.0.0.1:{port}/cb") }
@@ -85,7 +85,7 @@ impl Loopback {
 
 /// Runs the browser part for a URL the crate built: sign-in, consent with `granted` ticked, then the browser
 /// follows the 303 to the app's loopback listener. Returns the callback URL the app received.
-async fn authorize_in_browser(server: &TestServer, url: &Url, loopback: Loopback, granted: &[&str]) -> Url {
+pub(crate) async fn authorize_in_browser(server: &TestServer, url: &Url, loopback: Loopback, granted: &[&str]) -> Url {
     let app_side = loopback.serve_once();
     let browser = server.browser();
     let consent = browser.consent_page(url.as_str(), "alice@example.com").await;
@@ -99,7 +99,7 @@ async fn authorize_in_browser(server: &TestServer, url: &Url, loopback: Loopback
     app_side.await.expect("loopback task")
 }
 
-fn param(url: &Url, name: &str) -> Option<String> {
+pub(crate) fn param(url: &Url, name: &str) -> Option<String> {
     url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
 }
 

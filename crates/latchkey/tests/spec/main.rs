@@ -23,6 +23,7 @@ mod app_cli;
 mod authorize_endpoint;
 mod cli;
 mod client_lifecycle;
+mod client_metadata_documents;
 mod client_secrets;
 mod console;
 mod console_api;
