@@ -21,7 +21,7 @@ pub trait Clients: Send + Sync {
     async fn create_project(&self, project: &Project) -> StoreResult<()>;
     /// A project by id.
     async fn project(&self, id: &str) -> StoreResult<Option<Project>>;
-    /// Every project.
+    /// Every project (but latchkey's own, which holds the clients of client ID metadata documents).
     async fn projects(&self) -> StoreResult<Vec<Project>>;
     /// Switches the data API on or off; false when there is no such project.
     async fn set_api_enabled(&self, id: &str, enabled: bool) -> StoreResult<bool>;
@@ -101,7 +101,12 @@ macro_rules! project_columns {
     };
 }
 static PROJECT: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects WHERE id = $1"));
-static PROJECTS: Sql = Sql::new(concat!("SELECT ", project_columns!(), " FROM projects ORDER BY created_at, id"));
+/// Every project but latchkey's own, which holds the clients of metadata documents (`latchkey_core::registration`).
+static PROJECTS: Sql = Sql::new(concat!(
+    "SELECT ",
+    project_columns!(),
+    " FROM projects WHERE id <> 'client-metadata-documents' ORDER BY created_at, id"
+));
 static SET_API_ENABLED: Sql = Sql::new("UPDATE projects SET api_enabled = $1 WHERE id = $2");
 /// One statement per [`ProjectSetting`], in its order.
 static SET_SETTING: [Sql; 3] = [

@@ -13,7 +13,9 @@
 //! - service accounts ([`service_accounts`]): an assertion single use across instances, a disabled key's token
 //!   refused everywhere;
 //! - the device grant ([`device`]): a device code allowed through one instance gives tokens once when both are polled
-//!   at the same moment.
+//!   at the same moment;
+//! - refresh-token rotation ([`rotation`]): a token rotated at one instance is retired at the other, and rotates
+//!   once when both are sent it at the same moment.
 //!
 //! A test binary of its own, out of `spec`, under the harness of `latchkey_store::test_database` (libtest-mimic):
 //! without a reachable PostgreSQL (`LATCHKEY_TEST_DATABASE_URL`, default the local server) the PostgreSQL tests are
@@ -32,6 +34,7 @@ mod instance;
 mod measure;
 mod proxy;
 mod resources;
+mod rotation;
 mod service_accounts;
 
 use crate::support::Pkce;
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         service_accounts::an_assertion_is_single_use_across_instances_and_a_disabled_key_stops_tokens_everywhere,
         device::a_device_code_allowed_at_one_instance_gives_tokens_once_when_both_are_polled_at_once,
         resources::an_api_registered_with_the_cli_introspects_at_one_instance_what_the_other_issued_and_revoked,
+        rotation::a_refresh_token_rotated_at_one_instance_is_retired_at_the_other_and_rotates_once_when_both_refresh_it,
     );
     // A measurement, not a check: run it by name with --ignored (measure.rs).
     let measurements =
