@@ -129,3 +129,21 @@ async fn switched_off_the_newest_token_keeps_working_without_rotating() {
         assert_eq!(refreshed(&server, &app, &second).await.get("refresh_token"), None, "no rotation");
     }
 }
+
+#[tokio::test]
+async fn the_refresh_token_limits_count_a_rotated_chain_as_one_token() {
+    let clock = Arc::new(TestClock::default());
+    let server = TestServer::start_with_clock(|c| c.refresh_tokens_per_client_user = 1, clock).await;
+    let app = server.app().await;
+    server.user(ALICE).await;
+    let setting = ProjectSetting::RotateRefreshTokens;
+    admin::project_set(server.store(), &Actor::Operator, &app.project_id, setting, true).await.expect("on");
+    let mut token = server.tokens(&app, ALICE, &[READONLY]).await.refresh_token.expect("refresh token");
+    for _ in 0..5 {
+        token = new_token(&refreshed(&server, &app, &token).await);
+    }
+    let user = server.store().user_by_email(ALICE).await.expect("get").expect("alice");
+    let now = latchkey_core::time::Clock::now(&latchkey_admin::clock::SystemClock);
+    assert_eq!(server.store().live_grants(&user.id, now).await.expect("live").len(), 1, "one grant, one token");
+    refreshed(&server, &app, &token).await;
+}
