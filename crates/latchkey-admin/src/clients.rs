@@ -101,6 +101,7 @@ pub async fn client_create(store: &dyn Store, actor: &Actor, new: NewClient, now
         app_check,
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     };
     store.create_client(&client).await?;
     Ok(ClientView { client_secret: Some(secret.into_inner()), ..ClientView::from(&client) })

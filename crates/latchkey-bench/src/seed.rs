@@ -83,6 +83,7 @@ async fn seed_grants(store: &dyn SeedStore, count: u64, per_user: u64, now: Unix
         app_check: Default::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     };
     store.create_client(&client).await?;
     let (mut done, mut users_made) = (0u64, 0u64);

@@ -100,6 +100,8 @@ pub struct Client {
     pub ownership_verified_at: Option<UnixTime>,
     /// How the client registered itself, when it did (not made in the console).
     pub registration: Option<Registration>,
+    /// Whether its project rotates its clients' refresh tokens (read with the client).
+    pub project_rotates: bool,
 }
 
 /// How a client registered itself ([`crate::registration`]).
@@ -146,6 +148,12 @@ pub const DAY: i64 = 86_400;
 pub const LAST_USED_GRANULARITY: i64 = 3600;
 
 impl Client {
+    /// Whether its refresh tokens rotate (those not bound by DPoP): it registered itself, or its project rotates
+    /// its clients' tokens.
+    pub fn rotates_refresh_tokens(&self) -> bool {
+        self.registration.is_some() || self.project_rotates
+    }
+
     /// Whether a request naming this client can only come from the client itself: App Check enforced at `now`
     /// (the platform attests the app). A loopback or custom-scheme redirect, or an issued secret, is no such proof
     /// for an installed app (RFC 8252 §8.5, §8.6); nor is an extension's verified ownership, since its redirect

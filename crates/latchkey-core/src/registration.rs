@@ -71,6 +71,7 @@ pub fn client(
             client_uri: m.client_uri,
             logo_uri: m.logo_uri,
         }),
+        project_rotates: false,
     }
 }
 

@@ -81,9 +81,14 @@ pub struct GrantState {
     pub client_deleted_at: Option<UnixTime>,
     /// Whether the client's project has the data API enabled.
     pub api_enabled: bool,
+}
+
+impl GrantState {
     /// Whether its refresh token rotates on every refresh (RFC 9700 §4.14.2): a token not bound by DPoP, of a
-    /// client that registered itself or of a project that rotates its clients' tokens.
-    pub rotates: bool,
+    /// client whose tokens rotate ([`Client::rotates_refresh_tokens`]).
+    pub fn rotates(&self, client: &Client) -> bool {
+        self.grant.dpop_jkt.is_none() && client.rotates_refresh_tokens()
+    }
 }
 
 impl GrantState {

@@ -115,6 +115,7 @@ mod tests {
             app_check: Default::default(),
             ownership_verified_at: None,
             registration: None,
+            project_rotates: false,
         }
     }
 

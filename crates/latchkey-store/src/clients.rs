@@ -126,9 +126,19 @@ static CREATE_CLIENT: Sql = Sql::new(
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, \
      $24, $25)",
 );
-static CLIENT: Sql = Sql::new("SELECT * FROM clients WHERE client_id = $1");
+/// A client's row, with its project's refresh-token rotation (`project_rotates`); a `WHERE` clause follows.
+macro_rules! client_row {
+    ($where:literal) => {
+        concat!(
+            "SELECT c.*, COALESCE((SELECT p.rotate_refresh_tokens FROM projects p WHERE p.id = c.project_id), FALSE) \
+             AS project_rotates FROM clients c WHERE ",
+            $where
+        )
+    };
+}
+static CLIENT: Sql = Sql::new(client_row!("c.client_id = $1"));
 static CLIENTS: Sql =
-    Sql::new("SELECT * FROM clients WHERE CAST($1 AS TEXT) IS NULL OR project_id = $1 ORDER BY created_at, client_id");
+    Sql::new(client_row!("CAST($1 AS TEXT) IS NULL OR c.project_id = $1 ORDER BY c.created_at, c.client_id"));
 static DELETE_CLIENT: Sql = Sql::new("UPDATE clients SET deleted_at = $1 WHERE client_id = $2 AND deleted_at IS NULL");
 static UPDATE_CLIENT: Sql = Sql::new(
     "UPDATE clients SET name = $2, redirect_uris = $3, bundle_id = $4, store_id = $5, team_id = $6, \
@@ -209,7 +219,8 @@ impl<E: Engine> Clients for Db<E> {
     }
 
     async fn set_project_setting(&self, id: &str, setting: ProjectSetting, on: bool) -> StoreResult<bool> {
-        self.exec_one(&SET_SETTING[setting as usize], args![on, id]).await
+        // The clients' cached rows carry their project's rotation.
+        self.clients.after(None, self.exec_one(&SET_SETTING[setting as usize], args![on, id]).await)
     }
 
     async fn delete_project(&self, id: &str) -> StoreResult<bool> {

@@ -72,6 +72,7 @@ pub async fn fixture(store: &dyn Store) -> (String, String) {
         app_check: Default::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     };
     store.create_client(&client).await.expect("client");
     (client.client_id, another_user(store).await)

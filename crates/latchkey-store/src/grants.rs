@@ -85,8 +85,7 @@ macro_rules! grant_state {
         concat!(
             "SELECT g.id, g.client_id, g.user_id, g.scopes, g.refresh_hash, g.dpop_jkt, g.created_at, g.expires_at, \
              g.revoked_at, g.code_hash, u.disabled_at AS user_disabled_at, c.deleted_at AS client_deleted_at, \
-             p.api_enabled, ((p.rotate_refresh_tokens OR c.registration IS NOT NULL) AND g.dpop_jkt IS NULL) AS rotates FROM grants g \
-             JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
+             p.api_enabled FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
              JOIN projects p ON p.id = c.project_id WHERE ",
             $where
         )

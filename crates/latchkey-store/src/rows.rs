@@ -208,6 +208,7 @@ pub(crate) fn client_from_row(r: &dyn StoreRow) -> StoreResult<Client> {
         ownership_verified_at: opt_time(r, "ownership_verified_at")?,
         secrets: secrets_from_json(&r.text("secrets")?)?,
         registration: registration_from_row(r)?,
+        project_rotates: r.flag("project_rotates")?,
     })
 }
 
@@ -374,7 +375,6 @@ pub(crate) fn grant_state_from_row(r: &dyn StoreRow) -> StoreResult<GrantState> 
         user_disabled_at: opt_time(r, "user_disabled_at")?,
         client_deleted_at: opt_time(r, "client_deleted_at")?,
         api_enabled: r.flag("api_enabled")?,
-        rotates: r.flag("rotates")?,
     })
 }
 

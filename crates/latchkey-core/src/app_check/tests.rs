@@ -24,6 +24,7 @@ fn mobile(team: Option<&str>, bundle: &str) -> Client {
         app_check: AppCheck::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     }
 }
 

@@ -22,6 +22,7 @@ pub(crate) fn desktop() -> Client {
         app_check: Default::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     }
 }
 

@@ -22,6 +22,7 @@ fn mobile(app_check: bool) -> Client {
         app_check: Default::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     }
 }
 

@@ -43,7 +43,7 @@ pub async fn run<P: Ports>(ports: &P, refresh: Refresh<'_>, checked: Checked<'_>
     }
     let refresh_token = match given_again {
         Some(next) => Some(next),
-        None if found.rotates => Some(rotation::rotate(ports, &found, presented).await?),
+        None if found.rotates(client) => Some(rotation::rotate(ports, &found, presented).await?),
         None => None,
     };
     let (access_token, expires_in) = mint(ports, &found.grant, scopes, None, now).await?;

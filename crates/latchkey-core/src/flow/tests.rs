@@ -117,13 +117,8 @@ impl Ports for Memory {
         if std::mem::replace(&mut code.used, true) {
             return Ok(false);
         }
-        let state = GrantState {
-            grant: grant.clone(),
-            user_disabled_at: None,
-            client_deleted_at: None,
-            api_enabled: true,
-            rotates: false,
-        };
+        let state =
+            GrantState { grant: grant.clone(), user_disabled_at: None, client_deleted_at: None, api_enabled: true };
         self.grants.lock().unwrap().push(state);
         Ok(true)
     }
@@ -208,7 +203,7 @@ fn grant_state(client_id: &str) -> GrantState {
         revoked_at: None,
         code_hash: vec![],
     };
-    GrantState { grant, user_disabled_at: None, client_deleted_at: None, api_enabled: true, rotates: false }
+    GrantState { grant, user_disabled_at: None, client_deleted_at: None, api_enabled: true }
 }
 
 fn proof(jti: &str, nonce: Option<String>) -> Proof {

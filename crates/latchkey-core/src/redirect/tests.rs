@@ -17,6 +17,7 @@ fn client(t: ClientType, uris: &[&str]) -> Client {
         app_check: Default::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     }
 }
 

@@ -30,6 +30,7 @@ pub fn client(t: ClientType) -> Client {
         app_check: Default::default(),
         ownership_verified_at: None,
         registration: None,
+        project_rotates: false,
     }
 }
 

@@ -48,9 +48,15 @@ pub(super) async fn one_project_collects_self_registered_clients_which_rotate_an
 
     let of_registered = issue(store, &registered.client_id, &user, GrantLimits::default()).await;
     let of_console = issue(store, &console_made, &user, GrantLimits::default()).await;
-    let rotates = |id| async move { store.grant(&id).await.expect("get").expect("grant").rotates };
-    assert!(rotates(of_registered.id).await, "a self-registered client's tokens rotate");
-    assert!(!rotates(of_console.id).await, "not the console's, without the project's switch");
+    let rotates = |id, client: &str| {
+        let client = client.to_owned();
+        async move {
+            let client = store.client(&client).await.expect("get").expect("client");
+            store.grant(&id).await.expect("get").expect("grant").rotates(&client)
+        }
+    };
+    assert!(rotates(of_registered.id, &registered.client_id).await, "a self-registered client's tokens rotate");
+    assert!(!rotates(of_console.id, &console_made).await, "not the console's, without the project's switch");
 
     let now = T0.plus(40 * 86_400);
     assert_eq!(store.delete_unused_clients(T0, T0.plus(1), now).await.expect("unused"), 1, "only the registered one");

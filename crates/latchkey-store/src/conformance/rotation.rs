@@ -20,7 +20,11 @@ pub(super) async fn a_rotation_retires_the_token_once_and_its_reuse_revokes_the_
     let bound = grant_for(&c, T0);
     let bound = latchkey_core::token::Grant { dpop_jkt: Some("jkt".into()), ..bound };
     assert_eq!(store.redeem_code(&bound, GrantLimits::default(), T0).await.expect("redeem"), Redeemed::Issued);
-    let rotates = |id| async move { store.grant(&id).await.expect("get").expect("grant").rotates };
+    let cid = client_id.as_str();
+    let rotates = |id| async move {
+        let client = store.client(cid).await.expect("get").expect("client");
+        store.grant(&id).await.expect("get").expect("grant").rotates(&client)
+    };
     assert!(!rotates(g.id).await, "off by default");
     assert!(store.set_project_setting(&project, ProjectSetting::RotateRefreshTokens, true).await.expect("switch"));
     assert!(store.project(&project).await.expect("get").expect("p").rotate_refresh_tokens);

@@ -3,12 +3,18 @@
 
 use super::*;
 
-/// A grant of `app` made by a code exchange whose refresh token rotates; its first refresh token.
+/// The ports, with `app`'s project rotating its refresh tokens (or not) and `grace` seconds of grace.
+fn memory(rotates: bool, grace: i64) -> Memory {
+    let mut ports = Memory { grace, ..Memory::new() };
+    ports.clients[0].project_rotates = rotates;
+    ports
+}
+
+/// A grant of `app` made by a code exchange; its first refresh token.
 fn rotating(ports: &Memory) -> String {
     ports.codes.lock().unwrap().push(auth_code("lkc_1"));
     let form = Form::new(EXCHANGE.to_vec()).unwrap();
     let issued = block_on(token(ports, call(&form))).unwrap();
-    ports.grants.lock().unwrap()[0].rotates = true;
     issued.response.refresh_token.expect("refresh token")
 }
 
@@ -25,7 +31,7 @@ fn revoked(ports: &Memory) -> bool {
 
 #[test]
 fn each_refresh_returns_a_new_token_and_retires_the_one_presented() {
-    let ports = Memory::new();
+    let ports = memory(true, 0);
     let first = rotating(&ports);
     let second = refresh(&ports, &first, NOW).unwrap().expect("a new refresh token");
     assert_ne!(second, first);
@@ -36,7 +42,7 @@ fn each_refresh_returns_a_new_token_and_retires_the_one_presented() {
 
 #[test]
 fn a_retired_token_presented_again_revokes_the_grant() {
-    let ports = Memory::new();
+    let ports = memory(true, 0);
     let first = rotating(&ports);
     let second = refresh(&ports, &first, NOW).unwrap().expect("rotated");
     let reused = refresh(&ports, &first, NOW.plus(1)).unwrap_err();
@@ -48,7 +54,7 @@ fn a_retired_token_presented_again_revokes_the_grant() {
 
 #[test]
 fn within_the_grace_period_the_retired_token_gets_the_same_successor() {
-    let ports = Memory { grace: 10, ..Memory::new() };
+    let ports = memory(true, 10);
     let first = rotating(&ports);
     let second = refresh(&ports, &first, NOW).unwrap().expect("rotated");
     assert_eq!(refresh(&ports, &first, NOW.plus(9)).unwrap().as_deref(), Some(second.as_str()), "the lost answer");
@@ -65,7 +71,7 @@ fn within_the_grace_period_the_retired_token_gets_the_same_successor() {
 
 #[test]
 fn after_the_grace_period_the_retired_token_revokes_the_grant() {
-    let ports = Memory { grace: 10, ..Memory::new() };
+    let ports = memory(true, 10);
     let first = rotating(&ports);
     refresh(&ports, &first, NOW).unwrap().expect("rotated");
     assert_eq!(refresh(&ports, &first, NOW.plus(10)).unwrap_err().code, ErrorCode::InvalidGrant);
@@ -74,7 +80,7 @@ fn after_the_grace_period_the_retired_token_revokes_the_grant() {
 
 #[test]
 fn a_token_never_issued_revokes_nothing_and_an_unrotated_grant_keeps_its_token() {
-    let ports = Memory::new();
+    let ports = memory(true, 0);
     let first = rotating(&ports);
     let id = refresh_token::grant_id(&first).expect("names its grant");
     let forged = refresh_token::generate(&id, &ports.random);
@@ -82,7 +88,8 @@ fn a_token_never_issued_revokes_nothing_and_an_unrotated_grant_keeps_its_token()
     assert_eq!((refused.code, &*refused.description), (ErrorCode::InvalidGrant, "Token has been expired or revoked."));
     assert!(!revoked(&ports), "a token of the grant's form but never issued is no reuse");
 
-    ports.grants.lock().unwrap()[0].rotates = false;
-    assert_eq!(refresh(&ports, &first, NOW).unwrap(), None, "no rotation: no new refresh token");
-    assert_eq!(refresh(&ports, &first, NOW).unwrap(), None, "and the token keeps working");
+    let plain = memory(false, 0);
+    let first = rotating(&plain);
+    assert_eq!(refresh(&plain, &first, NOW).unwrap(), None, "no rotation: no new refresh token");
+    assert_eq!(refresh(&plain, &first, NOW).unwrap(), None, "and the token keeps working");
 }
