@@ -223,7 +223,8 @@ pub fn decide(placement: Placement<'_>, member: Option<&Membership>, requested: 
     }
     // 3. Domain-wide delegation.
     if let Some(delegated) = m.delegated {
-        let assured = placement.identity_assured || internal(m);
+        // A self-registered app is never the organisation's own, nor assured: its redirect proves nothing.
+        let assured = (placement.identity_assured || internal(m)) && !placement.self_registered;
         return match outside(requested, ScopeSet(delegated.0 | IDENTITY.0)) {
             ScopeSet::EMPTY if assured => Ok(Consent::Skip),
             ScopeSet::EMPTY => Ok(Consent::AllOrNone),

@@ -37,14 +37,15 @@ impl Documents {
     }
 
     /// The client whose `client_id` is this document URL, when it is one: `None` when `client_id` is no document
-    /// URL or the feature is off (a client stored from a document is then unknown to the authorization endpoint); else the client (from a fresh cached document or a new fetch, stored as a client
+    /// URL or the feature is off (a client stored from a document is then unknown to the authorization endpoint);
+    /// `admit` is asked before each fetch (a limit per address, so that no one makes clients without end); else the client (from a fresh cached document or a new fetch, stored as a client
     /// of the documents' project), or why the document cannot be used.
     pub async fn client(
         &self,
         store: &dyn Store,
         config: &ClientMetadataConfig,
         client_id: &str,
-        now: UnixTime,
+        (now, admit): (UnixTime, &(dyn Fn() -> Result<(), String> + Sync)),
     ) -> Result<Option<Result<Client, String>>, StoreError> {
         if !config.enabled {
             return Ok(None);
@@ -56,19 +57,24 @@ impl Documents {
         let cached = store.client_document(client_id).await?.filter(|d| d.expires_at > now);
         let body = match cached {
             Some(d) => d.document,
-            None => match self.fetch(&url).await {
-                Ok((body, ttl)) => {
-                    let document = CachedDocument {
-                        url: client_id.to_owned(),
-                        document: body.clone(),
-                        fetched_at: now,
-                        expires_at: now.plus(ttl),
-                    };
-                    store.put_client_document(&document).await?;
-                    body
-                }
-                Err(why) => return Ok(Some(Err(why))),
-            },
+            None => {
+                let fetched = match admit() {
+                    Ok(()) => self.fetch(&url).await,
+                    Err(why) => Err(why),
+                };
+                let (body, ttl) = match fetched {
+                    Ok(fetched) => fetched,
+                    Err(why) => return Ok(Some(Err(why))),
+                };
+                let document = CachedDocument {
+                    url: client_id.to_owned(),
+                    document: body.clone(),
+                    fetched_at: now,
+                    expires_at: now.plus(ttl),
+                };
+                store.put_client_document(&document).await?;
+                body
+            }
         };
         match registration::document(client_id, body.as_bytes()) {
             Ok(metadata) => Ok(Some(Ok(keep(store, client_id, metadata, now).await?))),

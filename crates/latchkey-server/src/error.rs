@@ -131,7 +131,11 @@ impl IntoResponse for TokenError {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
         if status == StatusCode::UNAUTHORIZED {
-            let scheme = if self.basic_auth { "Basic realm=\"latchkey\"" } else { "Bearer realm=\"latchkey\"" };
+            let scheme = match (self.basic_auth, self.error.code) {
+                (true, _) => "Basic realm=\"latchkey\"",
+                (false, ErrorCode::InvalidToken) => "Bearer realm=\"latchkey\", error=\"invalid_token\"",
+                (false, _) => "Bearer realm=\"latchkey\"",
+            };
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(scheme));
         }
         if let Some(secs) = self.retry_after {

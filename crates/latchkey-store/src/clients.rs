@@ -154,10 +154,16 @@ static TOUCH_CLIENT: Sql = Sql::new(
     "UPDATE clients SET last_used_at = $2 WHERE client_id = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
 );
 /// Made in the console, unused since `$1`; or registered dynamically, unused since `$3`. A client a metadata
-/// document describes is not deleted for being unused: its document is what it is, fetched again when needed.
+/// document describes is not deleted restorably (its document is what it is) but removed ([`PURGE_UNUSED_DOCUMENTED`]).
 static DELETE_UNUSED_CLIENTS: Sql = Sql::new(
     "UPDATE clients SET deleted_at = $2 WHERE deleted_at IS NULL AND (registration IS NULL OR registration = 'dynamic') \
      AND (COALESCE(last_used_at, created_at) < $1 OR (registration IS NOT NULL AND COALESCE(last_used_at, created_at) < $3))",
+);
+/// The clients of metadata documents unused since `$1`, with their grants: their documents make them again when
+/// they are next used. One deleted in the console (blocked) stays.
+static PURGE_UNUSED_DOCUMENTED: Sql = Sql::new(
+    "DELETE FROM clients WHERE registration = 'document' AND deleted_at IS NULL \
+     AND COALESCE(last_used_at, created_at) < $1",
 );
 static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
 static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");
@@ -295,7 +301,9 @@ impl<E: Engine> Clients for Db<E> {
         now: UnixTime,
     ) -> StoreResult<u64> {
         let args = args![active_before, now, registered_active_before];
-        self.clients.after(None, self.exec(&DELETE_UNUSED_CLIENTS, args).await)
+        let deleted = self.clients.after(None, self.exec(&DELETE_UNUSED_CLIENTS, args).await)?;
+        let purged = self.exec(&PURGE_UNUSED_DOCUMENTED, args![registered_active_before]).await;
+        Ok(deleted + self.clients.after(None, purged)?)
     }
 
     async fn open_registration_project(&self) -> StoreResult<Option<Project>> {

@@ -112,6 +112,8 @@ fn a_self_registered_app_is_an_unlisted_app_never_trusted_as_internal_and_blocke
     let console_made = Placement { self_registered: false, ..own };
     assert_eq!(decide(console_made, Some(&blocking), UPLOAD), Ok(Consent::AllOrNone), "others are untouched");
     assert_eq!(decide(Placement { self_registered: true, ..OUTSIDE }, None, UPLOAD), Ok(Consent::Granular));
+    let delegated = Membership { delegated: Some(UPLOAD), ..member("o1") };
+    assert_eq!(decide(own, Some(&delegated), UPLOAD), Ok(Consent::AllOrNone), "delegated, but never skips consent");
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use super::AUTHORIZE_PATH;
 use crate::error::{redirect_to_app, store_error, AuthorizeFailure};
-use crate::extract::{self, Pairs};
+use crate::extract::{self, ClientAddr, Pairs};
 use crate::session::{self, Browser, BrowserError, SignedIn};
 use crate::state::AppState;
 use crate::views::{self, Choice, ConsentPage, ConsentScope, Period, SelectAccountPage};
@@ -15,6 +15,7 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use latchkey_admin::clock::OsRandom;
 use latchkey_core::account::ACCESS_PERIODS;
 use latchkey_core::authorize::AuthorizeParams;
@@ -31,13 +32,28 @@ use latchkey_core::ErrorCode;
 use latchkey_core::{redirect, registration};
 use latchkey_store::StoreError;
 
-/// The flow's lookups, from the store, with the scopes in force when the request came.
-pub(super) struct Ports<'a>(pub(super) &'a AppState, std::sync::Arc<ScopeRegistry>);
+/// The flow's lookups, from the store, with the scopes in force when the request came, and the request's address
+/// (for the limit on fetching client ID metadata documents).
+pub(super) struct Ports<'a>(pub(super) &'a AppState, std::sync::Arc<ScopeRegistry>, Option<std::net::IpAddr>);
 
 impl<'a> Ports<'a> {
     /// The lookups for one request.
     pub(super) fn of(state: &'a AppState) -> Self {
-        Self(state, state.scopes.get())
+        Self(state, state.scopes.get(), None)
+    }
+
+    /// The lookups for one request from `peer`.
+    fn from(state: &'a AppState, peer: Option<Extension<ClientAddr>>) -> Self {
+        Self(state, state.scopes.get(), peer.map(|Extension(ClientAddr(a))| a.ip()))
+    }
+
+    /// Admits one more fetch of a metadata document for this request's address (the registrations' hourly limit).
+    fn admit_fetch(&self) -> Result<(), String> {
+        let Some(ip) = self.2 else { return Ok(()) };
+        self.0
+            .rate_limits
+            .admit_registration(ip)
+            .map_err(|r| format!("too many new apps from this address; try again in {} seconds", r.retry_after_secs))
     }
 }
 
@@ -59,11 +75,17 @@ impl AuthorizePorts for Ports<'_> {
     async fn client(&self, client_id: &str) -> Result<Result<Option<(Client, ProjectFacts)>, String>, StoreError> {
         // A client a metadata document describes is read through its document (cached, or fetched again).
         let client = match self.0.store.client(client_id).await? {
-            Some(client) if client.registration.as_ref().is_none_or(|r| r.kind != RegistrationKind::Document) => client,
+            // Deleted (blocked), it stays so without a fetch; made otherwise than by a document, it is as stored.
+            Some(client)
+                if client.deleted_at.is_some()
+                    || client.registration.as_ref().is_none_or(|r| r.kind != RegistrationKind::Document) =>
+            {
+                client
+            }
             _ => match self
                 .0
                 .documents
-                .client(&*self.0.store, &self.0.config.client_metadata, client_id, self.now())
+                .client(&*self.0.store, &self.0.config.client_metadata, client_id, (self.now(), &|| self.admit_fetch()))
                 .await?
             {
                 Some(Ok(client)) => client,
@@ -103,7 +125,12 @@ fn user_agent(headers: &HeaderMap) -> &str {
 }
 
 /// Shows the page the request needs next (`latchkey_core::flow::authorize::show` decides which).
-pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Response {
+pub async fn authorize_get(
+    State(state): State<AppState>,
+    peer: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let pairs = extract::pairs(query.unwrap_or_default().as_bytes());
     let params = AuthorizeParams::from_pairs(extract::borrowed(&pairs));
     let browser = match session::accounts(&state, &headers).await {
@@ -113,7 +140,7 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
     };
     let accounts = browser.as_ref().map(accounts_of);
     let readable = accounts.as_deref().ok_or(Unreadable);
-    let outcome = flow::show(&Ports::of(&state), &params, user_agent(&headers), readable).await;
+    let outcome = flow::show(&Ports::from(&state, peer), &params, user_agent(&headers), readable).await;
     // The account that goes on becomes the browser's first (and a cookie naming ended sessions is written anew).
     let shown = match &outcome {
         Ok(Outcome::Consent { account, .. } | Outcome::IssueCode { account, .. }) => Some(*account),
@@ -131,7 +158,12 @@ pub async fn authorize_get(State(state): State<AppState>, headers: HeaderMap, Ra
 }
 
 /// Takes the user's decision on the consent page (`latchkey_core::flow::authorize::decide`).
-pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn authorize_post(
+    State(state): State<AppState>,
+    peer: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let form = match extract::form(&headers, &body) {
         Ok(f) => f,
         Err(e) => return AuthorizeFailure::page(e, &state.urls.issuer).into_response(),
@@ -147,7 +179,8 @@ pub async fn authorize_post(State(state): State<AppState>, headers: HeaderMap, b
     let csrf = field("csrf").unwrap_or("");
     let csrf_ok = |i: usize| session::csrf_ok(&state, &browser.accounts[i].session, csrf);
     let accounts = accounts_of(&browser);
-    let outcome = flow::decide(&Ports::of(&state), &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
+    let ports = Ports::from(&state, peer);
+    let outcome = flow::decide(&ports, &params, user_agent(&headers), &accounts, csrf_ok, decision).await;
     render(&state, &headers, &params, Some(&browser), outcome).await
 }
 

@@ -58,7 +58,11 @@ fn metadata(headers: &HeaderMap, body: &[u8]) -> Result<ClientMetadata, TokenErr
 /// The registration access token of a request (`Authorization: Bearer`).
 fn bearer(headers: &HeaderMap) -> Result<&str, TokenError> {
     let value = extract::single_header(headers, &header::AUTHORIZATION)?;
-    let token = value.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).filter(|t| !t.is_empty());
+    let token = value
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .filter(|t| !t.is_empty());
     token.ok_or_else(|| registration_refusal(registrations::not_authorized()))
 }
 

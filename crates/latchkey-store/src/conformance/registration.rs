@@ -58,8 +58,14 @@ pub(super) async fn one_project_collects_self_registered_clients_which_rotate_an
     assert!(rotates(of_registered.id, &registered.client_id).await, "a self-registered client's tokens rotate");
     assert!(!rotates(of_console.id, &console_made).await, "not the console's, without the project's switch");
 
+    let metadata = latchkey_core::registration::parse(br#"{"redirect_uris":["http://127.0.0.1/cb"]}"#).expect("ok");
+    let ids = ("https://app.example/client.json".to_owned(), latchkey_core::registration::DOCUMENTS_PROJECT.to_owned());
+    let documented = latchkey_core::registration::client(ids, metadata, RegistrationKind::Document, None, T0);
+    store.create_client(&documented).await.expect("documented");
     let now = T0.plus(40 * 86_400);
-    assert_eq!(store.delete_unused_clients(T0, T0.plus(1), now).await.expect("unused"), 1, "only the registered one");
+    let gone = store.delete_unused_clients(T0, T0.plus(1), now).await.expect("unused");
+    assert_eq!(gone, 2, "the registered one, and the documented one");
+    assert_eq!(store.client(&documented.client_id).await.expect("get"), None, "removed: its document makes it again");
     assert_eq!(store.client(&registered.client_id).await.expect("get").expect("c").deleted_at, Some(now));
     assert_eq!(store.client(&console_made).await.expect("get").expect("c").deleted_at, None);
     assert!(store.set_project_setting(&project, open, false).await.expect("close"));
