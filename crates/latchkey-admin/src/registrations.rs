@@ -53,7 +53,27 @@ pub async fn registered(store: &dyn Store, client_id: &str, token: &str) -> Admi
     Ok(client)
 }
 
-/// Replaces a registration's metadata (RFC 7592 §2.2): its name, redirect URIs and links.
+/// The registration as it stands, with a new registration access token (RFC 7592 §2.1, §3: the answer carries
+/// one, and only its hash is kept, so the one presented is replaced).
+pub async fn read(store: &dyn Store, client_id: &str, token: &str) -> AdminResult<Registered> {
+    reissue(store, registered(store, client_id, token).await?).await
+}
+
+/// Gives a registration a new access token in place of the one just presented.
+async fn reissue(store: &dyn Store, mut client: Client) -> AdminResult<Registered> {
+    let token = Secret::generate(TOKEN_PREFIX, &OsRandom);
+    let before = client.registration.as_ref().and_then(|r| r.token_hash.clone()).unwrap_or_default();
+    if !store.set_registration_token(&client.client_id, &before, &token.hash()).await? {
+        return Err(not_authorized());
+    }
+    if let Some(r) = client.registration.as_mut() {
+        r.token_hash = Some(token.hash());
+    }
+    Ok(Registered { client, token: Some(token) })
+}
+
+/// Replaces a registration's metadata (RFC 7592 §2.2): its name, redirect URIs and links; the answer carries a
+/// new registration access token.
 pub async fn reregister(
     store: &dyn Store,
     client_id: &str,
@@ -70,7 +90,7 @@ pub async fn reregister(
     if !store.update_client(&client).await? {
         return Err(not_authorized());
     }
-    Ok(Registered { client, token: None })
+    reissue(store, client).await
 }
 
 /// Deletes a registration (RFC 7592 §2.3): the client is deleted, and its tokens stop working.

@@ -63,6 +63,9 @@ pub trait Clients: Send + Sync {
         registered_active_before: UnixTime,
         now: UnixTime,
     ) -> StoreResult<u64>;
+    /// Replaces a self-registered client's registration access token (its hash), only while it is still `before`;
+    /// false when it changed meanwhile (or there is no such client).
+    async fn set_registration_token(&self, client_id: &str, before: &[u8], after: &[u8]) -> StoreResult<bool>;
     /// The project that collects the apps that register themselves, when one does.
     async fn open_registration_project(&self) -> StoreResult<Option<Project>>;
     /// Removes for good the clients deleted before `deleted_before`, with their codes and grants; returns how
@@ -165,6 +168,8 @@ static PURGE_UNUSED_DOCUMENTED: Sql = Sql::new(
     "DELETE FROM clients WHERE registration = 'document' AND deleted_at IS NULL \
      AND COALESCE(last_used_at, created_at) < $1",
 );
+static SET_REGISTRATION_TOKEN: Sql =
+    Sql::new("UPDATE clients SET registration_token_hash = $3 WHERE client_id = $1 AND registration_token_hash = $2");
 static PURGE_DELETED_CLIENTS: Sql = Sql::new("DELETE FROM clients WHERE deleted_at < $1");
 static SET_OWNERSHIP_VERIFIED: Sql = Sql::new("UPDATE clients SET ownership_verified_at = $2 WHERE client_id = $1");
 
@@ -304,6 +309,11 @@ impl<E: Engine> Clients for Db<E> {
         let deleted = self.clients.after(None, self.exec(&DELETE_UNUSED_CLIENTS, args).await)?;
         let purged = self.exec(&PURGE_UNUSED_DOCUMENTED, args![registered_active_before]).await;
         Ok(deleted + self.clients.after(None, purged)?)
+    }
+
+    async fn set_registration_token(&self, client_id: &str, before: &[u8], after: &[u8]) -> StoreResult<bool> {
+        let changed = self.exec_one(&SET_REGISTRATION_TOKEN, args![client_id, before, after]).await;
+        self.clients.after(Some(client_id), changed)
     }
 
     async fn open_registration_project(&self) -> StoreResult<Option<Project>> {

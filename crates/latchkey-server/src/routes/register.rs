@@ -90,18 +90,19 @@ pub async fn register_post(
     }
 }
 
-/// `GET /register/{client_id}`: the registration as it stands (RFC 7592 §2.1).
+/// `GET /register/{client_id}`: the registration as it stands, with a new registration access token (RFC 7592
+/// §2.1, §3).
 pub async fn registration_get(
     State(state): State<AppState>,
     Path(client_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     let read = async {
-        let client = registrations::registered(&*state.store, &client_id, bearer(&headers)?).await;
-        client.map_err(registration_refusal)
+        let registered = registrations::read(&*state.store, &client_id, bearer(&headers)?).await;
+        registered.map_err(registration_refusal)
     };
     match read.await {
-        Ok(client) => answer(&state, StatusCode::OK, &Registered { client, token: None }),
+        Ok(r) => answer(&state, StatusCode::OK, &r),
         Err(e) => e.into_response(),
     }
 }

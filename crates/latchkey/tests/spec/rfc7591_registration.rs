@@ -127,8 +127,12 @@ async fn a_registration_is_read_replaced_and_deleted_with_its_token_only() {
     let http = server.http();
 
     let (status, read) = json_of(http.get(&uri).bearer_auth(token).send().await.expect("get")).await;
-    assert_eq!(status, 200);
-    assert_eq!((read["client_id"].as_str(), read.get("registration_access_token")), (Some(client_id), None));
+    assert_eq!((status, read["client_id"].as_str()), (200, Some(client_id)));
+    let old = token;
+    let token = read["registration_access_token"].as_str().expect("a new token (RFC 7592 §3)");
+    assert_ne!(token, old);
+    let r = http.get(&uri).bearer_auth(old).send().await.expect("get");
+    assert_eq!(json_of(r).await.0, 401, "the token read replaced is no longer valid");
     for (wrong, why) in [(Some("lkreg_wrong"), "a wrong token"), (None, "no token")] {
         let mut request = http.get(&uri);
         if let Some(t) = wrong {
@@ -147,6 +151,7 @@ async fn a_registration_is_read_replaced_and_deleted_with_its_token_only() {
     update["redirect_uris"] = json!(["http://localhost:9000/cb", "com.example.assistant:/cb"]);
     let (status, replaced) = json_of(http.put(&uri).bearer_auth(token).json(&update).send().await.expect("put")).await;
     assert_eq!((status, replaced["client_name"].as_str()), (200, Some("Renamed Assistant")), "{replaced}");
+    let token = replaced["registration_access_token"].as_str().expect("a new token again");
     assert_eq!(server.store().client(client_id).await.expect("get").expect("c").redirect_uris.len(), 2);
     update["client_id"] = json!("lkapp-someone-else");
     let (status, refused) = json_of(http.put(&uri).bearer_auth(token).json(&update).send().await.expect("put")).await;
