@@ -242,3 +242,37 @@ async fn an_organisation_treats_a_self_registered_app_as_unlisted_and_may_block_
     let page = server.browser().consent_page(&url, CAROL).await;
     assert_eq!((page.status, page_error_code(&page).as_deref()), (403, Some("admin_policy_enforced")), "{}", page.body);
 }
+
+#[tokio::test]
+async fn through_the_json_api_an_owner_switches_rotation_and_only_an_operator_opens_registration() {
+    const OPS: &str = "ops@example.com";
+    let server = TestServer::start_with(|c| c.operators = vec![OPS.into()]).await;
+    let now = latchkey_core::time::UnixTime(1_700_000_000);
+    for who in [ALICE, OPS] {
+        server.user(who).await;
+    }
+    let project = admin::project_create(server.store(), &Actor::Operator, "Owned", Some(ALICE), now).await;
+    let project = project.expect("project").project_id;
+    let store = server.store();
+    let key = |who: &'static str| async move {
+        admin::api_keys::api_key_create(store, who, "k", now).await.expect("key").api_key
+    };
+    let (owner, ops) = (key(ALICE).await, key(OPS).await);
+    let put = |setting: &str, key: String| {
+        let url = server.url(&format!("/console/api/v1/projects/{project}/{setting}"));
+        let http = server.http();
+        async move { json_of_api(http.put(url).bearer_auth(key).json(&json!({"enabled": true})).send().await).await }
+    };
+    let (status, view) = put("refresh-token-rotation", owner.clone()).await;
+    assert_eq!((status, view["rotate_refresh_tokens"].as_bool()), (200, Some(true)), "{view}");
+    assert_eq!(put("open-registration", owner).await.0, 403, "an owner who is no operator");
+    assert!(discovery(&server).await.get("registration_endpoint").is_none());
+    let (status, view) = put("open-registration", ops).await;
+    assert_eq!((status, view["open_registration"].as_bool()), (200, Some(true)), "{view}");
+    assert_eq!(discovery(&server).await["registration_endpoint"], server.url("/register"));
+}
+
+async fn json_of_api(r: reqwest::Result<reqwest::Response>) -> (u16, Value) {
+    let r = r.expect("api");
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}

@@ -198,15 +198,17 @@ impl FromRequestParts<AppState> for Caller {
             ));
         }
         // A project or client the caller cannot see is not found before the request is read further (its query
-        // or body): the operation then decides, with the right it needs, what the caller may do.
+        // or body): the operation then decides, with the right it needs, what the caller may do. An operator
+        // (`operators`) sees every project here, for the switches that are the operator's (open registration).
         if let Ok(params) = RawPathParams::from_request_parts(parts, state).await {
             let param = |name| params.iter().find(|(k, _)| *k == name).map(|(_, v)| v);
             let store = &*state.store;
+            let actor = crate::routes::console::acting_as_operator(state, &caller.0).unwrap_or_else(|| caller.actor());
             match (param("project"), param("client")) {
                 (Some(project), Some(client)) => {
-                    caller.actor().client(store, ClientRef::within(project, client), Right::View).await?;
+                    actor.client(store, ClientRef::within(project, client), Right::View).await?;
                 }
-                (Some(project), None) => drop(caller.actor().project(store, project, Right::View).await?),
+                (Some(project), None) => drop(actor.project(store, project, Right::View).await?),
                 _ => {}
             }
         }
