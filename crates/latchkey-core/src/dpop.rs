@@ -4,8 +4,10 @@
 //! the raw R|S signature over the exact bytes received, `htm`, `htu` and `iat`. What needs state, the `jti` and
 //! nonce replay checks, is the store's job; this module says which replay keys to record ([`replay_key`]).
 //!
-//! Server nonces are self-contained: an HMAC under the server key over an expiry and random bytes. Any instance
-//! can check one without a lookup; the store only remembers which were used, so each is good once.
+//! Server nonces are self-contained: an HMAC under the server key over when they were issued, their expiry and
+//! random bytes. Any instance can check one without a lookup; the store only remembers which were used, so each
+//! is good once. The time of issue lets a proof show that it was made after a moment the store names
+//! (`flow::proof`: single use across a loss of the replay records).
 
 use crate::access_token::MacKey;
 use crate::jws::{verify_es256, EcJwk};
@@ -377,11 +379,12 @@ pub fn jti_expiry(now: UnixTime, window: Window) -> UnixTime {
     now.plus(window.max_age + window.max_future + 1)
 }
 
-/// Issues a nonce valid until `expires_at`.
-pub fn issue_nonce(key: &MacKey, expires_at: UnixTime, random: &dyn Random) -> String {
-    let mut body = Vec::with_capacity(24 + 32);
+/// Issues a nonce at `issued_at`, valid until `expires_at`.
+pub fn issue_nonce(key: &MacKey, issued_at: UnixTime, expires_at: UnixTime, random: &dyn Random) -> String {
+    let mut body = Vec::with_capacity(NONCE_BODY + 32);
     body.extend_from_slice(&key.id.to_be_bytes());
     body.extend_from_slice(&expires_at.0.to_be_bytes());
+    body.extend_from_slice(&issued_at.0.to_be_bytes());
     let mut salt = [0u8; 12];
     random.fill(&mut salt);
     body.extend_from_slice(&salt);
@@ -389,6 +392,20 @@ pub fn issue_nonce(key: &MacKey, expires_at: UnixTime, random: &dyn Random) -> S
     body.extend_from_slice(&tag);
     URL_SAFE_NO_PAD.encode(body)
 }
+
+/// What recording a proof's single-use values found ([`crate::flow::Ports::record_proof`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    /// The index of the first value already recorded and not expired, if one was.
+    pub replayed: Option<usize>,
+    /// From when the records are complete: every value used since this moment is among them. Records of proofs
+    /// are kept off the durable path, so a restart of the process (SQLite) or of the database (PostgreSQL) loses
+    /// those before it; the store then names the moment it noticed.
+    pub complete_since: UnixTime,
+}
+
+/// A nonce's body: key id, expiry, time of issue, 12 random bytes.
+const NONCE_BODY: usize = 4 + 8 + 8 + 12;
 
 /// Why a nonce was not accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -399,23 +416,33 @@ pub enum NonceError {
     Expired,
 }
 
-/// Checks a nonce's MAC and expiry; returns its expiry (how long its use must be remembered).
-pub fn check_nonce(keys: &[MacKey], nonce: &str, now: UnixTime) -> Result<UnixTime, NonceError> {
+/// A nonce that checked out: when it was issued and until when it is good (how long its use must be remembered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nonce {
+    /// When it was issued.
+    pub issued_at: UnixTime,
+    /// Its expiry.
+    pub expires_at: UnixTime,
+}
+
+/// Checks a nonce's MAC and expiry.
+pub fn check_nonce(keys: &[MacKey], nonce: &str, now: UnixTime) -> Result<Nonce, NonceError> {
     let raw = URL_SAFE_NO_PAD.decode(nonce).map_err(|_| NonceError::Invalid)?;
-    if raw.len() != 24 + 32 {
+    if raw.len() != NONCE_BODY + 32 {
         return Err(NonceError::Invalid);
     }
-    let (body, tag) = raw.split_at(24);
+    let (body, tag) = raw.split_at(NONCE_BODY);
+    let field = |at: usize| body[at..at + 8].try_into().map(i64::from_be_bytes).map_err(|_| NonceError::Invalid);
     let id = u32::from_be_bytes(body[..4].try_into().map_err(|_| NonceError::Invalid)?);
     let key = keys.iter().find(|k| k.id == id).ok_or(NonceError::Invalid)?;
     if !key.verify_tag(&nonce_input(body), tag) {
         return Err(NonceError::Invalid);
     }
-    let expires_at = UnixTime(i64::from_be_bytes(body[4..12].try_into().map_err(|_| NonceError::Invalid)?));
+    let (expires_at, issued_at) = (UnixTime(field(4)?), UnixTime(field(12)?));
     if now >= expires_at {
         return Err(NonceError::Expired);
     }
-    Ok(expires_at)
+    Ok(Nonce { issued_at, expires_at })
 }
 
 fn nonce_input(body: &[u8]) -> Vec<u8> {

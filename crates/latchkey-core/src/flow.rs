@@ -107,6 +107,15 @@ pub trait Ports: Sync {
     async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> Result<Option<GrantState>, Self::Error>;
     /// Revokes a grant; whether it was live.
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> Result<bool, Self::Error>;
+    /// Revokes a grant if it is live, its refresh token's hash is `refresh_hash` and its client `client_id`
+    /// (each when given), in one conditional write; whether it did.
+    async fn revoke_presented(
+        &self,
+        id: &GrantId,
+        refresh_hash: Option<&[u8]>,
+        client_id: Option<&str>,
+        now: UnixTime,
+    ) -> Result<bool, Self::Error>;
     /// Replaces a live grant's refresh token (hash `old`) by the one of hash `new` and retires `old`, in one atomic
     /// step; false, with nothing changed, when `old` is no longer its token or the grant was revoked.
     async fn rotate_refresh(&self, id: &GrantId, old: &[u8], new: &[u8], now: UnixTime) -> Result<bool, Self::Error>;
@@ -117,6 +126,13 @@ pub trait Ports: Sync {
     /// Records each value until its expiry unless one is recorded already: `None` when all were new, else the
     /// index of the first that was not (nothing is recorded then).
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
+    /// Records a DPoP proof's single-use values (its `jti`, its nonce), each until its expiry, off the durable
+    /// write path: all, or none when one was already ([`crate::dpop::Recorded`]).
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, UnixTime)],
+        now: UnixTime,
+    ) -> Result<crate::dpop::Recorded, Self::Error>;
     /// A service account's key by its id (an assertion's `kid`), with its account.
     async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, Self::Error>;
     /// Whether a service account has this identifier (an unknown account is told apart from an unknown key).

@@ -66,8 +66,8 @@ fn dpop_benches(c: &mut Criterion) {
     });
 
     let mac = MacKey::new(1, b"0123456789abcdef0123456789abcdef");
-    c.bench_function("dpop/issue_nonce", |b| b.iter(|| dpop::issue_nonce(&mac, NOW.plus(300), &OsRandom)));
-    let n = dpop::issue_nonce(&mac, NOW.plus(300), &OsRandom);
+    c.bench_function("dpop/issue_nonce", |b| b.iter(|| dpop::issue_nonce(&mac, NOW, NOW.plus(300), &OsRandom)));
+    let n = dpop::issue_nonce(&mac, NOW, NOW.plus(300), &OsRandom);
     c.bench_function("dpop/check_nonce", |b| {
         b.iter(|| dpop::check_nonce(std::slice::from_ref(&mac), black_box(&n), NOW).expect("valid"))
     });

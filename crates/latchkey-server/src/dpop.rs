@@ -16,7 +16,7 @@ pub const DPOP_NONCE: &str = "dpop-nonce";
 pub fn fresh_nonce(state: &AppState, now: UnixTime) -> Option<HeaderValue> {
     let keys = state.keys.get();
     let expires_at = now.plus(state.config.dpop_nonce_lifetime);
-    let nonce = dpop::issue_nonce(keys.mac_signer(), expires_at, &OsRandom);
+    let nonce = dpop::issue_nonce(keys.mac_signer(), now, expires_at, &OsRandom);
     crate::metrics::DPOP_NONCES.inc();
     HeaderValue::from_str(&nonce).ok()
 }

@@ -125,6 +125,17 @@ pub(crate) trait Engine: Send + Sync + 'static {
         unit: UnitFn<S, R>,
         data: S,
     ) -> impl Future<Output = StoreResult<R>> + Send;
+    /// Records a DPoP proof's single-use values off the durable path ([`crate::Replay::record_proof`]).
+    fn record_proof(
+        &self,
+        values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        now: latchkey_core::time::UnixTime,
+    ) -> impl Future<Output = StoreResult<latchkey_core::dpop::Recorded>> + Send;
+    /// Deletes the expired DPoP proof values the engine keeps in the database; how many (none where it keeps
+    /// them in memory, which drops them as it goes).
+    fn purge_proofs(&self, _now: latchkey_core::time::UnixTime) -> impl Future<Output = StoreResult<u64>> + Send {
+        std::future::ready(Ok(0))
+    }
     /// Whether the database answers.
     fn ping(&self) -> impl Future<Output = StoreResult<()>> + Send;
     /// The engine's notices of new deliveries to poll, from every instance, when it has them

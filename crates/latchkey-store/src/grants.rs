@@ -9,7 +9,7 @@
 //! when a limit is reached and leaves that case to the unit below.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
-use crate::records::{GrantLimits, GrantState, Redeemed, Redemption};
+use crate::records::{Channel, GrantLimits, GrantState, Redeemed, Redemption, User};
 use crate::rows;
 use crate::sql::{args, Args, Sql};
 use crate::StoreResult;
@@ -25,6 +25,8 @@ pub trait Grants: Send + Sync {
     async fn insert_code(&self, code: &AuthCode) -> StoreResult<()>;
     /// A code by its hash, used or not.
     async fn code(&self, code_hash: &[u8]) -> StoreResult<Option<AuthCode>>;
+    /// A code by its hash, used or not, with its user (`None` when the user is deleted).
+    async fn code_with_user(&self, code_hash: &[u8]) -> StoreResult<Option<(AuthCode, Option<User>)>>;
     /// Marks the code used and stores its grant, in one transaction, then enforces the refresh-token limits.
     /// When the code was used meanwhile, nothing is stored and the answer is [`Redeemed::AlreadyUsed`].
     async fn redeem_code(&self, grant: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed>;
@@ -38,9 +40,20 @@ pub trait Grants: Send + Sync {
     async fn legacy_grant_by_refresh(&self, refresh_hash: &[u8]) -> StoreResult<Option<GrantState>>;
     /// A grant by id, with the state of its user and client.
     async fn grant(&self, id: &GrantId) -> StoreResult<Option<GrantState>>;
+    /// A grant by id, with the state of its user and client, and its user's channel if they have one.
+    async fn grant_with_channel(&self, id: &GrantId) -> StoreResult<Option<(GrantState, Option<Channel>)>>;
     /// Revokes a grant; false when it was not active. (No audit record: on the revocation endpoint's hot path
     /// one more insert cost 12% of its rate; the security-events outbox will record these.)
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> StoreResult<bool>;
+    /// Revokes a live grant if its refresh token's hash is `refresh_hash` and its client `client_id` (each when
+    /// given), in one statement; whether it did.
+    async fn revoke_presented(
+        &self,
+        id: &GrantId,
+        refresh_hash: Option<&[u8]>,
+        client_id: Option<&str>,
+        now: UnixTime,
+    ) -> StoreResult<bool>;
 }
 
 pub(crate) static INSERT_CODE: Sql = Sql::new(
@@ -48,6 +61,12 @@ pub(crate) static INSERT_CODE: Sql = Sql::new(
      nonce, auth_time, expires_at, used_at, grant_lifetime) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11)",
 );
 static CODE: Sql = Sql::new("SELECT * FROM auth_codes WHERE code_hash = $1");
+/// A code and its user, in one read (the code exchange's: one round trip where two would follow each other).
+static CODE_WITH_USER: Sql = Sql::new(
+    "SELECT a.*, u.id AS user_row_id, u.email AS user_email, u.name AS user_name, \
+     u.password_hash AS user_password_hash, u.created_at AS user_created_at, u.disabled_at AS user_disabled_at \
+     FROM auth_codes a LEFT JOIN users u ON u.id = a.user_id WHERE a.code_hash = $1",
+);
 /// Orders the user's issuances one after the other where writers run side by side.
 static LOCK_USER: Sql = Sql::new("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE");
 /// Marks a code used; not one an organisation's policy change expired after the exchange read it (the change
@@ -79,21 +98,40 @@ static OVER_USER_LIMIT: Sql = Sql::new(
      WHERE user_id = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1) \
      ORDER BY {issue_order} DESC LIMIT 1 OFFSET $3)",
 );
-/// The grant with the state of its user, client and project; a `WHERE` clause follows.
+/// The grant with the state of its user, client and project; more columns, more joins, then a `WHERE` clause.
 macro_rules! grant_state {
     ($where:literal) => {
+        grant_state!("", "", $where)
+    };
+    ($columns:literal, $joins:literal, $where:literal) => {
         concat!(
             "SELECT g.id, g.client_id, g.user_id, g.scopes, g.refresh_hash, g.dpop_jkt, g.created_at, g.expires_at, \
              g.revoked_at, g.code_hash, u.disabled_at AS user_disabled_at, c.deleted_at AS client_deleted_at, \
-             p.api_enabled FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
-             JOIN projects p ON p.id = c.project_id WHERE ",
+             p.api_enabled",
+            $columns,
+            " FROM grants g JOIN users u ON u.id = g.user_id JOIN clients c ON c.client_id = g.client_id \
+             JOIN projects p ON p.id = c.project_id",
+            $joins,
+            " WHERE ",
             $where
         )
     };
 }
 static LEGACY_GRANT: Sql = Sql::new(grant_state!("g.refresh_hash = $1 AND g.legacy_refresh = TRUE"));
 static GRANT: Sql = Sql::new(grant_state!("g.id = $1"));
+/// The grant and its user's channel, in one read (the data API's: one round trip where two would follow each
+/// other).
+static GRANT_WITH_CHANNEL: Sql = Sql::new(grant_state!(
+    ", ch.id AS channel_id, ch.title AS channel_title, ch.description AS channel_description, \
+     ch.created_at AS channel_created_at",
+    " LEFT JOIN channels ch ON ch.user_id = g.user_id",
+    "g.id = $1"
+));
 static REVOKE_GRANT: Sql = Sql::new("UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL");
+static REVOKE_PRESENTED: Sql = Sql::new(
+    "UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL \
+     AND ($3 IS NULL OR refresh_hash = $3) AND ($4 IS NULL OR client_id = $4)",
+);
 /// The code row names the grant it was redeemed for (the grants table has no index on `code_hash`).
 static REVOKE_GRANTS_OF_CODE: Sql = Sql::new(
     "UPDATE grants SET revoked_at = $1 WHERE id IN (SELECT grant_id FROM auth_codes WHERE code_hash = $2) \
@@ -200,6 +238,10 @@ impl<E: Engine> Grants for Db<E> {
         self.engine.one(&CODE, args![code_hash], rows::code_from_row).await
     }
 
+    async fn code_with_user(&self, code_hash: &[u8]) -> StoreResult<Option<(AuthCode, Option<User>)>> {
+        self.engine.one(&CODE_WITH_USER, args![code_hash], rows::code_and_user_from_row).await
+    }
+
     async fn redeem_code(&self, grant: &Grant, limits: GrantLimits, now: UnixTime) -> StoreResult<Redeemed> {
         let redemption = Redemption { grant: grant.clone(), limits, now };
         if let Some(done) = self.engine.redeem_fast(&redemption).await? {
@@ -220,7 +262,21 @@ impl<E: Engine> Grants for Db<E> {
         self.engine.one(&GRANT, args![id], rows::grant_state_from_row).await
     }
 
+    async fn grant_with_channel(&self, id: &GrantId) -> StoreResult<Option<(GrantState, Option<Channel>)>> {
+        self.engine.one(&GRANT_WITH_CHANNEL, args![id], rows::grant_and_channel_from_row).await
+    }
+
     async fn revoke_grant(&self, id: &GrantId, now: UnixTime) -> StoreResult<bool> {
         self.exec_one(&REVOKE_GRANT, args![now, id]).await
+    }
+
+    async fn revoke_presented(
+        &self,
+        id: &GrantId,
+        refresh_hash: Option<&[u8]>,
+        client_id: Option<&str>,
+        now: UnixTime,
+    ) -> StoreResult<bool> {
+        self.exec_one(&REVOKE_PRESENTED, args![now, id, refresh_hash, client_id]).await
     }
 }

@@ -59,6 +59,7 @@ impl<E: Engine> Maintenance for Db<E> {
         n += self.exec_ephemeral(live, args![live_from(now)]).await?;
         n += self.exec_ephemeral(earlier, args![&EARLIER_FORM_FROM[..], now]).await?;
         n += self.exec_ephemeral(untimed, args![now]).await?;
+        n += self.engine.purge_proofs(now).await?;
         Ok(n)
     }
 

@@ -20,11 +20,67 @@
 //! The migrations then run as always and apply only the steps the database had not reached. A new database, or
 //! one already carried over, has no row of the earlier numbering, and nothing changes. Instances starting
 //! together carry a database over once: on SQLite the carry-over reads the ledger inside a `BEGIN IMMEDIATE`
-//! transaction; on PostgreSQL it runs under the advisory lock of sqlx's migrator, which the store takes around
-//! both. The tables below are history: they describe the numbering of `53f1487` and never grow.
+//! transaction; on PostgreSQL it runs under the migrations' advisory lock, which the store takes around both.
+//! The tables below are history: they describe the numbering of `53f1487` and never grow.
+//!
+//! **The steps** are embedded at build time (`build.rs` lists the folders). The ledger keeps sqlx's table, names
+//! and checksums (earlier versions migrated with sqlx's migrator), so that every database made before opens as it
+//! is.
 
 use crate::{StoreError, StoreResult};
-use sqlx::migrate::{Migration, Migrator};
+
+/// One migration step, embedded from its file.
+#[derive(Debug)]
+pub(crate) struct Step {
+    /// Its number.
+    pub(crate) version: i64,
+    /// Its name, with spaces for underscores.
+    pub(crate) description: &'static str,
+    /// The file's text.
+    pub(crate) sql: &'static str,
+}
+
+impl Step {
+    /// The SHA-384 of the file, as the ledger records it.
+    pub(crate) fn checksum(&self) -> Vec<u8> {
+        ring::digest::digest(&ring::digest::SHA384, self.sql.as_bytes()).as_ref().to_vec()
+    }
+}
+
+/// SQLite's steps, in order.
+pub(crate) static SQLITE_STEPS: &[Step] = include!(concat!(env!("OUT_DIR"), "/sqlite_migrations.rs"));
+/// PostgreSQL's steps, in order.
+pub(crate) static POSTGRES_STEPS: &[Step] = include!(concat!(env!("OUT_DIR"), "/postgres_migrations.rs"));
+
+/// The steps of `steps` up to `up_to` that the ledger (version, success, checksum) has not applied, in order. A
+/// step applied from another file, or left half applied, is an error, and so is a step applied that this binary
+/// does not have: the database was migrated by a newer version, whose schema this one may misread.
+pub(crate) fn pending<'s>(
+    steps: &'s [Step],
+    ledger: &[(i64, bool, Vec<u8>)],
+    up_to: i64,
+) -> StoreResult<Vec<&'s Step>> {
+    if let Some((unknown, ..)) = ledger.iter().find(|(v, ..)| !steps.iter().any(|s| s.version == *v)) {
+        return Err(StoreError::Other(format!(
+            "migration {unknown} was applied to the database but is unknown to this version of latchkey: the \
+             database was migrated by a newer version"
+        )));
+    }
+    let mut todo = Vec::new();
+    for step in steps.iter().filter(|s| s.version <= up_to) {
+        match ledger.iter().find(|(v, ..)| *v == step.version) {
+            Some((_, true, sum)) if *sum == step.checksum() => {}
+            Some((_, true, _)) => {
+                return Err(StoreError::Other(format!("migration {} was changed after it was applied", step.version)))
+            }
+            Some((_, false, _)) => {
+                return Err(StoreError::Other(format!("migration {} is partially applied", step.version)))
+            }
+            None => todo.push(step),
+        }
+    }
+    Ok(todo)
+}
 
 /// A step that the earlier numbering recorded elsewhere.
 struct Moved {
@@ -73,8 +129,8 @@ pub(crate) struct Applied {
 }
 
 impl Applied {
-    fn of(m: &Migration) -> Self {
-        Self { version: m.version, description: m.description.to_string(), checksum: m.checksum.to_vec() }
+    fn of(m: &Step) -> Self {
+        Self { version: m.version, description: m.description.to_owned(), checksum: m.checksum() }
     }
 }
 
@@ -104,13 +160,13 @@ const SETTLE: &str = "UPDATE _sqlx_migrations SET version = -version WHERE versi
 const RECORD: &str = "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
                       VALUES ($1, $2, TRUE, $3, 0)";
 
-/// What carrying `ledger` over to the folder of `migrator` takes: nothing when it holds no row of the earlier
+/// What carrying `ledger` over to the folder of `steps` takes: nothing when it holds no row of the earlier
 /// numbering. An error when a moved step's version is held by another row (a ledger this code did not write).
-pub(crate) fn plan(renumbering: &Renumbering, migrator: &Migrator, ledger: &[Applied]) -> StoreResult<Vec<Change>> {
+pub(crate) fn plan(renumbering: &Renumbering, steps: &[Step], ledger: &[Applied]) -> StoreResult<Vec<Change>> {
     let file = |version: i64| {
-        migrator
+        steps
             .iter()
-            .find(|m| m.version == version && !m.migration_type.is_down_migration())
+            .find(|m| m.version == version)
             .map(Applied::of)
             .ok_or_else(|| StoreError::Other(format!("migration {version} is missing from the folder")))
     };
@@ -148,7 +204,7 @@ pub(crate) fn plan(renumbering: &Renumbering, migrator: &Migrator, ledger: &[App
 
 /// Carries a SQLite database's ledger over (see the module's doc), in one `BEGIN IMMEDIATE` transaction; returns
 /// how many rows changed. The ledger table must exist.
-pub(crate) fn carry_over_sqlite(conn: &rusqlite::Connection, migrator: &Migrator) -> StoreResult<usize> {
+pub(crate) fn carry_over_sqlite(conn: &rusqlite::Connection) -> StoreResult<usize> {
     let fail = |e: rusqlite::Error| StoreError::Other(format!("carrying the migration ledger over: {e}"));
     conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
     let carried = (|| {
@@ -159,7 +215,7 @@ pub(crate) fn carry_over_sqlite(conn: &rusqlite::Connection, migrator: &Migrator
                     .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(fail)?;
-        let changes = plan(&SQLITE, migrator, &ledger)?;
+        let changes = plan(&SQLITE, SQLITE_STEPS, &ledger)?;
         if changes.is_empty() {
             return Ok(0);
         }
@@ -190,31 +246,29 @@ pub(crate) fn carry_over_sqlite(conn: &rusqlite::Connection, migrator: &Migrator
 
 /// Carries a PostgreSQL database's ledger over (see the module's doc), in one transaction; returns how many rows
 /// changed. The ledger table must exist, and the caller holds the migrations' advisory lock.
-pub(crate) async fn carry_over_postgres(conn: &mut sqlx::PgConnection, migrator: &Migrator) -> StoreResult<usize> {
+pub(crate) async fn carry_over_postgres(conn: &mut tokio_postgres::Client) -> StoreResult<usize> {
     use crate::postgres::errors::map_err;
-    use sqlx::Connection;
-    let mut tx = conn.begin().await.map_err(map_err)?;
-    let ledger: Vec<Applied> = sqlx::query_as::<_, (i64, String, Vec<u8>)>(READ)
-        .fetch_all(&mut *tx)
+    let tx = conn.transaction().await.map_err(map_err)?;
+    let ledger: Vec<Applied> = tx
+        .query(READ, &[])
         .await
         .map_err(map_err)?
-        .into_iter()
-        .map(|(version, description, checksum)| Applied { version, description, checksum })
-        .collect();
-    let changes = plan(&POSTGRES, migrator, &ledger)?;
+        .iter()
+        .map(|r| Ok(Applied { version: r.try_get(0)?, description: r.try_get(1)?, checksum: r.try_get(2)? }))
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(map_err)?;
+    let changes = plan(&POSTGRES, POSTGRES_STEPS, &ledger)?;
     if changes.is_empty() {
         return Ok(0);
     }
     for change in &changes {
-        let query = match change {
-            Change::Move { from, to } => {
-                sqlx::query(MOVE).bind(-to.version).bind(&to.description).bind(&to.checksum).bind(*from)
-            }
-            Change::Record(a) => sqlx::query(RECORD).bind(a.version).bind(&a.description).bind(&a.checksum),
-        };
-        query.execute(&mut *tx).await.map_err(map_err)?;
+        match change {
+            Change::Move { from, to } => tx.execute(MOVE, &[&-to.version, &to.description, &to.checksum, from]).await,
+            Change::Record(a) => tx.execute(RECORD, &[&a.version, &a.description, &a.checksum]).await,
+        }
+        .map_err(map_err)?;
     }
-    sqlx::query(SETTLE).execute(&mut *tx).await.map_err(map_err)?;
+    tx.execute(SETTLE, &[]).await.map_err(map_err)?;
     tx.commit().await.map_err(map_err)?;
     report(changes.len());
     Ok(changes.len())

@@ -13,6 +13,7 @@ use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::sql::{args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
+use latchkey_core::dpop::Recorded;
 use latchkey_core::time::UnixTime;
 
 /// Single-use values.
@@ -22,6 +23,14 @@ pub trait Replay: Send + Sync {
     /// the index of the first value already recorded and not yet expired (then nothing is recorded), or `None`
     /// when all were new. Each value must start with its expiry (see the module's doc).
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>>;
+
+    /// Records a DPoP proof's single-use values (its `jti`, its nonce; each must start with its expiry or 0xFF),
+    /// each until its expiry, off the durable write path: in memory on SQLite, in an unlogged table on PostgreSQL
+    /// (every instance sees it). All are recorded, or none when one was already. The answer names
+    /// the first value already recorded, and from when the records are complete: a restart of the process
+    /// (SQLite) or of the database, or a failover (PostgreSQL), loses them, and the store names the moment it
+    /// noticed (`latchkey_core::flow::proof` refuses what may have been used before it).
+    async fn record_proof(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Recorded>;
 }
 
 /// A row whose value expired may be taken over; a live one is a replay.
@@ -69,5 +78,98 @@ impl<E: Engine> Replay for Db<E> {
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Option<usize>> {
         check(values)?;
         self.engine.unit(Durability::Ephemeral, record, (values.to_vec(), now)).await
+    }
+
+    async fn record_proof(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Recorded> {
+        check(values)?;
+        self.engine.record_proof(values, now).await
+    }
+}
+
+/// A DPoP proof's values held in the process's memory (SQLite's: one process serves a SQLite database), each
+/// until its expiry. An earlier process's are gone, so they are complete from the first recording of the process
+/// on, unless the earlier process's lease (`proof_lease`, see [`InMemory::lease`]) had expired by then: a proof or
+/// nonce used before is refused by its time (`latchkey_core::flow::proof`).
+#[derive(Debug, Default)]
+pub(crate) struct InMemory {
+    inner: std::sync::Mutex<Memory>,
+}
+
+#[derive(Debug, Default)]
+struct Memory {
+    values: std::collections::HashMap<Vec<u8>, i64>,
+    complete_since: Option<UnixTime>,
+    lease: i64,
+    next_purge: i64,
+}
+
+/// How often the expired values are dropped, in seconds.
+const PURGE_EVERY: i64 = 10;
+/// How far a lease reaches past the longest-lived value that needed it, in seconds.
+pub(crate) const LEASE_AHEAD: i64 = 60;
+
+impl InMemory {
+    /// The records of the database file at `path`: shared by every store of the process open on it (a process
+    /// may run several servers on one database; one process serves a SQLite database).
+    pub(crate) fn of(path: &std::path::Path) -> std::sync::Arc<Self> {
+        type Open = std::collections::HashMap<std::path::PathBuf, std::sync::Weak<InMemory>>;
+        static OPEN: std::sync::LazyLock<std::sync::Mutex<Open>> = std::sync::LazyLock::new(Default::default);
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut open = OPEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.retain(|_, records| records.strong_count() > 0);
+        if let Some(records) = open.get(&key).and_then(std::sync::Weak::upgrade) {
+            return records;
+        }
+        let records = std::sync::Arc::<Self>::default();
+        open.insert(key, std::sync::Arc::downgrade(&records));
+        records
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the process recorded nothing yet (the earlier process's lease is still to be read).
+    pub(crate) fn starting(&self) -> bool {
+        self.memory().complete_since.is_none()
+    }
+
+    /// Starts the records at `now`, given the lease an earlier process left (if any): complete from the start
+    /// when it expired before now, else from now.
+    pub(crate) fn start(&self, earlier_lease: Option<i64>, now: UnixTime) {
+        let mut memory = self.memory();
+        if memory.complete_since.is_none() {
+            let lost = earlier_lease.is_some_and(|until| until >= now.0);
+            memory.complete_since = Some(if lost { now } else { UnixTime(0) });
+            memory.lease = earlier_lease.unwrap_or(0);
+        }
+    }
+
+    /// Until when the stored lease covers values; a value that lives longer needs it extended first.
+    pub(crate) fn lease(&self) -> i64 {
+        self.memory().lease
+    }
+
+    /// Notes the lease stored.
+    pub(crate) fn extend(&self, until: i64) {
+        let mut memory = self.memory();
+        memory.lease = memory.lease.max(until);
+    }
+
+    /// Records each value not recorded and unexpired; see [`Replay::record_proof`].
+    pub(crate) fn record(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Recorded {
+        let mut memory = self.memory();
+        let since = *memory.complete_since.get_or_insert(now);
+        if now.0 >= memory.next_purge {
+            memory.values.retain(|_, expires_at| *expires_at > now.0);
+            memory.next_purge = now.0 + PURGE_EVERY;
+        }
+        let replayed = values.iter().position(|(key, _)| memory.values.get(key).is_some_and(|live| *live > now.0));
+        if replayed.is_none() {
+            for (key, expires_at) in values {
+                memory.values.insert(key.clone(), expires_at.0);
+            }
+        }
+        Recorded { replayed, complete_since: since }
     }
 }

@@ -1,5 +1,5 @@
 //! Row mappers shared by both engines: the schemas use the same column names, and each backend's row type
-//! ([`SqliteRow`] around rusqlite's for SQLite, sqlx's for PostgreSQL) reads the few column types through
+//! ([`SqliteRow`] around rusqlite's for SQLite, tokio-postgres's for PostgreSQL) reads the few column types through
 //! [`StoreRow`]. Only the grant id is stored differently (text in SQLite, raw bytes in PostgreSQL).
 
 use crate::records::*;
@@ -12,7 +12,6 @@ use latchkey_core::pkce::ChallengeMethod;
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::{AuthCode, Grant};
-use sqlx::Row;
 
 /// A row of one backend, read by column name.
 pub(crate) trait StoreRow {
@@ -39,8 +38,8 @@ fn decode_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Other(format!("reading a column: {e}"))
 }
 
-/// PostgreSQL rows (sqlx); the grant id is stored as raw bytes.
-impl StoreRow for sqlx::postgres::PgRow {
+/// PostgreSQL rows (tokio-postgres); the grant id is stored as raw bytes.
+impl StoreRow for tokio_postgres::Row {
     fn text(&self, col: &str) -> StoreResult<String> {
         self.try_get(col).map_err(decode_err)
     }
@@ -63,7 +62,8 @@ impl StoreRow for sqlx::postgres::PgRow {
         self.try_get(col).map_err(decode_err)
     }
     fn grant_id(&self, col: &str) -> StoreResult<GrantId> {
-        self.bytes(col)?.try_into().map(GrantId).map_err(|_| StoreError::Other("malformed grant id".into()))
+        let bytes: &[u8] = self.try_get(col).map_err(decode_err)?;
+        bytes.try_into().map(GrantId).map_err(|_| StoreError::Other("malformed grant id".into()))
     }
 }
 
@@ -376,6 +376,39 @@ pub(crate) fn grant_state_from_row(r: &dyn StoreRow) -> StoreResult<GrantState> 
         client_deleted_at: opt_time(r, "client_deleted_at")?,
         api_enabled: r.flag("api_enabled")?,
     })
+}
+
+/// A code and its user (`user_*` columns, `NULL` when the user is deleted).
+pub(crate) fn code_and_user_from_row(r: &dyn StoreRow) -> StoreResult<(AuthCode, Option<User>)> {
+    let code = code_from_row(r)?;
+    let user = match r.opt_text("user_row_id")? {
+        Some(id) => Some(User {
+            id,
+            email: r.text("user_email")?,
+            name: r.opt_text("user_name")?,
+            password_hash: r.text("user_password_hash")?,
+            created_at: time(r, "user_created_at")?,
+            disabled_at: opt_time(r, "user_disabled_at")?,
+        }),
+        None => None,
+    };
+    Ok((code, user))
+}
+
+/// A grant's state and its user's channel (`channel_*` columns, `NULL` when the user has none).
+pub(crate) fn grant_and_channel_from_row(r: &dyn StoreRow) -> StoreResult<(GrantState, Option<Channel>)> {
+    let state = grant_state_from_row(r)?;
+    let channel = match r.opt_text("channel_id")? {
+        Some(id) => Some(Channel {
+            id,
+            user_id: state.grant.user_id.clone(),
+            title: r.text("channel_title")?,
+            description: r.text("channel_description")?,
+            created_at: time(r, "channel_created_at")?,
+        }),
+        None => None,
+    };
+    Ok((state, channel))
 }
 
 pub(crate) fn key_from_row(r: &dyn StoreRow) -> StoreResult<StoredKey> {

@@ -11,13 +11,11 @@
 
 use latchkey_core::secret::{random_bytes, Random};
 use ring::rand::{SecureRandom, SystemRandom};
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{ConnectOptions, Connection, Row};
 use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
+use tokio_postgres::Client;
 
 #[cfg(feature = "conformance")]
 mod harness;
@@ -115,7 +113,7 @@ impl TestDatabase {
             return Err(why.clone());
         }
         let server = server_url();
-        let mut admin = match connect(&server).await {
+        let admin = match connect(&server).await {
             Ok(c) => c,
             Err(e) if required() => panic!("PostgreSQL at {server} is required under CI=true: {e}"),
             Err(e) => {
@@ -131,7 +129,7 @@ impl TestDatabase {
         #[allow(clippy::disallowed_methods)]
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         if !SWEPT.swap(true, Ordering::SeqCst) {
-            drop_stale(&mut admin, now).await;
+            drop_stale(&admin, now).await;
         }
         let suffix: String = random_bytes(6, &TestRandom).iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{PREFIX}{now}_{suffix}");
@@ -139,10 +137,9 @@ impl TestDatabase {
             (format!("CREATE DATABASE \"{name}\""), with_database(&server, &name))
         } else {
             let sep = if server.contains('?') { '&' } else { '?' };
-            (format!("CREATE SCHEMA \"{name}\""), format!("{server}{sep}options[search_path]={name}"))
+            (format!("CREATE SCHEMA \"{name}\""), format!("{server}{sep}options=-c%20search_path%3D{name}"))
         };
-        sqlx::query(&sql).execute(&mut admin).await.unwrap_or_else(|e| panic!("{sql} on {server}: {e}"));
-        let _ = admin.close().await;
+        admin.batch_execute(&sql).await.unwrap_or_else(|e| panic!("{sql} on {server}: {e}"));
         Ok(Self { url, name, server, whole_database })
     }
 }
@@ -151,9 +148,8 @@ impl TestDatabase {
     /// Runs `sql` as the server's administrator, on the server's own database (not this one): what an operator
     /// does to this database from outside (refuse its connections, end its sessions, drop it).
     pub async fn administer(&self, sql: &str) {
-        let mut admin = connect(&self.server).await.unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", self.server));
-        sqlx::query(sql).execute(&mut admin).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let _ = admin.close().await;
+        let admin = connect(&self.server).await.unwrap_or_else(|e| panic!("PostgreSQL at {}: {e}", self.server));
+        admin.batch_execute(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 }
 
@@ -171,16 +167,15 @@ impl Drop for TestDatabase {
         let done = std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
             rt.block_on(async {
-                let Ok(mut admin) = connect(&server).await else { return };
-                let _ = sqlx::query("SET lock_timeout = '2s'").execute(&mut admin).await;
+                let Ok(admin) = connect(&server).await else { return };
+                let _ = admin.batch_execute("SET lock_timeout = '2s'").await;
                 for attempt in 1..=5 {
-                    match sqlx::query(&sql).execute(&mut admin).await {
-                        Ok(_) => break,
+                    match admin.batch_execute(&sql).await {
+                        Ok(()) => break,
                         Err(e) if attempt == 5 => eprintln!("{sql}: {e}"),
-                        Err(_) => end_lock_holders(&mut admin, &name).await,
+                        Err(_) => end_lock_holders(&admin, &name).await,
                     }
                 }
-                let _ = admin.close().await;
             });
         });
         let _ = done.join();
@@ -188,36 +183,35 @@ impl Drop for TestDatabase {
 }
 
 /// Ends the other sessions that hold a lock on a relation of the schema `name`.
-async fn end_lock_holders(admin: &mut PgConnection, name: &str) {
+async fn end_lock_holders(admin: &Client, name: &str) {
     let sql = "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
                JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace \
                WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()";
-    if let Err(e) = sqlx::query(sql).bind(name).execute(&mut *admin).await {
+    if let Err(e) = admin.execute(sql, &[&name]).await {
         eprintln!("ending the sessions that hold locks in {name}: {e}");
     }
 }
 
-async fn connect(url: &str) -> Result<PgConnection, String> {
-    let options = PgConnectOptions::from_str(url).map_err(|e| e.to_string())?;
-    match tokio::time::timeout(Duration::from_secs(5), options.connect()).await {
+async fn connect(url: &str) -> Result<Client, String> {
+    match tokio::time::timeout(Duration::from_secs(5), crate::postgres::connect_one(url)).await {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(_) => Err("connection timed out".into()),
     }
 }
 
 /// Drops the test databases and schemas that killed runs left behind.
-async fn drop_stale(admin: &mut PgConnection, now: i64) {
+async fn drop_stale(admin: &Client, now: i64) {
     let pattern = "'latchkey\\_t\\_%'";
     for (list, kind, force) in [
         (format!("SELECT datname FROM pg_database WHERE datname LIKE {pattern}"), "DATABASE", " WITH (FORCE)"),
         (format!("SELECT nspname FROM pg_namespace WHERE nspname LIKE {pattern}"), "SCHEMA", " CASCADE"),
     ] {
-        let Ok(rows) = sqlx::query(&list).fetch_all(&mut *admin).await else { continue };
+        let Ok(rows) = admin.query(&list, &[]).await else { continue };
         for row in rows {
-            let Ok(name) = row.try_get::<String, _>(0) else { continue };
+            let Ok(name) = row.try_get::<_, String>(0) else { continue };
             let made = name.strip_prefix(PREFIX).and_then(|r| r.split('_').next()).and_then(|t| t.parse::<i64>().ok());
             if made.is_some_and(|t| now - t > STALE_AFTER_SECS) {
-                let _ = sqlx::query(&format!("DROP {kind} IF EXISTS \"{name}\"{force}")).execute(&mut *admin).await;
+                let _ = admin.batch_execute(&format!("DROP {kind} IF EXISTS \"{name}\"{force}")).await;
             }
         }
     }

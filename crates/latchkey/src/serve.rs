@@ -40,7 +40,7 @@ const LOG_QUEUE_LINES: usize = 4096;
 /// Runs the server until SIGINT or SIGTERM.
 pub async fn run(args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let config = args.load()?;
-    let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let filter = EnvFilter::try_from_env("LATCHKEY_LOG").unwrap_or_else(|_| EnvFilter::new("info,tokio_postgres=warn"));
     // Log lines are formatted on the request's thread and written by a thread of their own, in batches (one
     // write for every line waiting), so a line per request costs no system call on the hot path. Nothing is
     // dropped: a full queue makes the logger wait. The guard flushes the rest when the server stops. The queue

@@ -253,14 +253,20 @@ fn malformed_proofs_are_refused_not_a_panic() {
 #[test]
 fn nonces_verify_until_they_expire_and_only_with_our_keys() {
     let (k, rng) = (MacKey::new(3, b"server key"), crate::secret::Counter::default());
-    let n = issue_nonce(&k, NOW.plus(300), &rng);
-    assert_ne!(n, issue_nonce(&k, NOW.plus(300), &rng), "nonces are unique");
-    assert_eq!(check_nonce(std::slice::from_ref(&k), &n, NOW), Ok(NOW.plus(300)));
+    let n = issue_nonce(&k, NOW, NOW.plus(300), &rng);
+    assert_ne!(n, issue_nonce(&k, NOW, NOW.plus(300), &rng), "nonces are unique");
+    assert_eq!(
+        check_nonce(std::slice::from_ref(&k), &n, NOW.plus(1)),
+        Ok(Nonce { issued_at: NOW, expires_at: NOW.plus(300) })
+    );
     assert_eq!(check_nonce(std::slice::from_ref(&k), &n, NOW.plus(300)), Err(NonceError::Expired));
     assert_eq!(check_nonce(&[MacKey::new(3, b"other")], &n, NOW), Err(NonceError::Invalid));
     assert_eq!(check_nonce(std::slice::from_ref(&k), "bm9wZQ", NOW), Err(NonceError::Invalid));
     let mut raw = URL_SAFE_NO_PAD.decode(&n).expect("b64");
     raw[10] ^= 1;
+    assert_eq!(check_nonce(std::slice::from_ref(&k), &URL_SAFE_NO_PAD.encode(&raw), NOW), Err(NonceError::Invalid));
+    raw[10] ^= 1;
+    raw[14] ^= 1; // the time of issue is under the MAC too
     assert_eq!(check_nonce(&[k], &URL_SAFE_NO_PAD.encode(raw), NOW), Err(NonceError::Invalid));
 }
 

@@ -2,10 +2,24 @@
 //!
 //! The order matters and is kept in one place: the stateless proof checks run first (`invalid_dpop_proof`);
 //! nonce problems answer `use_dpop_nonce` and change no state; only then are the proof's `jti` and the nonce
-//! recorded as used, together, so that a replay of either fails on every instance.
+//! recorded as used, so that a replay of either fails on every instance.
+//!
+//! **Single use across a loss of the records.** The records are kept off the durable path (in memory on SQLite,
+//! in an unlogged table on PostgreSQL), so a restart of the process or the database, or a failover, loses them.
+//! The store says from when its records are complete (`complete_since`, the moment it noticed the loss, after
+//! it). A proof used before the loss was accepted at some second `u` no later than that moment, so its `iat` is
+//! at most `u` plus the window's future allowance; and a nonce used before it was issued before it. So after the
+//! records' moment:
+//! - a nonce issued at or before that moment is refused (`use_dpop_nonce`, with a new one);
+//! - a proof whose `iat` is at or before that moment plus the future allowance must carry a nonce issued after
+//!   it (`use_dpop_nonce` otherwise): such a nonce did not exist before the loss, so the proof is not one used
+//!   then. Clients answer `use_dpop_nonce` by sending a new proof with the nonce (RFC 9449 §8), so honest
+//!   clients see one extra round trip, only within seconds of the loss.
+//!
+//! Every proof and nonce used before the loss is therefore refused after it, whatever its `iat`.
 
 use super::{Ports, Settings};
-use crate::dpop::{self, NonceError, Proof};
+use crate::dpop::{self, Nonce, NonceError, Proof};
 use crate::time::UnixTime;
 use crate::{ErrorCode, OAuthError};
 
@@ -36,14 +50,14 @@ pub fn read(values: &[&[u8]], settings: &Settings<'_>, now: UnixTime) -> Result<
     Ok(Some(dpop::verify(text, "POST", settings.token_endpoint, now, settings.dpop_window)?))
 }
 
-/// The nonce a proof carries, checked against `rule`: its expiry (how long its use must be remembered) when
-/// there is one.
+/// The nonce a proof carries, checked against `rule`: when it was issued and its expiry (how long its use must
+/// be remembered) when there is one.
 pub fn nonce_checked<P: Ports>(
     ports: &P,
     proof: &Proof,
     rule: NonceRule,
     now: UnixTime,
-) -> Result<Option<UnixTime>, OAuthError> {
+) -> Result<Option<Nonce>, OAuthError> {
     let Some(nonce) = &proof.nonce else {
         return match rule {
             NonceRule::Required => Err(use_dpop_nonce("A DPoP nonce is required: use the DPoP-Nonce header.")),
@@ -51,25 +65,36 @@ pub fn nonce_checked<P: Ports>(
         };
     };
     match ports.with_mac_keys(|keys| dpop::check_nonce(keys, nonce, now)) {
-        Ok(expiry) => Ok(Some(expiry)),
+        Ok(checked) => Ok(Some(checked)),
         Err(NonceError::Expired) => Err(use_dpop_nonce("The DPoP nonce expired: use the new DPoP-Nonce.")),
         Err(NonceError::Invalid) => Err(use_dpop_nonce("The DPoP nonce is not valid: use the new DPoP-Nonce.")),
     }
 }
 
-/// Checks the nonce rule and records the proof's `jti` (and the nonce) as used: a replay of either is refused.
+/// Checks the nonce rule and records the proof's `jti` (and the nonce) as used: a replay of either is refused,
+/// also after the records were lost (see the module's doc).
 pub async fn use_once<P: Ports>(ports: &P, proof: &Proof, rule: NonceRule, now: UnixTime) -> Result<(), P::Error> {
-    let nonce_expiry = nonce_checked(ports, proof, rule, now)?;
-    let jti_expiry = dpop::jti_expiry(now, ports.settings().dpop_window);
-    let mut values = vec![(dpop::replay_key(proof), jti_expiry)];
-    if let (Some(n), Some(expiry)) = (&proof.nonce, nonce_expiry) {
-        values.push((dpop::nonce_replay_key(n, expiry), expiry));
+    let nonce = nonce_checked(ports, proof, rule, now)?;
+    let window = ports.settings().dpop_window;
+    let mut values = vec![(dpop::replay_key(proof), dpop::jti_expiry(now, window))];
+    if let (Some(n), Some(checked)) = (&proof.nonce, nonce) {
+        values.push((dpop::nonce_replay_key(n, checked.expires_at), checked.expires_at));
     }
-    match ports.record_once(&values, now).await? {
-        None => Ok(()),
-        Some(0) => Err(invalid_dpop_proof("The DPoP proof's jti was used before.").into()),
-        Some(_) => Err(use_dpop_nonce("The DPoP nonce was used before: use the new DPoP-Nonce.").into()),
+    let recorded = ports.record_proof(&values, now).await?;
+    match recorded.replayed {
+        None => {}
+        Some(0) => return Err(invalid_dpop_proof("The DPoP proof's jti was used before.").into()),
+        Some(_) => return Err(use_dpop_nonce("The DPoP nonce was used before: use the new DPoP-Nonce.").into()),
     }
+    let since = recorded.complete_since;
+    let nonce_after = nonce.map(|n| n.issued_at > since);
+    if nonce_after == Some(false) {
+        return Err(use_dpop_nonce("The DPoP nonce is older than the server's records: use the new DPoP-Nonce.").into());
+    }
+    if proof.iat <= since.plus(window.max_future) && nonce_after.is_none() {
+        return Err(use_dpop_nonce("A DPoP nonce is required: use the DPoP-Nonce header.").into());
+    }
+    Ok(())
 }
 
 /// `invalid_dpop_proof`.

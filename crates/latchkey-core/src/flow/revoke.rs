@@ -3,6 +3,7 @@
 use super::{access_claims, authenticate, grant_of_refresh, Ports};
 use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, Holder};
 use crate::client::Client;
+use crate::refresh_token;
 use crate::time::UnixTime;
 use crate::token::{self, Form};
 use crate::{ErrorCode, OAuthError};
@@ -23,6 +24,15 @@ pub struct RevokeCall<'a> {
 pub async fn revoke<P: Ports>(ports: &P, call: RevokeCall<'_>) -> Result<(), P::Error> {
     let token = call.form.require("token")?;
     let client = client_if_named(ports, &call).await?;
+    // The usual case in one conditional write: the grant's current refresh token (or one of its access tokens),
+    // the grant live, and its client the one named. Anything else takes the steps below, which tell the cases
+    // apart.
+    if let Some((id, hash)) = presented(ports, token, call.now).await? {
+        let client_id = client.as_ref().map(|c| c.client_id.as_str());
+        if ports.revoke_presented(&id, hash.as_deref(), client_id, call.now).await? {
+            return Ok(());
+        }
+    }
     let Some((grant_id, owner)) = grant_of(ports, token, call.now).await? else {
         return Ok(());
     };
@@ -54,6 +64,22 @@ pub fn token_is_the_clients(owner: Option<&str>, client: &Client) -> Result<(), 
         return Err(OAuthError::invalid_request("The token was not issued to this client."));
     }
     Ok(())
+}
+
+/// The grant a token names without a read (an access token's, under its MAC; a refresh token's, by its id), and
+/// for a refresh token its hash, which must be the grant's.
+async fn presented<P: Ports>(
+    ports: &P,
+    token: &str,
+    now: UnixTime,
+) -> Result<Option<(GrantId, Option<Vec<u8>>)>, P::Error> {
+    if token.starts_with(access_token::PREFIX) {
+        return Ok(match access_claims(ports, token, UnixTime(i64::MIN), now).await? {
+            Ok(AccessClaims { holder: Holder::Grant(id), .. }) => Some((id, None)),
+            _ => None,
+        });
+    }
+    Ok(refresh_token::grant_id(token).map(|id| (id, Some(crate::secret::hash(token)))))
 }
 
 /// The grant a token belongs to, if it is one of ours, with its client when the lookup read it. An expired access

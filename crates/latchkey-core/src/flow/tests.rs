@@ -34,6 +34,8 @@ struct Memory {
     users: Vec<(String, Option<UnixTime>)>,
     grants: Mutex<Vec<GrantState>>,
     recorded: Mutex<Vec<Vec<u8>>>,
+    /// From when the proof records are complete.
+    complete_since: Mutex<UnixTime>,
     strict: bool,
     service_keys: Vec<ServiceKeyState>,
     retired: Mutex<Vec<(Vec<u8>, UnixTime)>>,
@@ -59,6 +61,7 @@ impl Memory {
             users: vec![("u".into(), None), ("off".into(), Some(NOW))],
             grants: Mutex::new(vec![]),
             recorded: Mutex::new(vec![]),
+            complete_since: Mutex::new(UnixTime(0)),
             strict: false,
             service_keys: vec![],
             retired: Mutex::new(vec![]),
@@ -151,8 +154,31 @@ impl Ports for Memory {
     async fn retired_refresh(&self, hash: &[u8]) -> Result<Option<UnixTime>, OAuthError> {
         Ok(self.retired.lock().unwrap().iter().find(|(h, _)| h == hash).map(|(_, at)| *at))
     }
+    async fn revoke_presented(
+        &self,
+        id: &GrantId,
+        refresh_hash: Option<&[u8]>,
+        client_id: Option<&str>,
+        now: UnixTime,
+    ) -> Result<bool, OAuthError> {
+        let matches = self.grants.lock().unwrap().iter().any(|g| {
+            g.grant.id == *id
+                && g.grant.revoked_at.is_none()
+                && refresh_hash.is_none_or(|h| g.grant.refresh_hash == h)
+                && client_id.is_none_or(|c| g.grant.client_id == c)
+        });
+        Ok(matches && self.revoke_grant(id, now).await?)
+    }
     async fn revoke_reused(&self, id: &GrantId, now: UnixTime) -> Result<bool, OAuthError> {
         self.revoke_grant(id, now).await
+    }
+    async fn record_proof(&self, values: &[(Vec<u8>, UnixTime)], _: UnixTime) -> Result<dpop::Recorded, OAuthError> {
+        let mut recorded = self.recorded.lock().unwrap();
+        let replayed = values.iter().position(|(v, _)| recorded.contains(v));
+        if replayed.is_none() {
+            recorded.extend(values.iter().map(|(v, _)| v.clone()));
+        }
+        Ok(dpop::Recorded { replayed, complete_since: *self.complete_since.lock().unwrap() })
     }
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], _: UnixTime) -> Result<Option<usize>, OAuthError> {
         let mut recorded = self.recorded.lock().unwrap();
@@ -303,9 +329,12 @@ fn the_nonce_rule_and_the_nonce_itself() {
     let none = proof("j", None);
     assert_eq!(nonce_checked(&ports, &none, NonceRule::IfPresent, NOW).unwrap(), None);
     assert_eq!(nonce_checked(&ports, &none, NonceRule::Required, NOW).unwrap_err().code, ErrorCode::UseDpopNonce);
-    let nonce = issue_nonce(&ports.keys[0], NOW.plus(300), &ports.random);
+    let nonce = issue_nonce(&ports.keys[0], NOW, NOW.plus(300), &ports.random);
     let with = proof("j", Some(nonce));
-    assert_eq!(nonce_checked(&ports, &with, NonceRule::IfPresent, NOW).unwrap(), Some(NOW.plus(300)));
+    assert_eq!(
+        nonce_checked(&ports, &with, NonceRule::IfPresent, NOW).unwrap(),
+        Some(dpop::Nonce { issued_at: NOW, expires_at: NOW.plus(300) })
+    );
     let expired = nonce_checked(&ports, &with, NonceRule::IfPresent, NOW.plus(300)).unwrap_err();
     assert_eq!(
         (expired.code, &*expired.description),
@@ -318,7 +347,7 @@ fn the_nonce_rule_and_the_nonce_itself() {
 #[test]
 fn a_proof_and_a_nonce_are_each_good_once() {
     let ports = Memory::new();
-    let nonce = issue_nonce(&ports.keys[0], NOW.plus(300), &ports.random);
+    let nonce = issue_nonce(&ports.keys[0], NOW, NOW.plus(300), &ports.random);
     block_on(proof::use_once(&ports, &proof("j1", Some(nonce.clone())), NonceRule::Required, NOW)).unwrap();
     let replay = block_on(proof::use_once(&ports, &proof("j1", None), NonceRule::IfPresent, NOW)).unwrap_err();
     assert_eq!(
@@ -327,6 +356,29 @@ fn a_proof_and_a_nonce_are_each_good_once() {
     );
     let nonce_again = block_on(proof::use_once(&ports, &proof("j2", Some(nonce)), NonceRule::Required, NOW));
     assert_eq!(nonce_again.unwrap_err().code, ErrorCode::UseDpopNonce);
+}
+
+#[test]
+fn after_the_records_were_lost_a_proof_or_nonce_from_before_is_refused_and_a_new_nonce_lets_a_proof_through() {
+    let ports = Memory::new();
+    let old_nonce = issue_nonce(&ports.keys[0], NOW.plus(-10), NOW.plus(300), &ports.random);
+    // The records are complete from NOW: whatever was used before may have been forgotten.
+    *ports.complete_since.lock().unwrap() = NOW;
+    let refused = |p: &Proof| block_on(proof::use_once(&ports, p, NonceRule::IfPresent, NOW.plus(1))).unwrap_err();
+    let old = refused(&proof("j1", Some(old_nonce)));
+    assert_eq!(
+        (old.code, &*old.description),
+        (ErrorCode::UseDpopNonce, "The DPoP nonce is older than the server's records: use the new DPoP-Nonce.")
+    );
+    // A proof without a nonce whose iat could be from before (NOW plus the 5 s future allowance): a nonce is asked.
+    let mut unanchored = proof("j2", None);
+    unanchored.iat = NOW.plus(5);
+    assert_eq!(refused(&unanchored).code, ErrorCode::UseDpopNonce);
+    let new_nonce = issue_nonce(&ports.keys[0], NOW.plus(1), NOW.plus(300), &ports.random);
+    block_on(proof::use_once(&ports, &proof("j3", Some(new_nonce)), NonceRule::IfPresent, NOW.plus(1))).unwrap();
+    let mut later = proof("j4", None);
+    later.iat = NOW.plus(6);
+    block_on(proof::use_once(&ports, &later, NonceRule::IfPresent, NOW.plus(6))).expect("made after the loss");
 }
 
 #[test]

@@ -14,12 +14,13 @@ use latchkey_core::access_token::{AccessClaims, AccessTokenError, Holder};
 use latchkey_core::flow;
 use latchkey_core::service_account::ServiceKeyState;
 use latchkey_core::time::UnixTime;
-use latchkey_store::GrantState;
+use latchkey_store::{Channel, GrantState};
 
 /// Whom a checked access token acts for, with what decides whether it still may.
 pub(super) enum Bearer {
-    /// A user, through a live grant.
-    User(GrantState),
+    /// A user, through a live grant; with the user's channel, read with the grant (one read where the data API
+    /// would make two, one after the other).
+    User(GrantState, Option<Channel>),
     /// A service account, through a live key of an enabled account.
     ServiceAccount(ServiceKeyState),
 }
@@ -28,7 +29,7 @@ impl Bearer {
     /// Whether the project the token was issued in has the data API enabled.
     fn api_enabled(&self) -> bool {
         match self {
-            Self::User(g) => g.api_enabled,
+            Self::User(g, _) => g.api_enabled,
             Self::ServiceAccount(k) => k.api_enabled,
         }
     }
@@ -67,9 +68,10 @@ pub(super) async fn bearer(
     let revoked = || ApiError::unauthenticated("The access token was revoked.", true);
     let found = match claims.holder {
         Holder::Grant(id) => {
-            let grant = state.store.grant(&id).await?.filter(|g| g.is_usable(now)).ok_or_else(revoked)?;
+            let (grant, channel) =
+                state.store.grant_with_channel(&id).await?.filter(|(g, _)| g.is_usable(now)).ok_or_else(revoked)?;
             state.last_used.note(&id, now);
-            Bearer::User(grant)
+            Bearer::User(grant, channel)
         }
         Holder::ServiceKey(id) => {
             let key = state.store.service_key_state(&id.encode()).await?;

@@ -18,7 +18,7 @@ pub async fn userinfo(State(state): State<AppState>, headers: HeaderMap, RawQuer
     };
     // A service account's token never carries openid: it is not a person.
     let found = match found {
-        Bearer::User(grant) if claims.scopes.has(Scope::OpenId) => grant,
+        Bearer::User(grant, _) if claims.scopes.has(Scope::OpenId) => grant,
         _ => return ApiError::insufficient_scope("openid").into_response(),
     };
     let user = match state.store.user(&found.grant.user_id).await {

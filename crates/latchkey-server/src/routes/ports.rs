@@ -22,12 +22,15 @@ pub struct StorePorts<'a> {
     headers: &'a HeaderMap,
     random: OsRandom,
     scopes: std::sync::Arc<latchkey_core::scope::ScopeRegistry>,
+    /// The user of the code read last, read with it: the code exchange asks for the code's user next, and gets
+    /// it without a second read.
+    code_user: std::sync::Mutex<Option<User>>,
 }
 
 impl<'a> StorePorts<'a> {
     /// The ports for a request with `headers` (App Check reads its header and the `User-Agent`).
     pub fn new(state: &'a AppState, headers: &'a HeaderMap) -> Self {
-        Self { state, headers, random: OsRandom, scopes: state.scopes.get() }
+        Self { state, headers, random: OsRandom, scopes: state.scopes.get(), code_user: Default::default() }
     }
 }
 
@@ -80,7 +83,9 @@ impl Ports for StorePorts<'_> {
     }
 
     async fn code(&self, code_hash: &[u8]) -> Result<Option<AuthCode>, TokenError> {
-        Ok(self.state.store.code(code_hash).await?)
+        let Some((code, user)) = self.state.store.code_with_user(code_hash).await? else { return Ok(None) };
+        *self.code_user.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = user;
+        Ok(Some(code))
     }
 
     async fn revoke_grants_of_code(&self, code_hash: &[u8], now: UnixTime) -> Result<u64, TokenError> {
@@ -90,7 +95,12 @@ impl Ports for StorePorts<'_> {
     }
 
     async fn user(&self, user_id: &str) -> Result<Option<(User, Option<UnixTime>)>, TokenError> {
-        Ok(self.state.store.user(user_id).await?.map(|u| {
+        let read = self.code_user.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let user = match read {
+            Some(user) if user.id == user_id => Some(user),
+            _ => self.state.store.user(user_id).await?,
+        };
+        Ok(user.map(|u| {
             let disabled_at = u.disabled_at;
             (u, disabled_at)
         }))
@@ -142,6 +152,20 @@ impl Ports for StorePorts<'_> {
         Ok(revoked)
     }
 
+    async fn revoke_presented(
+        &self,
+        id: &GrantId,
+        refresh_hash: Option<&[u8]>,
+        client_id: Option<&str>,
+        now: UnixTime,
+    ) -> Result<bool, TokenError> {
+        let revoked = self.state.store.revoke_presented(id, refresh_hash, client_id, now).await?;
+        if revoked {
+            tracing::info!(grant = %id.encode(), "grant revoked");
+        }
+        Ok(revoked)
+    }
+
     async fn rotate_refresh(&self, id: &GrantId, old: &[u8], new: &[u8], now: UnixTime) -> Result<bool, TokenError> {
         Ok(self.state.store.rotate_refresh(id, old, new, now).await?)
     }
@@ -160,6 +184,16 @@ impl Ports for StorePorts<'_> {
         let replayed = self.state.store.record_once(values, now).await?;
         crate::metrics::REPLAY_RECORDS.inc(if replayed.is_some() { "replayed" } else { "recorded" });
         Ok(replayed)
+    }
+
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, UnixTime)],
+        now: UnixTime,
+    ) -> Result<latchkey_core::dpop::Recorded, TokenError> {
+        let recorded = self.state.store.record_proof(values, now).await?;
+        crate::metrics::REPLAY_RECORDS.inc(if recorded.replayed.is_some() { "replayed" } else { "recorded" });
+        Ok(recorded)
     }
 
     async fn service_key(&self, key_id: &str) -> Result<Option<ServiceKeyState>, TokenError> {

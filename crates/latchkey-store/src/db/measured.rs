@@ -149,6 +149,18 @@ impl<E: Engine> Engine for Measured<E> {
         self.timed(&self.unit, || self.inner.unit(durability, unit, data)).await
     }
 
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        now: latchkey_core::time::UnixTime,
+    ) -> StoreResult<latchkey_core::dpop::Recorded> {
+        self.timed(&self.write, || self.inner.record_proof(values, now)).await
+    }
+
+    async fn purge_proofs(&self, now: latchkey_core::time::UnixTime) -> StoreResult<u64> {
+        self.timed(&self.write, || self.inner.purge_proofs(now)).await
+    }
+
     fn ping(&self) -> impl Future<Output = StoreResult<()>> + Send {
         self.inner.ping()
     }

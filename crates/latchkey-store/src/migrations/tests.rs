@@ -1,16 +1,14 @@
-use super::{plan, Applied, Change, Renumbering, POSTGRES, SQLITE};
+use super::{plan, Applied, Change, Renumbering, Step, POSTGRES, POSTGRES_STEPS, SQLITE, SQLITE_STEPS};
 use crate::postgres::PgStore;
 use crate::sqlite::SqliteStore;
 use crate::test_database::TestDatabase;
 use crate::{KeyKind, PoolSettings, ProjectRole, Store};
 use latchkey_core::access_token::GrantId;
 use latchkey_core::time::UnixTime;
-use sqlx::migrate::Migrator;
-use sqlx::Connection;
 use std::path::Path;
 
-static SQLITE_FOLDER: Migrator = sqlx::migrate!("migrations/sqlite");
-static POSTGRES_FOLDER: Migrator = sqlx::migrate!("migrations/postgres");
+static SQLITE_FOLDER: &[Step] = SQLITE_STEPS;
+static POSTGRES_FOLDER: &[Step] = POSTGRES_STEPS;
 
 /// The file names of a migration folder, in order.
 fn folder(engine: &str) -> Vec<String> {
@@ -50,7 +48,7 @@ fn the_two_migration_folders_list_the_same_steps_under_the_same_numbers_and_name
 #[test]
 fn the_steps_an_engine_does_not_need_are_only_a_comment_there() {
     for (engine, renumbering, migrator) in
-        [("sqlite", &SQLITE, &SQLITE_FOLDER), ("postgres", &POSTGRES, &POSTGRES_FOLDER)]
+        [("sqlite", &SQLITE, SQLITE_FOLDER), ("postgres", &POSTGRES, POSTGRES_FOLDER)]
     {
         for &version in renumbering.no_ops {
             let m = migrator.iter().find(|m| m.version == version).expect("the no-op step is in the folder");
@@ -64,7 +62,7 @@ fn the_steps_an_engine_does_not_need_are_only_a_comment_there() {
 }
 
 /// The ledger a migrator writes on a new database.
-fn ledger_of(migrator: &Migrator) -> Vec<Applied> {
+fn ledger_of(migrator: &[Step]) -> Vec<Applied> {
     migrator.iter().map(Applied::of).collect()
 }
 
@@ -81,7 +79,7 @@ fn carried(mut ledger: Vec<Applied>, changes: &[Change]) -> Vec<Applied> {
 
 /// PostgreSQL's ledger as `53f1487` left it, up to `last` (its own numbering).
 fn earlier_postgres_ledger(last: i64) -> Vec<Applied> {
-    let now = ledger_of(&POSTGRES_FOLDER);
+    let now = ledger_of(POSTGRES_FOLDER);
     let step = |version| now.iter().find(|a| a.version == version).cloned().expect("step");
     let earlier =
         |from: i64, description: &str, to| Applied { version: from, description: description.into(), ..step(to) };
@@ -102,25 +100,25 @@ fn earlier_postgres_ledger(last: i64) -> Vec<Applied> {
 
 #[test]
 fn a_ledger_of_the_earlier_numbering_is_carried_over_once_and_a_new_one_never() {
-    for (renumbering, migrator) in [(&SQLITE, &SQLITE_FOLDER), (&POSTGRES, &POSTGRES_FOLDER)] {
+    for (renumbering, migrator) in [(&SQLITE, SQLITE_FOLDER), (&POSTGRES, POSTGRES_FOLDER)] {
         assert_eq!(plan(renumbering, migrator, &ledger_of(migrator)).expect("plan"), [], "a new database");
         assert_eq!(plan(renumbering, migrator, &[]).expect("plan"), [], "an empty one");
     }
     let earlier = earlier_postgres_ledger(i64::MAX);
-    let changes = plan(&POSTGRES, &POSTGRES_FOLDER, &earlier).expect("plan");
+    let changes = plan(&POSTGRES, POSTGRES_FOLDER, &earlier).expect("plan");
     assert_eq!(changes.len(), 4 + 2, "four steps move, two no-op steps are recorded: {changes:?}");
     let after = carried(earlier, &changes);
     // Steps added since (numbered from 0106) are the migrations' to apply, not the carry-over's.
-    let mut steps = ledger_of(&POSTGRES_FOLDER);
+    let mut steps = ledger_of(POSTGRES_FOLDER);
     steps.retain(|a| a.version <= 105);
     assert_eq!(after, steps, "the ledger a new database got from the steps 53f1487 knew");
-    assert_eq!(plan(&POSTGRES, &POSTGRES_FOLDER, &after).expect("plan"), [], "carried over once");
+    assert_eq!(plan(&POSTGRES, POSTGRES_FOLDER, &after).expect("plan"), [], "carried over once");
 }
 
 #[test]
 fn a_database_that_had_not_reached_the_last_earlier_step_is_carried_over_as_far_as_it_got() {
     let earlier = earlier_postgres_ledger(2);
-    let after = carried(earlier.clone(), &plan(&POSTGRES, &POSTGRES_FOLDER, &earlier).expect("plan"));
+    let after = carried(earlier.clone(), &plan(&POSTGRES, POSTGRES_FOLDER, &earlier).expect("plan"));
     let versions: Vec<i64> = after.iter().map(|a| a.version).collect();
     assert_eq!(versions, [1, 2, 3, 101], "init, the no-ops, and client_lifecycle at its new number; the rest runs");
 }
@@ -129,7 +127,7 @@ fn a_database_that_had_not_reached_the_last_earlier_step_is_carried_over_as_far_
 fn a_moved_step_whose_new_version_is_held_by_another_row_is_refused() {
     let mut ledger = earlier_postgres_ledger(2);
     ledger.push(Applied { version: 3, description: "something else".into(), checksum: vec![0] });
-    let e = plan(&POSTGRES, &POSTGRES_FOLDER, &ledger).expect_err("refused");
+    let e = plan(&POSTGRES, POSTGRES_FOLDER, &ledger).expect_err("refused");
     assert!(e.to_string().contains("version 3 is `something else`"), "{e}");
 }
 
@@ -194,7 +192,7 @@ async fn check_made(store: &dyn Store, made: &Made) {
 type Row = (i64, String, Vec<u8>, String);
 
 /// Checks a ledger against the folder, and that the moved rows kept when they were applied.
-fn check_ledger(before: &[Row], after: &[Row], renumbering: &Renumbering, migrator: &Migrator) {
+fn check_ledger(before: &[Row], after: &[Row], renumbering: &Renumbering, migrator: &[Step]) {
     let steps: Vec<Applied> = after
         .iter()
         .map(|(version, description, checksum, _)| Applied {
@@ -228,7 +226,7 @@ async fn a_sqlite_database_made_by_53f1487_opens_with_its_data_and_its_ledger_ca
     let url = format!("sqlite://{}", path.display());
     let store = SqliteStore::open(&url).await.expect("open migrates");
     let after = sqlite_ledger(&path);
-    check_ledger(&before, &after, &SQLITE, &SQLITE_FOLDER);
+    check_ledger(&before, &after, &SQLITE, SQLITE_FOLDER);
     check_made(
         &store,
         &Made {
@@ -246,15 +244,12 @@ async fn a_sqlite_database_made_by_53f1487_opens_with_its_data_and_its_ledger_ca
 }
 
 async fn postgres_ledger(url: &str) -> Vec<Row> {
-    let mut c = sqlx::PgConnection::connect(url).await.expect("connect");
-    let rows = sqlx::query_as(
-        "SELECT version, description, checksum, installed_on::text FROM _sqlx_migrations ORDER BY version",
-    )
-    .fetch_all(&mut c)
-    .await
-    .expect("ledger");
-    c.close().await.expect("close");
-    rows
+    let c = crate::postgres::connect_one(url).await.expect("connect");
+    let rows = c
+        .query("SELECT version, description, checksum, installed_on::text FROM _sqlx_migrations ORDER BY version", &[])
+        .await
+        .expect("ledger");
+    rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3))).collect()
 }
 
 #[tokio::test]
@@ -268,13 +263,13 @@ async fn a_postgres_database_made_by_53f1487_opens_with_its_data_and_its_ledger_
         .filter(|l| !l.starts_with('\\'))
         .map(|l| format!("{l}\n"))
         .collect();
-    let mut c = sqlx::PgConnection::connect(&db.url).await.expect("connect");
-    sqlx::raw_sql(&dump).execute(&mut c).await.expect("load the dump");
-    c.close().await.expect("close");
+    let c = crate::postgres::connect_one(&db.url).await.expect("connect");
+    c.batch_execute(&dump).await.expect("load the dump");
+    drop(c);
     let before = postgres_ledger(&db.url).await;
     let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open migrates");
     let after = postgres_ledger(&db.url).await;
-    check_ledger(&before, &after, &POSTGRES, &POSTGRES_FOLDER);
+    check_ledger(&before, &after, &POSTGRES, POSTGRES_FOLDER);
     check_made(
         &store,
         &Made {

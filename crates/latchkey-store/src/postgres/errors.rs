@@ -1,6 +1,7 @@
 //! PostgreSQL's errors in the store's terms.
 
 use crate::StoreError;
+use tokio_postgres::error::SqlState;
 
 /// SQLSTATEs that mean "try again": the server is going away or cannot take the connection, or the network broke.
 fn is_unavailable_code(code: &str) -> bool {
@@ -18,23 +19,40 @@ fn is_unavailable_code(code: &str) -> bool {
 }
 
 /// Whether a transaction may simply be run again.
-pub(crate) fn is_retryable(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("40001" | "40P01")))
+pub(crate) fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    matches!(e.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
 }
 
-/// Maps a driver error into the store's terms.
-pub(crate) fn map_err(e: sqlx::Error) -> StoreError {
-    match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict(d.message().to_owned()),
-        sqlx::Error::Database(d) if d.code().as_deref().is_some_and(is_unavailable_code) => {
-            StoreError::Unavailable(e.to_string())
-        }
-        sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::Protocol(_)
-        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(e.to_string()),
-        _ => StoreError::Other(e.to_string()),
+/// Maps a driver error into the store's terms. An error with no SQLSTATE is the connection's (closed, broken,
+/// a protocol error): the server is unavailable to this connection.
+pub(crate) fn map_err(e: tokio_postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(d) if *d.code() == SqlState::UNIQUE_VIOLATION => StoreError::Conflict(d.message().to_owned()),
+        Some(d) if is_unavailable_code(d.code().code()) => StoreError::Unavailable(e.to_string()),
+        Some(_) => StoreError::Other(e.to_string()),
+        None if e.is_closed() || is_connection(&e) => StoreError::Unavailable(e.to_string()),
+        None => StoreError::Other(e.to_string()),
     }
+}
+
+/// Whether an error without a SQLSTATE is the connection's (I/O, closed, TLS, a message out of place, a timeout)
+/// rather than the statement's: the driver's statement errors are a parameter or column of the wrong type or
+/// count, or a row count, and say so in their text (the kinds are private to the driver).
+fn is_connection(e: &tokio_postgres::Error) -> bool {
+    let text = e.to_string();
+    !["error serializing", "error deserializing", "invalid column", "expected ", "query returned"]
+        .iter()
+        .any(|w| text.starts_with(w))
+}
+
+/// Whether the connection an error came from should be thrown away instead of going back to the pool: it is
+/// closed, or its server can no longer take this store's writes (shutting down, or a standby after a failover).
+pub(crate) fn spoils_connection(e: &StoreError) -> bool {
+    matches!(e, StoreError::Unavailable(_))
+}
+
+/// A failure to get a connection: an outage, whatever its cause (a server gone or refusing connections, a
+/// database dropped, the pool exhausted).
+pub(crate) fn unavailable(e: deadpool_postgres::PoolError) -> StoreError {
+    StoreError::Unavailable(format!("no connection to PostgreSQL: {e}"))
 }

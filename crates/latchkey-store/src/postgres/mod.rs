@@ -1,6 +1,7 @@
 //! The PostgreSQL engine: many stateless instances on one database (also the wire protocol of the distributed
 //! PostgreSQL-compatible engines, see `docs/scaling.md`). It runs the statements every engine shares
-//! ([`crate::sql`]); what is its own is the pool, the transactions and the one-round-trip code redemption.
+//! ([`crate::sql`]); what is its own is the connection (tokio-postgres: statements prepared once per connection, sent
+//! pipelined where a unit allows; [`connect`]), the transactions and the one-round-trip code redemption.
 //!
 //! Concurrency under READ COMMITTED, statement by statement:
 //! - a code is redeemed once: `UPDATE ... WHERE used_at IS NULL` blocks on a concurrent redeemer's row lock and
@@ -14,145 +15,164 @@
 //! lost or a server shutting down under a statement; a unit of work that lost a serialization or deadlock race is
 //! run again a few times first.
 
+pub(crate) mod connect;
+pub use connect::connect_one;
 pub(crate) mod errors;
+mod migrate;
 mod notices;
+mod proofs;
+mod values;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
 use crate::records::Redemption;
 use crate::rows::StoreRow;
 use crate::sql::{Args, Sql, Value};
 use crate::{PoolSettings, Redeemed, StoreError, StoreResult};
-use errors::{is_retryable, map_err};
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{Postgres, Row};
-use std::str::FromStr;
+use deadpool_postgres::{ClientWrapper, Object, Pool};
+use errors::{is_retryable, map_err, spoils_connection, unavailable};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 /// The PostgreSQL engine under [`PgStore`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PgEngine {
-    pool: PgPool,
+    pool: Pool,
+    /// Where the pool connects, for the connections of its own that listening takes.
+    target: Arc<connect::Target>,
+}
+
+impl std::fmt::Debug for PgEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgEngine").field("pool", &self.pool.status()).finish_non_exhaustive()
+    }
 }
 
 /// The PostgreSQL store.
 pub type PgStore = Db<PgEngine>;
 
-/// A pooled connection idle for longer is pinged before it is handed out (a broken one is replaced).
-const PING_IF_IDLE_FOR: Duration = Duration::from_millis(50);
-
 /// How often a unit of work that lost a serialization or deadlock race is tried again.
 const TX_RETRIES: u32 = 3;
 
 impl Db<PgEngine> {
-    /// Connects to the database at `url` (`postgres://user@host:port/db`) with `pool` settings and migrates it
-    /// (migrations take an advisory lock, so instances starting together run them once).
+    /// Connects to the database at `url` (`postgres://user@host:port/db`, or several hosts in libpq's form) with
+    /// `pool` settings and migrates it (migrations take an advisory lock, so instances starting together run them
+    /// once).
     pub async fn open(url: &str, pool: PoolSettings) -> StoreResult<Self> {
         let store = Self::connect(url, pool).await?;
         store.migrate().await?;
         Ok(store)
     }
 
-    /// Connects without migrating.
+    /// Connects without migrating: makes the pool's first connection, so that a server that cannot be reached
+    /// is reported ([`StoreError::Unavailable`]) at once.
     pub async fn connect(url: &str, pool: PoolSettings) -> StoreResult<Self> {
-        let options = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Other(format!("bad PostgreSQL URL: {e}")))?
-            .application_name("latchkey");
-        let pool = PgPoolOptions::new()
-            .max_connections(pool.max_connections.max(1))
-            .min_connections(0)
-            .acquire_timeout(pool.acquire_timeout)
-            // A connection that sat idle (for example through an outage) is checked with a ping before use; a
-            // busy one is not, so that a query costs one round trip under load instead of two.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for < PING_IF_IDLE_FOR {
-                        return Ok(true);
-                    }
-                    Ok(sqlx::Connection::ping(conn).await.is_ok())
-                })
-            })
-            .idle_timeout(Duration::from_secs(300))
-            .connect_with(options)
-            .await
-            .map_err(map_err)?;
-        Ok(Db::new(PgEngine { pool }))
+        let target = Arc::new(connect::target(url, pool.acquire_timeout)?);
+        let pool = connect::pool(connect::target(url, pool.acquire_timeout)?, pool)?;
+        let engine = PgEngine { pool, target };
+        drop(engine.connection().await?);
+        Ok(Db::new(engine))
     }
 
-    /// Runs the migrations not yet applied, carrying a database numbered the earlier way over first, under
-    /// sqlx's advisory lock (instances starting together migrate once).
+    /// Runs the migrations not yet applied ([`crate::migrations`]), carrying a database numbered the earlier way
+    /// over first, under an advisory lock (instances starting together migrate once).
     pub async fn migrate(&self) -> StoreResult<()> {
-        use sqlx::migrate::Migrate;
-        let failed = |e: sqlx::migrate::MigrateError| StoreError::Other(format!("migration failed: {e}"));
-        let mut migrator = sqlx::migrate!("migrations/postgres");
-        migrator.set_locking(false);
         let mut conn = self.engine.inner.connection().await?;
-        conn.lock().await.map_err(failed)?;
-        let migrated = async {
-            conn.ensure_migrations_table().await.map_err(failed)?;
-            crate::migrations::carry_over_postgres(&mut conn, &migrator).await?;
-            // `run_direct` is `run` on a connection: `run(&mut PgConnection)` trips sqlx's "implementation of
-            // `Acquire` is not general enough" in a spawned task, as sqlx's own comment on `run_direct` says.
-            migrator.run_direct(&mut *conn).await.map_err(failed)
-        }
-        .await;
-        // A connection that may still hold the lock goes, instead of back to the pool.
-        if conn.unlock().await.is_err() {
-            conn.close_on_drop();
+        let migrated = migrate::run(&mut conn).await;
+        if migrated.is_err() {
+            // A connection that may still hold the lock goes, instead of back to the pool.
+            drop(Object::take(conn));
         }
         migrated
     }
 }
 
-type Query<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
+/// The statement prepared on `conn` (once per connection: the pool keeps each connection's statements), its
+/// parameters declared with the values' types.
+async fn prepared(
+    conn: &ClientWrapper,
+    sql: &'static Sql,
+    args: &[Value<'_>],
+) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
+    let types: Vec<_> = args.iter().map(Value::pg_type).collect();
+    conn.prepare_typed_cached(sql.postgres(), &types).await
+}
 
-/// The statement with its values bound, each as its PostgreSQL type.
-fn bind<'q>(sql: &'static Sql, args: &'q [Value<'_>]) -> Query<'q> {
-    args.iter().fold(sqlx::query(sql.postgres()), |q, v| match v {
-        Value::Int(v) => q.bind(*v),
-        Value::Bool(v) => q.bind(*v),
-        Value::Text(v) => q.bind(v.as_deref()),
-        Value::Bytes(v) => q.bind(v.as_deref()),
-        Value::Grant(g) => q.bind(&g.0[..]),
-    })
+/// The values as the driver takes them.
+fn params<'v>(args: &'v [Value<'_>]) -> Vec<&'v (dyn ToSql + Sync)> {
+    args.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
+}
+
+/// Runs a read; its rows.
+async fn query(conn: &ClientWrapper, sql: &'static Sql, args: &[Value<'_>]) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let statement = prepared(conn, sql, args).await?;
+    conn.query(&statement, &params(args)).await
+}
+
+/// Runs a write; the rows it changed.
+async fn execute(conn: &ClientWrapper, sql: &'static Sql, args: &[Value<'_>]) -> Result<u64, tokio_postgres::Error> {
+    let statement = prepared(conn, sql, args).await?;
+    conn.execute(&statement, &params(args)).await
 }
 
 /// The first column of a row, an integer.
-fn first_int(row: Option<sqlx::postgres::PgRow>) -> StoreResult<Option<i64>> {
-    row.map(|r| r.try_get::<i64, _>(0).map_err(map_err)).transpose()
+fn first_int(row: Option<&Row>) -> StoreResult<Option<i64>> {
+    row.map(|r| r.try_get::<_, i64>(0).map_err(map_err)).transpose()
 }
 
-/// A unit's statements on one connection, inside its transaction. It notes whether a statement lost a
-/// serialization or deadlock race, so that the unit can be run again.
+/// A driver error in the store's terms, noted against the connection it came from.
+fn failed(spoiled: &mut bool, e: tokio_postgres::Error) -> StoreError {
+    let e = map_err(e);
+    *spoiled |= spoils_connection(&e);
+    e
+}
+
+/// A unit's statements on one connection, inside its transaction. `BEGIN` is sent with the unit's first
+/// statement, in one round trip. It notes whether a statement lost a serialization or deadlock race, so that the
+/// unit can be run again, and whether the connection is still fit for the pool.
 struct PgTx<'c> {
-    conn: &'c mut PgConnection,
+    conn: &'c ClientWrapper,
+    begun: bool,
     retryable: bool,
+    spoiled: bool,
 }
 
 impl PgTx<'_> {
-    fn note(&mut self, e: sqlx::Error) -> StoreError {
+    fn note(&mut self, e: tokio_postgres::Error) -> StoreError {
         self.retryable |= is_retryable(&e);
-        map_err(e)
+        failed(&mut self.spoiled, e)
+    }
+
+    /// Runs `work`, with `BEGIN` pipelined before it when the transaction has not begun.
+    async fn run<T>(
+        &mut self,
+        work: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> StoreResult<T> {
+        let result = if self.begun {
+            work.await
+        } else {
+            self.begun = true;
+            let (begin, result) = tokio::join!(self.conn.batch_execute("BEGIN"), work);
+            begin.and(result)
+        };
+        result.map_err(|e| self.note(e))
     }
 }
 
 impl Tx for PgTx<'_> {
     fn exec<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<u64>> {
         Box::pin(async move {
-            match bind(sql, &args).execute(&mut *self.conn).await {
-                Ok(r) => Ok(r.rows_affected()),
-                Err(e) => Err(self.note(e)),
-            }
+            let statement = prepared(self.conn, sql, &args).await.map_err(|e| self.note(e))?;
+            let conn = self.conn;
+            self.run(async { conn.execute(&statement, &params(&args)).await }).await
         })
     }
 
     fn scalar<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<Option<i64>>> {
         Box::pin(async move {
-            match bind(sql, &args).fetch_optional(&mut *self.conn).await {
-                Ok(row) => first_int(row),
-                Err(e) => Err(self.note(e)),
-            }
+            let rows = self.rows(sql, &args).await?;
+            first_int(rows.first())
         })
     }
 
@@ -162,13 +182,7 @@ impl Tx for PgTx<'_> {
         args: Args<'a>,
         row: &'a mut (dyn FnMut(&dyn StoreRow) -> StoreResult<()> + Send),
     ) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(async move {
-            let rows = match bind(sql, &args).fetch_all(&mut *self.conn).await {
-                Ok(rows) => rows,
-                Err(e) => return Err(self.note(e)),
-            };
-            rows.iter().try_for_each(|r| row(r))
-        })
+        Box::pin(async move { self.rows(sql, &args).await?.iter().try_for_each(|r| row(r)) })
     }
 
     fn lock<'a>(&'a mut self, sql: &'static Sql, args: Args<'a>) -> BoxFuture<'a, StoreResult<()>> {
@@ -176,51 +190,80 @@ impl Tx for PgTx<'_> {
     }
 }
 
-/// A pooled connection while a unit's transaction is open on it. If the unit's future is dropped before it
-/// commits or rolls back (its caller was cancelled: a server shutting down, a client gone), the connection is
-/// closed instead of going back to the pool, so the server rolls the transaction back at once: a connection left
-/// idle in a transaction would hold its row locks until it was next used.
+impl PgTx<'_> {
+    async fn rows(&mut self, sql: &'static Sql, args: &[Value<'_>]) -> StoreResult<Vec<Row>> {
+        let statement = prepared(self.conn, sql, args).await.map_err(|e| self.note(e))?;
+        let conn = self.conn;
+        self.run(async { conn.query(&statement, &params(args)).await }).await
+    }
+}
+
+/// A pooled connection while a unit's transaction may be open on it. If the unit's future is dropped before it
+/// commits or rolls back (its caller was cancelled: a server shutting down, a client gone), or the connection
+/// failed, the connection is closed instead of going back to the pool, so the server rolls the transaction back
+/// at once: a connection left idle in a transaction would hold its row locks until it was next used.
 struct OpenTx {
-    conn: PoolConnection<Postgres>,
+    conn: Option<Object>,
     open: bool,
 }
 
 impl Drop for OpenTx {
     fn drop(&mut self) {
-        if self.open {
-            self.conn.close_on_drop();
+        if let (true, Some(conn)) = (self.open, self.conn.take()) {
+            drop(Object::take(conn));
         }
     }
 }
 
-static BEGIN: Sql = Sql::new("BEGIN");
-static COMMIT: Sql = Sql::new("COMMIT");
-static ROLLBACK: Sql = Sql::new("ROLLBACK");
-
 impl PgEngine {
     /// A connection of the pool. Any failure to get one (a server gone or refusing connections whatever its
-    /// SQLSTATE, a database dropped, the pool exhausted) is an outage, answered 503 with `Retry-After`: only
-    /// errors of a statement run on a connection are told apart by their SQLSTATE.
-    async fn connection(&self) -> StoreResult<sqlx::pool::PoolConnection<sqlx::Postgres>> {
-        self.pool.acquire().await.map_err(|e| StoreError::Unavailable(format!("no connection to PostgreSQL: {e}")))
+    /// SQLSTATE, a database dropped, the pool exhausted, no host accepting writes) is an outage, answered 503 with
+    /// `Retry-After`: only errors of a statement run on a connection are told apart by their SQLSTATE.
+    async fn connection(&self) -> StoreResult<Object> {
+        self.pool.get().await.map_err(unavailable)
+    }
+
+    /// A statement's result in the store's terms; the connection goes back to the pool unless the error shows it
+    /// unfit, when it is thrown away.
+    fn settle<T>(conn: Object, result: Result<T, tokio_postgres::Error>) -> StoreResult<T> {
+        let mut spoiled = false;
+        let result = result.map_err(|e| failed(&mut spoiled, e));
+        if spoiled {
+            drop(Object::take(conn));
+        }
+        result
+    }
+
+    /// Runs a read on a pooled connection; its rows.
+    async fn rows(&self, sql: &'static Sql, args: &[Value<'_>]) -> StoreResult<Vec<Row>> {
+        let conn = self.connection().await?;
+        let result = query(&conn, sql, args).await;
+        Self::settle(conn, result)
     }
 
     /// Runs a unit once: `Ok(Err(e))` when it failed in a way worth running it again.
     async fn unit_once<S, R>(&self, unit: UnitFn<S, R>, data: &S) -> StoreResult<Result<R, StoreError>> {
-        let mut tx = OpenTx { conn: self.connection().await?, open: true };
-        bind(&BEGIN, &[]).execute(&mut *tx.conn).await.map_err(map_err)?;
-        let mut pg = PgTx { conn: &mut tx.conn, retryable: false };
+        let mut tx = OpenTx { conn: Some(self.connection().await?), open: true };
+        let conn = tx.conn.as_deref().expect("the connection is held until the unit ends");
+        let mut pg = PgTx { conn, begun: false, retryable: false, spoiled: false };
         let outcome = unit(&mut pg, data).await;
-        let retryable = pg.retryable;
+        let (begun, retryable, spoiled) = (pg.begun, pg.retryable, pg.spoiled);
         let (end, result) = match outcome {
-            Ok(Outcome::Keep(r)) => (&COMMIT, Ok(r)),
-            Ok(Outcome::Discard(r)) => (&ROLLBACK, Ok(r)),
-            Err(e) => (&ROLLBACK, Err(e)),
+            Ok(Outcome::Keep(r)) => ("COMMIT", Ok(r)),
+            Ok(Outcome::Discard(r)) => ("ROLLBACK", Ok(r)),
+            Err(e) => ("ROLLBACK", Err(e)),
         };
-        match bind(end, &[]).execute(&mut *tx.conn).await {
-            Ok(_) => tx.open = false,
-            Err(e) if is_retryable(&e) => return Ok(Err(map_err(e))),
-            Err(e) => return Err(map_err(e)),
+        if spoiled {
+            return result.map(Ok);
+        }
+        if begun {
+            match conn.batch_execute(end).await {
+                Ok(()) => tx.open = false,
+                Err(e) if is_retryable(&e) => return Ok(Err(map_err(e))),
+                Err(e) => return Err(map_err(e)),
+            }
+        } else {
+            tx.open = false;
         }
         match result {
             Ok(r) => Ok(Ok(r)),
@@ -239,21 +282,23 @@ impl Engine for PgEngine {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> StoreResult<Option<T>> {
-        let row = bind(sql, &args).fetch_optional(&mut *self.connection().await?).await.map_err(map_err)?;
-        row.map(|r| map(&r)).transpose()
+        let rows = self.rows(sql, &args).await?;
+        rows.first().map(|r| map(r)).transpose()
     }
 
     async fn all<T: Send + 'static>(&self, sql: &'static Sql, args: Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
-        let rows = bind(sql, &args).fetch_all(&mut *self.connection().await?).await.map_err(map_err)?;
+        let rows = self.rows(sql, &args).await?;
         rows.iter().map(|r| map(r)).collect()
     }
 
     async fn exec(&self, _durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<u64> {
-        Ok(bind(sql, &args).execute(&mut *self.connection().await?).await.map_err(map_err)?.rows_affected())
+        let conn = self.connection().await?;
+        let result = execute(&conn, sql, &args).await;
+        Self::settle(conn, result)
     }
 
     async fn scalar(&self, _durability: Durability, sql: &'static Sql, args: Args<'_>) -> StoreResult<Option<i64>> {
-        first_int(bind(sql, &args).fetch_optional(&mut *self.connection().await?).await.map_err(map_err)?)
+        first_int(self.rows(sql, &args).await?.first())
     }
 
     async fn unit<S: Send + Sync + 'static, R: Send + 'static>(
@@ -281,15 +326,28 @@ impl Engine for PgEngine {
         task.await.map_err(|e| StoreError::Other(format!("a unit of work stopped: {e}")))?
     }
 
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        now: latchkey_core::time::UnixTime,
+    ) -> StoreResult<latchkey_core::dpop::Recorded> {
+        self.record_proof_values(values, now).await
+    }
+
+    async fn purge_proofs(&self, now: latchkey_core::time::UnixTime) -> StoreResult<u64> {
+        self.purge_proof_values(now).await
+    }
+
     async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&mut *self.connection().await?).await.map_err(map_err)?;
-        Ok(())
+        let conn = self.connection().await?;
+        let result = conn.batch_execute("SELECT 1").await;
+        Self::settle(conn, result)
     }
 
     fn delivery_notices(
         &self,
     ) -> impl std::future::Future<Output = StoreResult<Option<crate::notices::Notices>>> + Send {
-        notices::listen(self.pool.clone())
+        notices::listen(self.target.clone())
     }
 
     /// Redeems the code and issues the grant in one call of `latchkey_redeem_code_fast` (migration 0106 makes it),
@@ -304,11 +362,12 @@ impl Engine for PgEngine {
         args.extend(crate::sql::args![r.now, i64::from(r.limits.per_client_user), i64::from(r.limits.per_user)]);
         let mut attempt = 0;
         loop {
-            match bind(&FAST, &args).fetch_one(&mut *self.connection().await?).await {
-                Ok(row) => {
-                    return Ok(match row.try_get::<i64, _>(0).map_err(map_err)? {
-                        0 => Some(Redeemed::AlreadyUsed),
-                        1 => Some(Redeemed::Issued),
+            let conn = self.connection().await?;
+            match query(&conn, &FAST, &args).await {
+                Ok(rows) => {
+                    return Ok(match first_int(rows.first())? {
+                        Some(0) => Some(Redeemed::AlreadyUsed),
+                        Some(1) => Some(Redeemed::Issued),
                         _ => None,
                     })
                 }
@@ -316,7 +375,7 @@ impl Engine for PgEngine {
                     attempt += 1;
                     tokio::time::sleep(Duration::from_millis(5u64 << attempt)).await;
                 }
-                Err(e) => return Err(map_err(e)),
+                Err(e) => return Self::settle(conn, Err(e)),
             }
         }
     }

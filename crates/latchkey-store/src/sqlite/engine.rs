@@ -73,10 +73,6 @@ const WRITER_CACHE_KIB: u32 = 8 * 1024;
 /// Prepared statements cached per connection.
 const STATEMENT_CACHE: usize = 64;
 
-/// The migrations, embedded at build time from `migrations/sqlite` (the same files and bookkeeping table as
-/// sqlx's migrator, so that databases made by earlier versions open unchanged).
-static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
-
 /// Maps a driver error into the store's terms.
 pub(crate) fn map_err(e: rusqlite::Error) -> StoreError {
     use rusqlite::ffi;
@@ -481,7 +477,7 @@ fn run_batch(conn: &mut Connection, batch: &mut [Box<dyn WriteJob>]) -> StoreRes
     body
 }
 
-/// Applies the migrations not yet applied, recording them as sqlx does.
+/// Applies the migrations not yet applied, recording them in the ledger ([`crate::migrations`]).
 fn migrate(conn: &Connection) -> StoreResult<()> {
     migrate_up_to(conn, i64::MAX)
 }
@@ -501,33 +497,24 @@ pub(super) fn migrate_up_to(conn: &Connection, version: i64) -> StoreResult<()> 
     )
     .map_err(fail)?;
     // A database numbered as before the folders were in step has its ledger rewritten first.
-    crate::migrations::carry_over_sqlite(conn, &MIGRATIONS)?;
-    for m in MIGRATIONS.iter().filter(|m| !m.migration_type.is_down_migration() && m.version <= version) {
-        let applied: Option<(bool, Vec<u8>)> = conn
-            .query_row("SELECT success, checksum FROM _sqlx_migrations WHERE version = ?1", [m.version], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .map(Some)
-            .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })
-            .map_err(fail)?;
-        match applied {
-            Some((true, sum)) if sum == m.checksum.as_ref() => continue,
-            Some((true, _)) => {
-                return Err(StoreError::Other(format!("migration {} was changed after it was applied", m.version)))
-            }
-            Some((false, _)) => return Err(StoreError::Other(format!("migration {} is partially applied", m.version))),
-            None => {}
-        }
+    crate::migrations::carry_over_sqlite(conn)?;
+    let ledger = conn
+        .prepare("SELECT version, success, checksum FROM _sqlx_migrations")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(fail)?;
+    for m in crate::migrations::pending(crate::migrations::SQLITE_STEPS, &ledger, version)? {
         let started = std::time::Instant::now();
         conn.execute_batch("BEGIN IMMEDIATE").map_err(fail)?;
-        let result = conn.execute_batch(&m.sql).and_then(|()| {
+        let result = conn.execute_batch(m.sql).and_then(|()| {
             conn.execute(
                 "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
                  VALUES (?1, ?2, TRUE, ?3, ?4)",
                 rusqlite::params![
                     m.version,
-                    m.description.as_ref(),
-                    m.checksum.as_ref(),
+                    m.description,
+                    m.checksum(),
                     i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX)
                 ],
             )

@@ -21,6 +21,8 @@ use std::task::{Context, Poll, Waker};
 #[derive(Debug, Clone)]
 pub struct SqliteEngine {
     inner: Arc<engine::Engine>,
+    /// DPoP proofs' single-use values, in memory ([`crate::replay::InMemory`]).
+    proofs: Arc<crate::replay::InMemory>,
 }
 
 /// The SQLite store.
@@ -43,10 +45,11 @@ impl Db<SqliteEngine> {
     /// Opens (creating if needed) the database at `url` (`sqlite://path`), migrates it and starts its writer.
     pub async fn open(url: &str) -> StoreResult<Self> {
         let path = path_of(url)?;
+        let proofs = crate::replay::InMemory::of(&path);
         let inner = tokio::task::spawn_blocking(move || engine::Engine::open(&path))
             .await
             .map_err(|e| StoreError::Other(format!("opening SQLite: {e}")))??;
-        Ok(Db::new(SqliteEngine { inner }))
+        Ok(Db::new(SqliteEngine { inner, proofs }))
     }
 }
 
@@ -220,6 +223,30 @@ impl Engine for SqliteEngine {
         data: S,
     ) -> StoreResult<R> {
         self.inner.write(durability, move |conn| ready_now(unit(&mut SqliteTx { conn }, &data))).await
+    }
+
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        now: latchkey_core::time::UnixTime,
+    ) -> StoreResult<latchkey_core::dpop::Recorded> {
+        static LEASE: Sql = Sql::new("SELECT until FROM proof_lease");
+        static EXTEND: Sql = Sql::new(
+            "INSERT INTO proof_lease (one, until) VALUES (1, $1) ON CONFLICT (one) DO UPDATE SET until = excluded.until",
+        );
+        if self.proofs.starting() {
+            let earlier = self.one(&LEASE, vec![], |r| r.int("until")).await?;
+            self.proofs.start(earlier, now);
+        }
+        // The lease covers every value before it is accepted, durably: a crash or power cut after the answer leaves
+        // it behind. Extended a minute ahead, it is written about once a minute.
+        let longest = values.iter().map(|(_, expires_at)| expires_at.0).max().unwrap_or(now.0);
+        if longest > self.proofs.lease() {
+            let until = longest + crate::replay::LEASE_AHEAD;
+            self.exec(Durability::Durable, &EXTEND, crate::sql::args![until]).await?;
+            self.proofs.extend(until);
+        }
+        Ok(self.proofs.record(values, now))
     }
 
     async fn ping(&self) -> StoreResult<()> {

@@ -7,8 +7,8 @@ use latchkey_store::postgres::PgStore;
 use latchkey_store::prelude::*;
 use latchkey_store::test_database::{TestDatabase, Trial, Unreachable};
 use latchkey_store::{GrantLimits, PoolSettings, StoreError};
-use sqlx::PgPool;
 use std::time::{Duration, Instant};
+use tokio_postgres::Client;
 
 /// Every test here, named `postgres::<test>`.
 pub fn tests() -> Vec<Trial> {
@@ -26,9 +26,9 @@ pub fn tests() -> Vec<Trial> {
     )
 }
 
-/// A connection pool of the test's own on `db`.
-async fn pool(db: &TestDatabase) -> PgPool {
-    PgPool::connect(&db.url).await.expect("connect")
+/// A connection of the test's own to `db`.
+async fn pool(db: &TestDatabase) -> Client {
+    latchkey_store::postgres::connect_one(&db.url).await.expect("connect")
 }
 
 async fn reopening_a_database_keeps_its_data_and_migrates_once() -> Result<(), Unreachable> {
@@ -86,13 +86,15 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
     let (client_id, user_id) = fixture(&store).await;
     let pool = pool(&db).await;
     let counted = || async {
-        sqlx::query_as::<_, (i64, i64)>(
-            "SELECT (SELECT COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts), \
-             (SELECT count(*) FROM grants WHERE revoked_at IS NULL)",
-        )
-        .fetch_one(&pool)
-        .await
-        .expect("count")
+        let row = pool
+            .query_one(
+                "SELECT (SELECT COALESCE(SUM(unrevoked), 0)::BIGINT FROM grant_counts), \
+                 (SELECT count(*) FROM grants WHERE revoked_at IS NULL)",
+                &[],
+            )
+            .await
+            .expect("count");
+        (row.get::<_, i64>(0), row.get::<_, i64>(1))
     };
     let limits = GrantLimits { per_client_user: 3, per_user: 100 };
     let mut grants = Vec::new();
@@ -119,9 +121,9 @@ async fn grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id() 
     let old = issue(&store, &client_id, &user_id, GrantLimits::default()).await;
     let new = issue(&store, &client_id, &user_id, GrantLimits::default()).await;
     // Migration 0101 marks the grants that exist when it runs; mark one the same way.
-    sqlx::query("UPDATE grants SET legacy_refresh = TRUE WHERE id = $1")
-        .bind(&old.id.0[..])
-        .execute(&pool(&db).await)
+    pool(&db)
+        .await
+        .execute("UPDATE grants SET legacy_refresh = TRUE WHERE id = $1", &[&&old.id.0[..]])
         .await
         .expect("mark legacy");
     let found = store.legacy_grant_by_refresh(&old.refresh_hash).await.expect("get").expect("found by hash");
@@ -137,10 +139,7 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() -> 
     let pool = pool(&db).await;
     // Before migration 0103 values were bare SHA-256 hashes, in no order; one expires at 10, one at 100.
     for (key, expires_at) in [([0xff_u8; 32], 10_i64), ([0x01; 32], 100)] {
-        sqlx::query("INSERT INTO replay (key_hash, expires_at) VALUES ($1, $2)")
-            .bind(&key[..])
-            .bind(expires_at)
-            .execute(&pool)
+        pool.execute("INSERT INTO replay (key_hash, expires_at) VALUES ($1, $2)", &[&&key[..], &expires_at])
             .await
             .expect("row");
     }
@@ -148,7 +147,7 @@ async fn single_use_values_of_the_earlier_form_are_purged_when_they_expire() -> 
     assert_eq!(store.record_once(&[(value, UnixTime(10))], UnixTime(0)).await.expect("record"), None);
     assert_eq!(store.purge_expired(UnixTime(50)).await.expect("purge"), 2, "one value of each form");
     assert_eq!(store.purge_expired(UnixTime(100)).await.expect("purge"), 1);
-    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM replay").fetch_one(&pool).await.expect("count");
+    let left: i64 = pool.query_one("SELECT count(*) FROM replay", &[]).await.expect("count").get(0);
     assert_eq!(left, 0);
     Ok(())
 }
@@ -158,12 +157,11 @@ async fn a_revocation_and_its_audit_record_commit_together_or_not_at_all() -> Re
     let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
     let own = pool(&db).await;
     let break_audit = async move {
-        sqlx::raw_sql(
+        own.batch_execute(
             "CREATE FUNCTION audit_fails() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
              RAISE EXCEPTION 'injected failure'; END $$; \
              CREATE TRIGGER audit_fails BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_fails();",
         )
-        .execute(&own)
         .await
         .expect("trigger");
     };

@@ -79,7 +79,7 @@ impl Instance {
             .arg(&spec.tls.cert)
             .arg("--tls-key")
             .arg(&spec.tls.key)
-            .env("LATCHKEY_LOG", "info,sqlx=warn")
+            .env("LATCHKEY_LOG", "info")
             .env("LATCHKEY_SECRETS_SYSTEM", SYSTEM_SECRET)
             // Every test's requests come from one loopback address: no rate limit (`tests/spec/rate_limits.rs` tests
             // them).

@@ -57,7 +57,7 @@ impl Served {
         let mut child = Command::new(BIN)
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
-            .env("LATCHKEY_LOG", "debug,sqlx=warn")
+            .env("LATCHKEY_LOG", "debug")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -339,8 +339,18 @@ async fn a_code_exchange_with_another_jti_needs_an_unused_nonce_of_this_server()
     let (code, pkce) = code_for(&server, &app).await;
     let form = exchange_form(&app, &code, &pkce);
     let mac = server.running.state.keys.get().mac_signer().id;
-    let foreign = issue_nonce(&MacKey::new(mac, b"not the key of this server"), UnixTime(now() + 300), &OsRandom);
-    let expired = issue_nonce(server.running.state.keys.get().mac_signer(), UnixTime(now() - 1), &OsRandom);
+    let foreign = issue_nonce(
+        &MacKey::new(mac, b"not the key of this server"),
+        UnixTime(now() - 400),
+        UnixTime(now() + 300),
+        &OsRandom,
+    );
+    let expired = issue_nonce(
+        server.running.state.keys.get().mac_signer(),
+        UnixTime(now() - 400),
+        UnixTime(now() - 1),
+        &OsRandom,
+    );
     for (nonce, what) in [(foreign.as_str(), "a nonce MAC'd by another key"), (expired.as_str(), "an expired nonce")] {
         let a = post(&server, &form, &[&key.proof(&claims(&server, &fresh_jti(), Some(nonce)))]).await;
         a.assert_refused("use_dpop_nonce", what);

@@ -76,7 +76,7 @@ async fn channels(state: &AppState, headers: &HeaderMap, query: Option<&str>) ->
                     "managedByMe=true needs onBehalfOfContentOwner, the content owner whose channels to list.".into(),
                 ))
             }
-            (None, _, Bearer::User(g)) => state.store.channel_of(&g.grant.user_id).await?.into_iter().collect(),
+            (None, _, Bearer::User(_, channel)) => channel.clone().into_iter().collect(),
             (None, _, Bearer::ServiceAccount(_)) => return Err(ApiError::bad_request(
                 "missingRequiredParameter",
                 "A service account has no channel of its own: send onBehalfOfContentOwner with managedByMe=true or id."
@@ -143,7 +143,7 @@ pub fn parse_query(pairs: &extract::Pairs) -> Result<ChannelsQuery<'_>, ApiError
 async fn owner_channels(state: &AppState, found: &Bearer, owner: &str) -> Result<Vec<Channel>, ApiError> {
     let allowed = match found {
         Bearer::ServiceAccount(key) => state.store.may_act_for(&key.account_id, owner).await?,
-        Bearer::User(_) => false,
+        Bearer::User(..) => false,
     };
     if !allowed {
         let shown: String = owner.chars().take(64).collect();

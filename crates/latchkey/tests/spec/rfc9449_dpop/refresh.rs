@@ -40,9 +40,18 @@ async fn a_bound_refresh_with_a_forged_nonce_gets_use_dpop_nonce() {
     let mut b = Bound::new().await;
     let keys = b.server.running.state.keys.get();
     let signer = keys.mac_signer();
-    let foreign = issue_nonce(&MacKey::new(signer.id, b"not the key of this server"), UnixTime(now() + 300), &OsRandom);
-    let unknown_key_id =
-        issue_nonce(&MacKey::new(signer.id.wrapping_add(1000), b"x"), UnixTime(now() + 300), &OsRandom);
+    let foreign = issue_nonce(
+        &MacKey::new(signer.id, b"not the key of this server"),
+        UnixTime(now() - 400),
+        UnixTime(now() + 300),
+        &OsRandom,
+    );
+    let unknown_key_id = issue_nonce(
+        &MacKey::new(signer.id.wrapping_add(1000), b"x"),
+        UnixTime(now() - 400),
+        UnixTime(now() + 300),
+        &OsRandom,
+    );
     let mut tampered = URL_SAFE_NO_PAD.decode(&b.nonce).expect("base64url nonce");
     let last = tampered.len() - 1;
     tampered[last] ^= 1;
@@ -65,7 +74,12 @@ async fn a_bound_refresh_with_a_forged_nonce_gets_use_dpop_nonce() {
 #[tokio::test]
 async fn a_bound_refresh_with_an_expired_nonce_gets_use_dpop_nonce() {
     let b = Bound::new().await;
-    let expired = issue_nonce(b.server.running.state.keys.get().mac_signer(), UnixTime(now() - 1), &OsRandom);
+    let expired = issue_nonce(
+        b.server.running.state.keys.get().mac_signer(),
+        UnixTime(now() - 400),
+        UnixTime(now() - 1),
+        &OsRandom,
+    );
     let a = b.refresh(&[&b.key.proof(&claims(&b.server, &fresh_jti(), Some(&expired)))]).await;
     a.assert_refused("use_dpop_nonce", "a genuine nonce past its expiry");
     let ok = b.refresh(&[&b.key.proof(&claims(&b.server, &fresh_jti(), Some(&a.nonce())))]).await;

@@ -1,0 +1,83 @@
+//! DPoP proofs' single-use values on PostgreSQL ([`crate::Replay::record_proof`]): the unlogged `proof_replay`,
+//! whose loss is noticed by its companion `proof_replay_floor` being empty (migration 0125). A recording is one
+//! statement, without a transaction: both values and the moment the records are complete from, in one round trip.
+
+use super::{PgEngine, Row};
+use crate::sql::{Sql, Value};
+use crate::{StoreError, StoreResult};
+use latchkey_core::dpop::Recorded;
+use latchkey_core::time::UnixTime;
+
+/// Records up to two values (a proof's `jti`, then its nonce; `NULL`s for no second one), none when one is
+/// recorded and live. A value whose record expired is taken over. Answers the index of the first value recorded
+/// and live, and the floor (`NULL` when the records were lost). Two recordings of one value at the same moment:
+/// the second waits for the first (`ON CONFLICT`) and finds it live; only then may its other value stay recorded.
+static RECORD: Sql = Sql::new(
+    "WITH v(i, k, e) AS (VALUES (0, $1::BYTEA, $2::BIGINT), (1, $3::BYTEA, $4::BIGINT)), \
+     live AS (SELECT min(v.i) AS i FROM v JOIN proof_replay r ON r.key_hash = v.k AND r.expires_at > $5), \
+     ins AS (INSERT INTO proof_replay (key_hash, expires_at) SELECT k, e FROM v \
+       WHERE k IS NOT NULL AND (SELECT i FROM live) IS NULL \
+       ON CONFLICT (key_hash) DO UPDATE SET expires_at = excluded.expires_at WHERE proof_replay.expires_at <= $5 \
+       RETURNING key_hash) \
+     SELECT COALESCE((SELECT i FROM live), \
+       (SELECT min(i) FROM v WHERE k IS NOT NULL AND k NOT IN (SELECT key_hash FROM ins)))::BIGINT AS replayed, \
+       (SELECT complete_since FROM proof_replay_floor) AS complete_since",
+);
+
+/// Sets the floor when it is missing, and reads it (another instance may have set it a moment before).
+static FLOOR: Sql = Sql::new(
+    "WITH set AS (INSERT INTO proof_replay_floor (complete_since) VALUES ($1) ON CONFLICT (one) DO NOTHING \
+       RETURNING complete_since) \
+     SELECT complete_since FROM set UNION ALL SELECT complete_since FROM proof_replay_floor LIMIT 1",
+);
+
+/// Deletes the expired values.
+static PURGE: Sql = Sql::new("DELETE FROM proof_replay WHERE expires_at <= $1");
+
+fn int(row: Option<&Row>, col: &str) -> StoreResult<Option<i64>> {
+    row.map(|r| r.try_get::<_, Option<i64>>(col)).transpose().map(Option::flatten).map_err(super::errors::map_err)
+}
+
+impl PgEngine {
+    /// See [`crate::Replay::record_proof`].
+    pub(super) async fn record_proof_values(
+        &self,
+        values: &[(Vec<u8>, UnixTime)],
+        now: UnixTime,
+    ) -> StoreResult<Recorded> {
+        let [first, rest @ ..] = values else { return Err(StoreError::Other("no value to record".into())) };
+        let second = rest.first();
+        let rows = self
+            .rows(
+                &RECORD,
+                &[
+                    Value::from(&first.0[..]),
+                    Value::from(first.1),
+                    Value::from(second.map(|s| &s.0[..])),
+                    Value::from(second.map(|s| s.1)),
+                    Value::from(now),
+                ],
+            )
+            .await?;
+        let replayed = int(rows.first(), "replayed")?.and_then(|i| usize::try_from(i).ok());
+        let mut floor = int(rows.first(), "complete_since")?;
+        // The records were lost (or never kept, on a new database): they are complete from now on. A statement
+        // that found the floor set by another instance's at the same moment reads it again.
+        for _ in 0..3 {
+            if floor.is_some() {
+                break;
+            }
+            tracing::warn!("DPoP replay records were lost (a database restart or failover): proofs and nonces from before now are refused");
+            floor = int(self.rows(&FLOOR, &[Value::from(now)]).await?.first(), "complete_since")?;
+        }
+        let since = floor.ok_or_else(|| StoreError::Unavailable("the DPoP replay floor could not be set".into()))?;
+        Ok(Recorded { replayed, complete_since: UnixTime(since) })
+    }
+
+    /// Deletes the expired values; how many.
+    pub(super) async fn purge_proof_values(&self, now: UnixTime) -> StoreResult<u64> {
+        let conn = self.connection().await?;
+        let result = super::execute(&conn, &PURGE, &[Value::from(now)]).await;
+        Self::settle(conn, result)
+    }
+}
