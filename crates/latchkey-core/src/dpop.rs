@@ -393,7 +393,8 @@ pub fn issue_nonce(key: &MacKey, issued_at: UnixTime, expires_at: UnixTime, rand
     URL_SAFE_NO_PAD.encode(body)
 }
 
-/// What recording a proof's single-use values found ([`crate::flow::Ports::record_proof`]).
+/// What recording a proof's single-use values found ([`crate::flow::Ports::record_proof`]). Nothing was recorded
+/// when a value was already, or when [`Admission::check`] refuses the proof at `complete_since`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recorded {
     /// The index of the first value already recorded and not expired, if one was.
@@ -402,6 +403,40 @@ pub struct Recorded {
     /// are kept off the durable path, so a restart of the process (SQLite) or of the database (PostgreSQL) loses
     /// those before it; the store then names the moment it noticed.
     pub complete_since: UnixTime,
+}
+
+/// What a proof shows of when it was made, against the moment from which the records of used proofs are complete
+/// ([`Recorded::complete_since`]): see `flow::proof` for why these rules make every proof used before that moment
+/// refused after it. The store records a proof's values only when its moment admits the proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// The proof's `iat`.
+    pub iat: UnixTime,
+    /// When the nonce it carries was issued, if it carries one.
+    pub nonce_issued_at: Option<UnixTime>,
+    /// How far in the future an `iat` is accepted (the window's allowance).
+    pub max_future: i64,
+}
+
+/// Why a proof is not admitted after a loss of the records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unadmitted {
+    /// Its nonce was issued at or before the records' moment.
+    OldNonce,
+    /// Its `iat` is at or before the moment plus the future allowance, and it carries no nonce issued after it.
+    NonceNeeded,
+}
+
+impl Admission {
+    /// Whether records complete since `complete_since` admit the proof.
+    pub fn check(&self, complete_since: UnixTime) -> Result<(), Unadmitted> {
+        match self.nonce_issued_at {
+            Some(issued) if issued <= complete_since => Err(Unadmitted::OldNonce),
+            Some(_) => Ok(()),
+            None if self.iat <= complete_since.plus(self.max_future) => Err(Unadmitted::NonceNeeded),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A nonce's body: key id, expiry, time of issue, 12 random bytes.

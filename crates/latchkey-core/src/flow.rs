@@ -127,10 +127,12 @@ pub trait Ports: Sync {
     /// index of the first that was not (nothing is recorded then).
     async fn record_once(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Result<Option<usize>, Self::Error>;
     /// Records a DPoP proof's single-use values (its `jti`, its nonce), each until its expiry, off the durable
-    /// write path: all, or none when one was already ([`crate::dpop::Recorded`]).
+    /// write path: all, or none when one was already or `admission` refuses the proof at the moment the records
+    /// are complete from ([`crate::dpop::Recorded`]).
     async fn record_proof(
         &self,
         values: &[(Vec<u8>, UnixTime)],
+        admission: &crate::dpop::Admission,
         now: UnixTime,
     ) -> Result<crate::dpop::Recorded, Self::Error>;
     /// A service account's key by its id (an assertion's `kid`), with its account.

@@ -129,8 +129,11 @@ pub(crate) trait Engine: Send + Sync + 'static {
     fn record_proof(
         &self,
         values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        admission: &latchkey_core::dpop::Admission,
         now: latchkey_core::time::UnixTime,
     ) -> impl Future<Output = StoreResult<latchkey_core::dpop::Recorded>> + Send;
+    /// The moment DPoP proofs' records are complete from, as the engine last found it.
+    fn proofs_complete_since(&self) -> Option<latchkey_core::time::UnixTime>;
     /// Deletes the expired DPoP proof values the engine keeps in the database; how many (none where it keeps
     /// them in memory, which drops them as it goes).
     fn purge_proofs(&self, _now: latchkey_core::time::UnixTime) -> impl Future<Output = StoreResult<u64>> + Send {

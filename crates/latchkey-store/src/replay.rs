@@ -13,7 +13,7 @@ use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::sql::{args, Sql};
 use crate::{StoreError, StoreResult};
 use async_trait::async_trait;
-use latchkey_core::dpop::Recorded;
+use latchkey_core::dpop::{Admission, Recorded};
 use latchkey_core::time::UnixTime;
 
 /// Single-use values.
@@ -30,7 +30,17 @@ pub trait Replay: Send + Sync {
     /// the first value already recorded, and from when the records are complete: a restart of the process
     /// (SQLite) or of the database, or a failover (PostgreSQL), loses them, and the store names the moment it
     /// noticed (`latchkey_core::flow::proof` refuses what may have been used before it).
-    async fn record_proof(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Recorded>;
+    /// Nothing is recorded either when `admission` refuses the proof at the moment the records are complete from.
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, UnixTime)],
+        admission: &Admission,
+        now: UnixTime,
+    ) -> StoreResult<Recorded>;
+
+    /// The moment proofs' records are complete from, as the last recording found it (`None` before one): a nonce
+    /// issued now must say a later time to be accepted.
+    fn proofs_complete_since(&self) -> Option<UnixTime>;
 }
 
 /// A row whose value expired may be taken over; a live one is a replay.
@@ -80,9 +90,18 @@ impl<E: Engine> Replay for Db<E> {
         self.engine.unit(Durability::Ephemeral, record, (values.to_vec(), now)).await
     }
 
-    async fn record_proof(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> StoreResult<Recorded> {
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, UnixTime)],
+        admission: &Admission,
+        now: UnixTime,
+    ) -> StoreResult<Recorded> {
         check(values)?;
-        self.engine.record_proof(values, now).await
+        self.engine.record_proof(values, admission, now).await
+    }
+
+    fn proofs_complete_since(&self) -> Option<UnixTime> {
+        self.engine.inner.proofs_complete_since()
     }
 }
 
@@ -129,6 +148,11 @@ impl InMemory {
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The moment the records are complete from, once the process recorded.
+    pub(crate) fn complete_since(&self) -> Option<UnixTime> {
+        self.memory().complete_since
+    }
+
     /// Whether the process recorded nothing yet (the earlier process's lease is still to be read).
     pub(crate) fn starting(&self) -> bool {
         self.memory().complete_since.is_none()
@@ -157,9 +181,12 @@ impl InMemory {
     }
 
     /// Records each value not recorded and unexpired; see [`Replay::record_proof`].
-    pub(crate) fn record(&self, values: &[(Vec<u8>, UnixTime)], now: UnixTime) -> Recorded {
+    pub(crate) fn record(&self, values: &[(Vec<u8>, UnixTime)], admission: &Admission, now: UnixTime) -> Recorded {
         let mut memory = self.memory();
         let since = *memory.complete_since.get_or_insert(now);
+        if admission.check(since).is_err() {
+            return Recorded { replayed: None, complete_since: since };
+        }
         if now.0 >= memory.next_purge {
             memory.values.retain(|_, expires_at| *expires_at > now.0);
             memory.next_purge = now.0 + PURGE_EVERY;

@@ -83,6 +83,15 @@ impl fmt::Display for Unreachable {
 
 impl std::error::Error for Unreachable {}
 
+impl Unreachable {
+    /// Why a test cannot run when what it lacks is not this server: PostgreSQL's own tools, say, for a test that makes
+    /// servers of its own. Reported as ignored like the rest; a test decides itself whether `CI=true` ([`required`])
+    /// makes it a failure instead.
+    pub fn new(why: impl Into<String>) -> Self {
+        Self(why.into())
+    }
+}
+
 /// A fresh schema or database, dropped when this goes.
 #[derive(Debug)]
 pub struct TestDatabase {

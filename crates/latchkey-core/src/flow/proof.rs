@@ -16,10 +16,13 @@
 //!   then. Clients answer `use_dpop_nonce` by sending a new proof with the nonce (RFC 9449 §8), so honest
 //!   clients see one extra round trip, only within seconds of the loss.
 //!
-//! Every proof and nonce used before the loss is therefore refused after it, whatever its `iat`.
+//! Every proof and nonce used before the loss is therefore refused after it, whatever its `iat`. The rule is
+//! [`dpop::Admission`]; the store applies it to the moment it reads, in the same step as the recording, so that
+//! a proof refused by it uses up neither its `jti` nor its nonce (a client sends the same code-hash `jti` again
+//! with the nonce).
 
 use super::{Ports, Settings};
-use crate::dpop::{self, Nonce, NonceError, Proof};
+use crate::dpop::{self, Nonce, NonceError, Proof, Unadmitted};
 use crate::time::UnixTime;
 use crate::{ErrorCode, OAuthError};
 
@@ -80,21 +83,25 @@ pub async fn use_once<P: Ports>(ports: &P, proof: &Proof, rule: NonceRule, now: 
     if let (Some(n), Some(checked)) = (&proof.nonce, nonce) {
         values.push((dpop::nonce_replay_key(n, checked.expires_at), checked.expires_at));
     }
-    let recorded = ports.record_proof(&values, now).await?;
+    let admission =
+        dpop::Admission { iat: proof.iat, nonce_issued_at: nonce.map(|n| n.issued_at), max_future: window.max_future };
+    let recorded = ports.record_proof(&values, &admission, now).await?;
+    match admission.check(recorded.complete_since) {
+        Ok(()) => {}
+        Err(Unadmitted::OldNonce) => {
+            return Err(
+                use_dpop_nonce("The DPoP nonce is older than the server's records: use the new DPoP-Nonce.").into()
+            )
+        }
+        Err(Unadmitted::NonceNeeded) => {
+            return Err(use_dpop_nonce("A DPoP nonce is required: use the DPoP-Nonce header.").into())
+        }
+    }
     match recorded.replayed {
-        None => {}
-        Some(0) => return Err(invalid_dpop_proof("The DPoP proof's jti was used before.").into()),
-        Some(_) => return Err(use_dpop_nonce("The DPoP nonce was used before: use the new DPoP-Nonce.").into()),
+        None => Ok(()),
+        Some(0) => Err(invalid_dpop_proof("The DPoP proof's jti was used before.").into()),
+        Some(_) => Err(use_dpop_nonce("The DPoP nonce was used before: use the new DPoP-Nonce.").into()),
     }
-    let since = recorded.complete_since;
-    let nonce_after = nonce.map(|n| n.issued_at > since);
-    if nonce_after == Some(false) {
-        return Err(use_dpop_nonce("The DPoP nonce is older than the server's records: use the new DPoP-Nonce.").into());
-    }
-    if proof.iat <= since.plus(window.max_future) && nonce_after.is_none() {
-        return Err(use_dpop_nonce("A DPoP nonce is required: use the DPoP-Nonce header.").into());
-    }
-    Ok(())
 }
 
 /// `invalid_dpop_proof`.

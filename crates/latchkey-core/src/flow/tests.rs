@@ -172,10 +172,16 @@ impl Ports for Memory {
     async fn revoke_reused(&self, id: &GrantId, now: UnixTime) -> Result<bool, OAuthError> {
         self.revoke_grant(id, now).await
     }
-    async fn record_proof(&self, values: &[(Vec<u8>, UnixTime)], _: UnixTime) -> Result<dpop::Recorded, OAuthError> {
+    async fn record_proof(
+        &self,
+        values: &[(Vec<u8>, UnixTime)],
+        admission: &dpop::Admission,
+        _: UnixTime,
+    ) -> Result<dpop::Recorded, OAuthError> {
         let mut recorded = self.recorded.lock().unwrap();
         let replayed = values.iter().position(|(v, _)| recorded.contains(v));
-        if replayed.is_none() {
+        let since = *self.complete_since.lock().unwrap();
+        if replayed.is_none() && admission.check(since).is_ok() {
             recorded.extend(values.iter().map(|(v, _)| v.clone()));
         }
         Ok(dpop::Recorded { replayed, complete_since: *self.complete_since.lock().unwrap() })
@@ -375,7 +381,8 @@ fn after_the_records_were_lost_a_proof_or_nonce_from_before_is_refused_and_a_new
     unanchored.iat = NOW.plus(5);
     assert_eq!(refused(&unanchored).code, ErrorCode::UseDpopNonce);
     let new_nonce = issue_nonce(&ports.keys[0], NOW.plus(1), NOW.plus(300), &ports.random);
-    block_on(proof::use_once(&ports, &proof("j3", Some(new_nonce)), NonceRule::IfPresent, NOW.plus(1))).unwrap();
+    // The refused proof's jti was not used up: sent again with a new nonce, it goes through.
+    block_on(proof::use_once(&ports, &proof("j2", Some(new_nonce)), NonceRule::IfPresent, NOW.plus(1))).unwrap();
     let mut later = proof("j4", None);
     later.iat = NOW.plus(6);
     block_on(proof::use_once(&ports, &later, NonceRule::IfPresent, NOW.plus(6))).expect("made after the loss");

@@ -189,9 +189,10 @@ impl Ports for StorePorts<'_> {
     async fn record_proof(
         &self,
         values: &[(Vec<u8>, UnixTime)],
+        admission: &latchkey_core::dpop::Admission,
         now: UnixTime,
     ) -> Result<latchkey_core::dpop::Recorded, TokenError> {
-        let recorded = self.state.store.record_proof(values, now).await?;
+        let recorded = self.state.store.record_proof(values, admission, now).await?;
         crate::metrics::REPLAY_RECORDS.inc(if recorded.replayed.is_some() { "replayed" } else { "recorded" });
         Ok(recorded)
     }

@@ -152,9 +152,14 @@ impl<E: Engine> Engine for Measured<E> {
     async fn record_proof(
         &self,
         values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        admission: &latchkey_core::dpop::Admission,
         now: latchkey_core::time::UnixTime,
     ) -> StoreResult<latchkey_core::dpop::Recorded> {
-        self.timed(&self.write, || self.inner.record_proof(values, now)).await
+        self.timed(&self.write, || self.inner.record_proof(values, admission, now)).await
+    }
+
+    fn proofs_complete_since(&self) -> Option<latchkey_core::time::UnixTime> {
+        self.inner.proofs_complete_since()
     }
 
     async fn purge_proofs(&self, now: latchkey_core::time::UnixTime) -> StoreResult<u64> {

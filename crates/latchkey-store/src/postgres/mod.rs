@@ -41,6 +41,8 @@ pub struct PgEngine {
     pool: Pool,
     /// Where the pool connects, for the connections of its own that listening takes.
     target: Arc<connect::Target>,
+    /// The moment DPoP proofs' records are complete from, as the last recording read it ([`proofs`]).
+    floor: Arc<std::sync::Mutex<Option<i64>>>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -70,7 +72,7 @@ impl Db<PgEngine> {
     pub async fn connect(url: &str, pool: PoolSettings) -> StoreResult<Self> {
         let target = Arc::new(connect::target(url, pool.acquire_timeout)?);
         let pool = connect::pool(connect::target(url, pool.acquire_timeout)?, pool)?;
-        let engine = PgEngine { pool, target };
+        let engine = PgEngine { pool, target, floor: Arc::default() };
         drop(engine.connection().await?);
         Ok(Db::new(engine))
     }
@@ -329,9 +331,14 @@ impl Engine for PgEngine {
     async fn record_proof(
         &self,
         values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        admission: &latchkey_core::dpop::Admission,
         now: latchkey_core::time::UnixTime,
     ) -> StoreResult<latchkey_core::dpop::Recorded> {
-        self.record_proof_values(values, now).await
+        self.record_proof_values(values, admission, now).await
+    }
+
+    fn proofs_complete_since(&self) -> Option<latchkey_core::time::UnixTime> {
+        self.floor.lock().unwrap_or_else(std::sync::PoisonError::into_inner).map(latchkey_core::time::UnixTime)
     }
 
     async fn purge_proofs(&self, now: latchkey_core::time::UnixTime) -> StoreResult<u64> {

@@ -228,6 +228,7 @@ impl Engine for SqliteEngine {
     async fn record_proof(
         &self,
         values: &[(Vec<u8>, latchkey_core::time::UnixTime)],
+        admission: &latchkey_core::dpop::Admission,
         now: latchkey_core::time::UnixTime,
     ) -> StoreResult<latchkey_core::dpop::Recorded> {
         static LEASE: Sql = Sql::new("SELECT until FROM proof_lease");
@@ -246,7 +247,11 @@ impl Engine for SqliteEngine {
             self.exec(Durability::Durable, &EXTEND, crate::sql::args![until]).await?;
             self.proofs.extend(until);
         }
-        Ok(self.proofs.record(values, now))
+        Ok(self.proofs.record(values, admission, now))
+    }
+
+    fn proofs_complete_since(&self) -> Option<latchkey_core::time::UnixTime> {
+        self.proofs.complete_since()
     }
 
     async fn ping(&self) -> StoreResult<()> {

@@ -10,6 +10,9 @@
 //! - database faults ([`faults`]) and SIGKILL under load ([`crash`], PostgreSQL and SQLite);
 //! - security events ([`events`]): delivered once by two instances sharing the outbox, and none lost across a
 //!   SIGKILL and a receiver down for a while;
+//! - PostgreSQL failover ([`failover`]): under load on two instances, the primary of a synchronous pair made here
+//!   ([`cluster`]) is SIGKILLed and its standby promoted; 503s with `Retry-After` meanwhile, then service again
+//!   with no restart, nothing acknowledged lost, and DPoP proofs and codes used before still refused;
 //! - service accounts ([`service_accounts`]): an assertion single use across instances, a disabled key's token
 //!   refused everywhere;
 //! - the device grant ([`device`]): a device code allowed through one instance gives tokens once when both are polled
@@ -26,9 +29,11 @@ mod set_receiver;
 #[path = "../spec/support.rs"]
 mod support;
 
+mod cluster;
 mod crash;
 mod device;
 mod events;
+mod failover;
 mod faults;
 mod instance;
 mod measure;
@@ -67,6 +72,7 @@ fn main() -> ExitCode {
         crash::on_sqlite_an_instance_killed_under_load_and_restarted_loses_no_token_it_sent_nor_a_revocation_it_acknowledged,
         faults::while_postgresql_is_unreachable_requests_fail_fast_with_503_and_service_resumes_without_a_restart,
         faults::a_database_refusing_connections_or_dropped_is_an_outage_answered_503_until_it_is_back,
+        failover::a_postgresql_failover_under_load_loses_nothing_acknowledged_and_what_was_used_once_stays_used,
         events::on_two_instances_sharing_postgresql_every_event_is_delivered_once,
         events::an_instance_killed_and_a_receiver_down_lose_no_event,
         service_accounts::an_assertion_is_single_use_across_instances_and_a_disabled_key_stops_tokens_everywhere,
