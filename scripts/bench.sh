@@ -12,9 +12,20 @@
 # (`latchkey-bench es256`: the signature alone and a proof's every stateless check), the ceiling of DPoP; and
 # every workload against `latchkey-bench trivial-server` (latchkey's HTTPS listener, fixed answers), the ceiling
 # of the load generator with TLS and HTTP.
-# PostgreSQL (--backend postgres) uses LATCHKEY_BENCH_DATABASE_URL (default the local server's `test` database's
-# host) with a fresh database per run; it is not pinned, so it shares both cores. The server logs at its default
-# level (info, one line per request) to a file, as in production; set LATCHKEY_LOG to change it.
+# PostgreSQL (--backend postgres): the bench starts a cluster of its own for its whole length (initdb into a
+# temporary directory as the `postgres` OS user, binaries from LATCHKEY_BENCH_PG_BIN, default
+# /usr/lib/postgresql/15/bin; default settings but for listening on 127.0.0.1 at a free port, its socket in that
+# directory), started under `taskset -c 0` so that the postmaster and every backend it forks share the server's core;
+# it is stopped and removed at exit. LATCHKEY_BENCH_DATABASE_URL (postgres://user@host:port, no database) uses an
+# external server instead, which is not pinned (it shares both cores) and whose CPU is not measured. Either way each
+# run has a fresh database, which latchkey reaches through `latchkey-bench pg-proxy` (pinned to core 1, beside the
+# load generator): it forwards every byte and counts the round trips on the wire, BEGIN, COMMIT and the connection
+# pool's pings included (latchkey's URL to it says sslmode=disable: an encrypted connection cannot be counted). The
+# load generator's own setup and seeding connect directly. In each latchkey workload the load generator reads, at
+# both ends of the measured window, the proxy's totals (--round-trips-from) and, on the bench's own cluster, the CPU
+# time of the postmaster and of every process under it (--database-pid): round trips and database CPU per request,
+# beside latchkey's CPU. The server logs at its default level (info, one line per request) to a file, as in
+# production; set LATCHKEY_LOG to change it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,17 +43,18 @@ done
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 0, load generator on core 1)" >&2; exit 1; }
 
 cargo build --release --locked -p latchkey -p latchkey-bench
-bin=$(pwd)/target/release/latchkey
-bench=$(pwd)/target/release/latchkey-bench
+release=$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)
+bin=$release/latchkey
+bench=$release/latchkey-bench
 out=target/bench/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
-pg_base=${LATCHKEY_BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432}
+pg_bin=${LATCHKEY_BENCH_PG_BIN:-/usr/lib/postgresql/15/bin}
 # The refresh-token limits out of the way; the rate limits on (their cost is measured) at rates no run reaches; the
 # sign-in throttle (which counts sign-ins in flight, so a burst of 32 at once from one address would meet it) too.
 limits=(LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER=1000000 LATCHKEY_REFRESH_TOKENS_PER_USER=1000000
   LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS=1000000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT=1000000000
   LATCHKEY_LOGIN_MAX_FAILURES=1000000 LATCHKEY_LOGIN_ACCOUNT_MAX_FAILURES=1000000)
-server_pid=
+server_pid= proxy_pid= pg_dir=
 
 stop_server() {
   if [ -n "$server_pid" ]; then
@@ -51,7 +63,25 @@ stop_server() {
     server_pid=
   fi
 }
-trap stop_server EXIT
+cleanup() {
+  stop_server
+  if [ -n "$proxy_pid" ]; then
+    kill -TERM "$proxy_pid" 2>/dev/null || true
+    wait "$proxy_pid" 2>/dev/null || true
+  fi
+  if [ -n "$pg_dir" ]; then
+    as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$pg_dir"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Runs a command as the `postgres` OS user (initdb refuses root) in the cluster's directory (its own to read).
+as_postgres() { (cd "$pg_dir" && runuser -u postgres -- "$@"); }
+# A TCP port free on 127.0.0.1 at the time of asking.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # Waits until something answers HTTPS on 127.0.0.1:$1.
 wait_for() {
@@ -63,13 +93,51 @@ wait_for() {
   return 1
 }
 
+# PostgreSQL: the bench's own cluster pinned to core 0 (or the external server), and the counting proxy on core 1.
+# pg_base is the server's URL, proxy_base the proxy's.
+db_meters=()
+if [ "$backend" = postgres ]; then
+  if [ -n "${LATCHKEY_BENCH_DATABASE_URL:-}" ]; then
+    pg_base=$LATCHKEY_BENCH_DATABASE_URL
+  else
+    pg_dir=$(mktemp -d)
+    chown postgres: "$pg_dir"
+    pg_port=$(free_port)
+    as_postgres "$pg_bin/initdb" -D "$pg_dir/data" --auth=trust -U postgres >"$pg_dir/initdb.log"
+    (cd "$pg_dir" && taskset -c 0 runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w \
+      -o "-c listen_addresses=127.0.0.1 -c port=$pg_port -c unix_socket_directories=$pg_dir" start >/dev/null)
+    pg_base=postgres://postgres@127.0.0.1:$pg_port
+    db_meters=(--database-pid "$(head -1 "$pg_dir/data/postmaster.pid")")
+  fi
+  proxy_port=$(free_port)
+  stats_port=$(free_port)
+  # The server's host:port, and the same URL with the proxy's address instead.
+  read -r pg_upstream proxy_base < <(python3 - "$pg_base" "$proxy_port" <<'PY'
+import sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+host = f"[{u.hostname}]" if ":" in u.hostname else u.hostname
+user = u.netloc.rpartition("@")[0]
+print(f"{host}:{u.port or 5432}", f"{u.scheme}://{user + '@' if user else ''}127.0.0.1:{sys.argv[2]}")
+PY
+  )
+  taskset -c 1 "$bench" pg-proxy --listen "127.0.0.1:$proxy_port" --upstream "$pg_upstream" \
+    --stats "127.0.0.1:$stats_port" >"$out/pg-proxy.log" 2>&1 &
+  proxy_pid=$!
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$stats_port") 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  db_meters+=(--round-trips-from "127.0.0.1:$stats_port")
+fi
+
 for run in $(seq 1 "$runs"); do
   data=$(mktemp -d)
-  db_args=()
+  db_args=() serve_db_args=()
   if [ "$backend" = postgres ]; then
     db="latchkey_bench_$$_$run"
     psql "$pg_base/postgres" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
     db_args=(--database-url "$pg_base/$db")
+    serve_db_args=(--database-url "$proxy_base/$db?sslmode=disable")
   fi
   if [ "$seed" -gt 0 ]; then
     echo "== run $run: seeding $seed grants"
@@ -81,12 +149,12 @@ for run in $(seq 1 "$runs"); do
   echo "== run $run: latchkey ($backend)"
   # Served as localhost, a host name, so that passkeys (the login-passkey workload) work.
   env "${limits[@]}" taskset -c 0 "$bin" serve --listen 127.0.0.1:9443 --public-url https://localhost:9443 --data-dir "$data" \
-    "${db_args[@]}" >"$data/serve.log" 2>&1 &
+    "${serve_db_args[@]}" >"$data/serve.log" 2>&1 &
   server_pid=$!
   wait_for 9443
   for workload in all introspect login login-passkey; do
     taskset -c 1 "$bench" --setup --issuer https://localhost:9443 --data-dir "$data" "${db_args[@]}" \
-      --server-pid "$server_pid" --workload "$workload" --duration "$duration" --json |
+      --server-pid "$server_pid" "${db_meters[@]}" --workload "$workload" --duration "$duration" --json |
       sed "s/^{/{\"server\":\"latchkey\",\"run\":$run,/" | tee -a "$out/results.jsonl"
   done
   # Memory given back: the resident set 3 s after the sign-in burst (hundreds of argon2 hashes) ended.
@@ -131,15 +199,21 @@ fmt = lambda v, d=0: "-" if v is None else f"{v:,.{d}f}"
 ratio = lambda a, b: f"{a / b:.1f}×" if a and b else "-"
 print(f"Medians of {max(r['run'] for r in rows)} runs, latchkey on {backend}" + (f" with {seed:,} seeded grants" if seed else ""))
 print()
-print("| workload | latchkey req/s | p50 ms | p99 ms | max ms | CPU µs/req | RSS peak MB | trivial req/s | trivial CPU µs/req "
-      "| oidc-provider req/s | p99 ms | RSS peak MB | req/s ratio |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+# The database's columns (CPU, round trips counted by pg-proxy) where some latchkey run measured them.
+has = lambda key: any(r.get(key) is not None for r in rows if r["server"] == "latchkey")
+db_cols = [(label, key) for label, key in [("DB CPU µs/req", "database_cpu_us_per_req"),
+                                          ("DB round trips/req", "db_round_trips_per_req")] if has(key)]
+print("| workload | latchkey req/s | p50 ms | p99 ms | max ms | CPU µs/req | "
+      + "".join(f"{label} | " for label, _ in db_cols)
+      + "RSS peak MB | trivial req/s | trivial CPU µs/req | oidc-provider req/s | p99 ms | RSS peak MB | req/s ratio |")
+print("|---|" + "---:|" * (12 + len(db_cols)))
 for w in ["refresh", "refresh-dpop", "exchange", "api", "revoke", "introspect", "login", "login-passkey"]:
     l = lambda k: median("latchkey", w, k)
     t = lambda k: median("trivial", w, k)
     o = lambda k: median("oidc-provider", w, k)
+    db = "".join(f"{fmt(l(key), 2 if key == 'db_round_trips_per_req' else 1)} | " for _, key in db_cols)
     print(f"| {w} | {fmt(l('req_per_s'))} | {fmt(l('p50_ms'), 2)} | {fmt(l('p99_ms'), 2)} | {fmt(l('max_ms'), 1)} "
-          f"| {fmt(l('server_cpu_us_per_req'), 1)} | {fmt(l('server_rss_peak_mb'), 1)} | {fmt(t('req_per_s'))} "
+          f"| {fmt(l('server_cpu_us_per_req'), 1)} | {db}{fmt(l('server_rss_peak_mb'), 1)} | {fmt(t('req_per_s'))} "
           f"| {fmt(t('server_cpu_us_per_req'), 1)} | {fmt(o('req_per_s'))} | {fmt(o('p99_ms'), 2)} "
           f"| {fmt(o('server_rss_peak_mb'), 1)} | {ratio(l('req_per_s'), o('req_per_s'))} |")
 es256, proof = median("es256", "es256-verify", "req_per_s"), median("es256", "dpop-proof-verify", "req_per_s")

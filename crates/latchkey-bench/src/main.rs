@@ -5,12 +5,15 @@
 //! Tokens and codes come from the real endpoints (sign-in and consent pages, `/token`), never from the store.
 //! Whatever a workload needs (a grant, a pool of codes or tokens) is obtained before the warm-up starts, so only
 //! the measured request is timed. With `--target oidc-provider` it drives node-oidc-provider (bench/oidc-provider)
-//! through the same steps, for the side-by-side figures.
+//! through the same steps, for the side-by-side figures. On PostgreSQL, `pg-proxy` between the server and its
+//! database counts the round trips to it (`--round-trips-from`), and `--database-pid` adds the database's CPU time.
 
 mod conn;
 mod es256;
 mod html;
+mod meter;
 mod passkey;
+mod pg_proxy;
 mod report;
 mod seed;
 mod setup;
@@ -22,7 +25,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// latchkey-bench: drives a running server and reports throughput, latency, CPU and memory.
+/// latchkey-bench: drives a running server and reports throughput, latency, CPU and memory (and its database's CPU
+/// and round trips).
 #[derive(Parser)]
 #[command(name = "latchkey-bench", version, about, args_conflicts_with_subcommands = true)]
 #[command(subcommand_negates_reqs = true)]
@@ -44,6 +48,9 @@ enum Command {
     /// latchkey's HTTPS listener with handlers that answer at once (`--target trivial`): the load generator's
     /// and the TLS and HTTP layers' ceiling.
     TrivialServer(trivial::TrivialArgs),
+    /// A TCP proxy in front of PostgreSQL that forwards every byte and counts the round trips made through it
+    /// (`--round-trips-from` reads its totals).
+    PgProxy(pg_proxy::PgProxyArgs),
 }
 
 /// The kind of server driven.
@@ -138,6 +145,14 @@ pub struct BenchArgs {
     /// The server's process id, for its CPU time and memory (/proc/PID/stat and /proc/PID/status).
     #[arg(long)]
     server_pid: Option<u32>,
+    /// The database's postmaster (PostgreSQL), for the database's CPU time: that of the postmaster and of every
+    /// process under it, with the children they reaped.
+    #[arg(long)]
+    database_pid: Option<u32>,
+    /// The `--stats` address of a `latchkey-bench pg-proxy` between the server and its database, for the round
+    /// trips to the database per request.
+    #[arg(long)]
+    round_trips_from: Option<String>,
     /// One JSON object per workload on stdout instead of the table.
     #[arg(long)]
     json: bool,
@@ -165,9 +180,17 @@ async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     }
     let target = Arc::new(setup::target(&args).await?);
     let rss_idle = args.server_pid.and_then(report::rss_kb);
+    let meters = meter::Meters {
+        server_pid: args.server_pid,
+        database_pid: args.database_pid,
+        round_trips_from: args.round_trips_from.clone(),
+    };
+    if let Some(stats) = &meters.round_trips_from {
+        pg_proxy::read_totals(stats).await?;
+    }
     let conns = conn::connect(&target, args.connections).await?;
     for w in workloads {
-        let result = workload::run(w, &conns, &args, rss_idle).await?;
+        let result = workload::run(w, &conns, &args, &meters, rss_idle).await?;
         if args.json {
             println!("{}", result.to_json());
         } else {
@@ -185,6 +208,7 @@ fn main() -> ExitCode {
                 Some(Command::SeedGrants(args)) => seed::run(args).await,
                 Some(Command::Es256(args)) => es256::run(&args),
                 Some(Command::TrivialServer(args)) => trivial::serve(&args).await,
+                Some(Command::PgProxy(args)) => pg_proxy::run(&args).await,
                 None => bench(cli.bench).await,
             }
         })

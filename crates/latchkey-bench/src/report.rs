@@ -1,5 +1,7 @@
-//! What a workload measured: the requests of the window, their latencies, the server's CPU time and memory; as one
-//! JSON object or a table row.
+//! What a workload measured: the requests of the window, their latencies, the server's CPU time and memory, the
+//! database's CPU time and the round trips to it; as one JSON object or a table row.
+
+use crate::meter::Costs;
 
 /// What one connection measured.
 #[derive(Default)]
@@ -24,23 +26,11 @@ pub struct Report {
     retries: u64,
     /// Sorted, microseconds.
     latencies: Vec<u32>,
-    /// (server CPU seconds per request, % of one core).
-    cpu: Option<(f64, f64)>,
+    /// The server's and the database's CPU, and the round trips, per request.
+    costs: Costs,
     /// The server's RSS before the first workload and its peak during this one, in KiB.
     rss_kb: (Option<u64>, Option<u64>),
     pool_exhausted: bool,
-}
-
-/// Clock ticks per second of /proc/PID/stat (USER_HZ, 100 on Linux).
-pub const CLK_TCK: f64 = 100.0;
-
-/// utime + stime of a process, in clock ticks.
-pub fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5); `rest` starts at field 3.
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 /// VmRSS of a process in KiB.
@@ -53,12 +43,12 @@ pub fn rss_kb(pid: u32) -> Option<u64> {
 impl Report {
     /// The figures of the connections' results, counted in the window: from the end of the warm-up (`from`,
     /// microseconds from the start) to the deadline (`to`), or to the moment the first connection ran out of its
-    /// pool. `cpu` is (server CPU seconds per request, % of one core), `rss_kb` (idle, peak).
+    /// pool. `costs` are per request, `rss_kb` is (idle, peak).
     pub fn of(
         workload: String,
         results: &[ConnResult],
         (from, to): (u64, u64),
-        cpu: Option<(f64, f64)>,
+        costs: Costs,
         rss_kb: (Option<u64>, Option<u64>),
     ) -> Self {
         let exhausted = results.iter().filter_map(|r| r.exhausted_at).min();
@@ -75,7 +65,7 @@ impl Report {
             errors: results.iter().map(|r| r.errors.iter().filter(|&&at| in_window(at)).count() as u64).sum(),
             retries: results.iter().map(|r| r.retries).sum(),
             latencies,
-            cpu,
+            costs,
             rss_kb,
             pool_exhausted: exhausted.is_some(),
         }
@@ -110,8 +100,12 @@ impl Report {
             "p90_ms": self.quantile_ms(0.90),
             "p99_ms": self.quantile_ms(0.99),
             "max_ms": self.quantile_ms(1.0),
-            "server_cpu_us_per_req": self.cpu.map(|c| round(c.0 * 1e6, 1)),
-            "server_cpu_pct_of_core": self.cpu.map(|c| round(c.1, 1)),
+            "server_cpu_us_per_req": self.costs.server_cpu.map(|c| round(c.0 * 1e6, 1)),
+            "server_cpu_pct_of_core": self.costs.server_cpu.map(|c| round(c.1, 1)),
+            "database_cpu_us_per_req": self.costs.database_cpu.map(|c| round(c.0 * 1e6, 1)),
+            "database_cpu_pct_of_core": self.costs.database_cpu.map(|c| round(c.1, 1)),
+            "db_round_trips_per_req": self.costs.round_trips.map(|r| round(r.0, 2)),
+            "db_messages_per_req": self.costs.round_trips.map(|r| round(r.1, 2)),
             "server_rss_idle_mb": self.rss_kb.0.map(|k| round(k as f64 / 1024.0, 1)),
             "server_rss_peak_mb": self.rss_kb.1.map(|k| round(k as f64 / 1024.0, 1)),
             "pool_exhausted": self.pool_exhausted,
@@ -124,12 +118,15 @@ impl Report {
         static HEADER: AtomicBool = AtomicBool::new(false);
         if !HEADER.swap(true, Ordering::Relaxed) {
             println!("latchkey-bench against {issuer}, {} connections", self.connections);
-            println!("workload       requests  errors      req/s   p50 ms   p90 ms   p99 ms cpu us/req   cpu %  rss idle  rss peak");
+            println!(
+                "workload       requests  errors      req/s   p50 ms   p90 ms   p99 ms cpu us/req   cpu % \
+                 db cpu us/req  db rt/req  rss idle  rss peak"
+            );
         }
         let opt = |v: Option<f64>, d: usize| v.map_or_else(|| "-".to_owned(), |x| format!("{x:.d$}"));
         let mb = |kb: Option<u64>| kb.map_or_else(|| "-".to_owned(), |k| format!("{:.1} MB", k as f64 / 1024.0));
         println!(
-            "{:<13} {:>9} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>10} {:>7} {:>9} {:>9}{}",
+            "{:<13} {:>9} {:>7} {:>10.0} {:>8.2} {:>8.2} {:>8.2} {:>10} {:>7} {:>13} {:>10} {:>9} {:>9}{}",
             self.workload,
             self.requests,
             self.errors,
@@ -137,8 +134,10 @@ impl Report {
             self.quantile_ms(0.50),
             self.quantile_ms(0.90),
             self.quantile_ms(0.99),
-            opt(self.cpu.map(|c| c.0 * 1e6), 1),
-            opt(self.cpu.map(|c| c.1), 0),
+            opt(self.costs.server_cpu.map(|c| c.0 * 1e6), 1),
+            opt(self.costs.server_cpu.map(|c| c.1), 0),
+            opt(self.costs.database_cpu.map(|c| c.0 * 1e6), 1),
+            opt(self.costs.round_trips.map(|r| r.0), 2),
             mb(self.rss_kb.0),
             mb(self.rss_kb.1),
             if self.pool_exhausted { format!("  (pool ran out after {:.1} s)", self.window_s) } else { String::new() },

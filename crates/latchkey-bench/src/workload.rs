@@ -3,7 +3,8 @@
 
 use crate::conn::{Conn, Grant, Pkce};
 use crate::html::Page;
-use crate::report::{cpu_ticks, rss_kb, ConnResult, Report, CLK_TCK};
+use crate::meter::{Costs, Meters};
+use crate::report::{rss_kb, ConnResult, Report};
 use crate::{BenchArgs, TargetKind, Workload};
 use anyhow::{bail, Context};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,11 +174,13 @@ async fn drain<E: Into<anyhow::Error>>(
     Ok(ok)
 }
 
-/// Prepares every connection, then runs the closed loop through the warm-up and the measured window.
+/// Prepares every connection, then runs the closed loop through the warm-up and the measured window; `meters` are
+/// read at both ends of the window.
 pub async fn run(
     workload: Workload,
     conns: &[Conn],
     args: &BenchArgs,
+    meters: &Meters,
     rss_idle: Option<u64>,
 ) -> anyhow::Result<Report> {
     let mut set = tokio::task::JoinSet::new();
@@ -202,20 +205,21 @@ pub async fn run(
     let pid = args.server_pid;
     let finished = Arc::new(AtomicBool::new(false));
     let done_flag = finished.clone();
-    // Samples the server's RSS every 50 ms, and its CPU time once at the end of the warm-up.
+    // Samples the server's RSS every 50 ms, and the meters (CPU times, round trips) once at the end of the warm-up.
+    let sampler_meters = meters.clone();
     let sampler = tokio::spawn(async move {
         let mut peak = 0u64;
-        let mut cpu_at_window = None;
+        let mut at_window = None;
         while Instant::now() < end && !done_flag.load(Ordering::Relaxed) {
             if let Some(kb) = pid.and_then(rss_kb) {
                 peak = peak.max(kb);
             }
-            if cpu_at_window.is_none() && start.elapsed() >= warmup {
-                cpu_at_window = Some((start.elapsed(), pid.and_then(cpu_ticks)));
+            if at_window.is_none() && start.elapsed() >= warmup {
+                at_window = Some((start.elapsed(), sampler_meters.read().await));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        (peak, cpu_at_window)
+        (peak, at_window)
     });
     let mut set = tokio::task::JoinSet::new();
     for (conn, work) in conns.iter().cloned().zip(works) {
@@ -246,23 +250,23 @@ pub async fn run(
     while let Some(r) = set.join_next().await {
         results.push(r?);
     }
-    let cpu_end = pid.and_then(cpu_ticks);
+    let counters_end = meters.read().await;
     let ended_at = start.elapsed();
     finished.store(true, Ordering::Relaxed);
-    let (rss_peak, cpu_start) = sampler.await?;
-    // CPU is measured from the end of the warm-up to the end of the run (the whole measured window).
-    let cpu = match (cpu_start, cpu_end) {
-        (Some((at, Some(t0))), Some(t1)) => {
-            let secs = (t1.saturating_sub(t0)) as f64 / CLK_TCK;
+    let (rss_peak, at_window) = sampler.await?;
+    // Costs are measured from the end of the warm-up to the end of the run (the whole measured window), over the
+    // requests that succeeded in that time.
+    let costs = match at_window {
+        Some((at, counters_start)) => {
             let wall = ended_at.saturating_sub(at).as_secs_f64();
             let total: u64 =
                 results.iter().map(|r| r.samples.iter().filter(|s| s.0 >= micros(at)).count() as u64).sum();
-            Some((secs / total.max(1) as f64, 100.0 * secs / wall.max(1e-9)))
+            Costs::between(&counters_start, &counters_end, total, wall)
         }
-        _ => None,
+        None => Costs::default(),
     };
     let window = (micros(warmup), micros(warmup + duration));
-    Ok(Report::of(workload.name(), &results, window, cpu, (rss_idle, pid.map(|_| rss_peak))))
+    Ok(Report::of(workload.name(), &results, window, costs, (rss_idle, pid.map(|_| rss_peak))))
 }
 
 /// A duration in microseconds.
