@@ -62,7 +62,15 @@ pub async fn on_two_instances_sharing_postgresql_every_event_is_delivered_once()
     assert_eq!(receiver.types(), alternating(15), "in order");
     let seen = receiver.seen.lock().expect("seen");
     let twice: Vec<_> = seen.arrivals.iter().filter(|(_, n)| **n != 1).collect();
-    assert!(twice.is_empty(), "each event once without faults: {twice:?}");
+    let warnings = |logs: String| {
+        logs.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect::<Vec<_>>().join("\n")
+    };
+    assert!(
+        twice.is_empty(),
+        "each event once without faults: {twice:?}; warnings of A:\n{}\nof B:\n{}",
+        warnings(c.a.logs()),
+        warnings(c.b.logs())
+    );
     assert!(seen.refused.is_empty(), "{:?}", seen.refused);
     drop(seen);
     c.a.assert_healthy();
