@@ -200,3 +200,48 @@ impl InMemory {
         Recorded { replayed, complete_since: since }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::InMemory;
+    use latchkey_core::dpop::{Admission, Unadmitted};
+    use latchkey_core::time::UnixTime;
+
+    const NOW: UnixTime = UnixTime(1_000);
+
+    fn admission(iat: UnixTime, nonce_issued_at: Option<UnixTime>) -> Admission {
+        Admission { iat, nonce_issued_at, max_future: 5 }
+    }
+
+    #[test]
+    fn an_earlier_process_whose_lease_expired_lost_nothing_and_one_whose_lease_runs_did() {
+        let quiet = InMemory::default();
+        quiet.start(Some(NOW.0 - 1), NOW);
+        assert_eq!(quiet.complete_since(), Some(UnixTime(0)), "its values had all expired");
+        let busy = InMemory::default();
+        busy.start(Some(NOW.0 + 30), NOW);
+        assert_eq!(busy.complete_since(), Some(NOW), "values it recorded may still be live");
+        assert_eq!(busy.lease(), NOW.0 + 30, "the lease left behind still covers values");
+        busy.start(None, NOW.plus(60));
+        assert_eq!(busy.complete_since(), Some(NOW), "started once");
+    }
+
+    #[test]
+    fn values_are_recorded_all_or_none_and_not_at_all_for_a_proof_the_floor_refuses() {
+        let records = InMemory::default();
+        records.start(Some(NOW.0 + 30), NOW);
+        let (jti, nonce) = (vec![0xFF, 1], vec![0xFF, 2]);
+        let values = [(jti.clone(), NOW.plus(66)), (nonce.clone(), NOW.plus(300))];
+        // An iat within the future allowance of the floor and no nonce after it: refused, nothing recorded.
+        let early = admission(NOW, None);
+        assert_eq!(early.check(NOW), Err(Unadmitted::NonceNeeded));
+        assert_eq!(records.record(&values, &early, NOW).replayed, None);
+        let anchored = admission(NOW, Some(NOW.plus(1)));
+        assert_eq!(records.record(&values, &anchored, NOW.plus(1)).replayed, None, "the refusal used up nothing");
+        let other_jti = [(vec![0xFF, 3], NOW.plus(66)), (nonce, NOW.plus(300))];
+        assert_eq!(records.record(&other_jti, &anchored, NOW.plus(1)).replayed, Some(1), "the nonce is used");
+        let again = [(vec![0xFF, 3], NOW.plus(66))];
+        assert_eq!(records.record(&again, &anchored, NOW.plus(1)).replayed, None, "a refused set recorded nothing");
+        assert_eq!(records.record(&[(jti, NOW.plus(66))], &anchored, NOW.plus(1)).replayed, Some(0));
+    }
+}

@@ -23,6 +23,7 @@ use std::time::Duration;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// A database URL taken apart: the driver's settings, and how to check the server's certificate.
+#[derive(Clone)]
 pub(crate) struct Target {
     /// The driver's settings.
     pub(crate) config: tokio_postgres::Config,

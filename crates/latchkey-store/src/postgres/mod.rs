@@ -70,8 +70,9 @@ impl Db<PgEngine> {
     /// Connects without migrating: makes the pool's first connection, so that a server that cannot be reached
     /// is reported ([`StoreError::Unavailable`]) at once.
     pub async fn connect(url: &str, pool: PoolSettings) -> StoreResult<Self> {
-        let target = Arc::new(connect::target(url, pool.acquire_timeout)?);
-        let pool = connect::pool(connect::target(url, pool.acquire_timeout)?, pool)?;
+        let target = connect::target(url, pool.acquire_timeout)?;
+        let pool = connect::pool(target.clone(), pool)?;
+        let target = Arc::new(target);
         let engine = PgEngine { pool, target, floor: Arc::default() };
         drop(engine.connection().await?);
         Ok(Db::new(engine))
