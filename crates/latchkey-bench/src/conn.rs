@@ -23,12 +23,14 @@ pub struct Conn {
     pub http: reqwest::Client,
     /// Where it sends requests and as whom.
     pub target: Arc<Target>,
+    /// Its place among the connections, which names its user ([`Target::email`]).
+    pub index: usize,
 }
 
 /// Opens `n` connections and signs each one in.
 pub async fn connect(target: &Arc<Target>, n: usize) -> anyhow::Result<Vec<Conn>> {
     let mut set = tokio::task::JoinSet::new();
-    for _ in 0..n {
+    for index in 0..n {
         let http = reqwest::Client::builder()
             .tls_built_in_root_certs(false)
             .add_root_certificate(reqwest::Certificate::from_pem(&target.ca)?)
@@ -38,7 +40,7 @@ pub async fn connect(target: &Arc<Target>, n: usize) -> anyhow::Result<Vec<Conn>
             .pool_max_idle_per_host(1)
             .user_agent(CHROME_UA)
             .build()?;
-        let conn = Conn { http, target: target.clone() };
+        let conn = Conn { http, target: target.clone(), index };
         set.spawn(async move {
             if conn.target.kind != TargetKind::Trivial {
                 conn.code(&Pkce::new()).await?; // signs in once; the session cookie stays
@@ -125,8 +127,8 @@ impl Conn {
             let fill = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             form.extend::<Vec<_>>(match (page.asks_password(), t.kind) {
                 (true, _) if signed_in => bail!("sign-in refused ({status}): {body}"),
-                (true, TargetKind::Latchkey) => fill(&[("email", &t.email), ("password", &t.password)]),
-                (true, TargetKind::OidcProvider) => fill(&[("login", &t.email), ("password", &t.password)]),
+                (true, TargetKind::Latchkey) => fill(&[("email", t.email(self.index)), ("password", &t.password)]),
+                (true, TargetKind::OidcProvider) => fill(&[("login", t.email(self.index)), ("password", &t.password)]),
                 (false, TargetKind::Latchkey) => fill(&[("scope", t.endpoints.scope), ("decision", "allow")]),
                 (false, TargetKind::OidcProvider) => vec![],
                 (_, TargetKind::Trivial) => bail!("the trivial server has no pages"),

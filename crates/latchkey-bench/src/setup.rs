@@ -21,9 +21,11 @@ pub struct Target {
     pub issuer: String,
     /// The client.
     pub client_id: String,
-    /// The user's e-mail (node-oidc-provider: any login).
-    pub email: String,
-    /// The user's password.
+    /// The users' e-mails (node-oidc-provider: any login): connection `i` signs in as user `i` (modulo their
+    /// number). With `--setup`, one user per connection: one account's issuances wait for each other (its lock
+    /// keeps the refresh-token limits), and a server's exchanges come from many accounts, not one.
+    pub emails: Vec<String>,
+    /// The users' password.
     pub password: String,
     /// The PEM certificate to trust.
     pub ca: Vec<u8>,
@@ -49,6 +51,13 @@ pub struct Endpoints {
     pub api: String,
     /// The scope of the authorization requests.
     pub scope: &'static str,
+}
+
+impl Target {
+    /// The e-mail connection `i` signs in with.
+    pub fn email(&self, i: usize) -> &str {
+        &self.emails[i % self.emails.len()]
+    }
 }
 
 impl Endpoints {
@@ -108,7 +117,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
             endpoints: Endpoints::discover(&issuer, &ca).await?,
             issuer,
             client_id: args.client_id.clone().unwrap_or_else(|| "bench".into()),
-            email: args.email.clone().unwrap_or_else(|| "bench".into()),
+            emails: vec![args.email.clone().unwrap_or_else(|| "bench".into())],
             password: "bench".into(),
             ca,
             kind: TargetKind::OidcProvider,
@@ -120,7 +129,7 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
             endpoints: Endpoints::latchkey(&issuer),
             issuer,
             client_id: "trivial".into(),
-            email: "trivial".into(),
+            emails: vec!["trivial".into()],
             password: "trivial".into(),
             ca: read_ca(args.ca_file.clone().context("--ca-file is needed")?)?,
             kind: TargetKind::Trivial,
@@ -133,34 +142,35 @@ pub async fn target(args: &BenchArgs) -> anyhow::Result<Target> {
         password = password.lines().next().unwrap_or_default().to_owned();
     }
     let mut passkey = None;
-    let (client_id, email, ca_file) = if args.setup {
+    let (client_id, emails, ca_file) = if args.setup {
         let config = store_config(&args.store)?;
         if password.is_empty() {
             password = latchkey_core::secret::random_b64(18, &OsRandom);
         }
-        let (client_id, email, key) =
-            create_client_and_user(&config, &password).await.map_err(|e| anyhow!("setup: {e}"))?;
+        let (client_id, emails, key) =
+            create_client_and_users(&config, &password, args.connections).await.map_err(|e| anyhow!("setup: {e}"))?;
         passkey = Some(key);
-        (client_id, email, args.ca_file.clone().unwrap_or_else(|| config.data_dir.join("tls/cert.pem")))
+        (client_id, emails, args.ca_file.clone().unwrap_or_else(|| config.data_dir.join("tls/cert.pem")))
     } else {
         let client_id = args.client_id.clone().context("--client-id is needed (or --setup)")?;
-        let email = args.email.clone().context("--email is needed (or --setup)")?;
+        let emails = vec![args.email.clone().context("--email is needed (or --setup)")?];
         if password.is_empty() {
             bail!("--password-stdin is needed (or --setup)");
         }
-        (client_id, email, args.ca_file.clone().context("--ca-file is needed")?)
+        (client_id, emails, args.ca_file.clone().context("--ca-file is needed")?)
     };
     let endpoints = Endpoints::latchkey(&issuer);
     let ca = read_ca(ca_file)?;
-    Ok(Target { issuer, client_id, email, password, ca, kind: TargetKind::Latchkey, endpoints, passkey })
+    Ok(Target { issuer, client_id, emails, password, ca, kind: TargetKind::Latchkey, endpoints, passkey })
 }
 
-/// `--setup`: a project with the data API, a desktop client and a user with `password` and a passkey; the client's
-/// id, the user's e-mail and the passkey.
-async fn create_client_and_user(
+/// `--setup`: a project with the data API, a desktop client and `users` users with `password`, the first with a
+/// passkey; the client's id, the users' e-mails and the passkey.
+async fn create_client_and_users(
     config: &Config,
     password: &str,
-) -> anyhow::Result<(String, String, crate::passkey::SoftPasskey)> {
+    users: usize,
+) -> anyhow::Result<(String, Vec<String>, crate::passkey::SoftPasskey)> {
     let store = &*latchkey_store::open_with(&config.database_url(), config.pool_settings()).await?;
     let now = SystemClock.now();
     let project_id = ops::project_create(store, &Actor::Operator, "bench", None, now).await?.project_id;
@@ -168,9 +178,18 @@ async fn create_client_and_user(
     let (client_type, details) = (ClientType::Desktop, ClientDetails::default());
     let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
     let client_id = ops::client_create(store, &Actor::Operator, new, now).await?.client_id;
-    let email = format!("bench-{}@example.com", latchkey_core::secret::random_b64(6, &OsRandom).to_lowercase());
-    let user_id = ops::user_create(store, &email, password, Some("Bench"), now).await?.user_id;
-    let (passkey, record) = crate::passkey::SoftPasskey::new(&user_id, now)?;
-    latchkey_admin::passkeys::add_passkey(store, record, now).await?;
-    Ok((client_id, email, passkey))
+    let run = latchkey_core::secret::random_b64(6, &OsRandom).to_lowercase();
+    let mut emails = Vec::with_capacity(users.max(1));
+    let mut passkey = None;
+    for i in 0..users.max(1) {
+        let email = format!("bench-{run}-{i}@example.com");
+        let user_id = ops::user_create(store, &email, password, Some("Bench"), now).await?.user_id;
+        if passkey.is_none() {
+            let (key, record) = crate::passkey::SoftPasskey::new(&user_id, now)?;
+            latchkey_admin::passkeys::add_passkey(store, record, now).await?;
+            passkey = Some(key);
+        }
+        emails.push(email);
+    }
+    Ok((client_id, emails, passkey.context("no user")?))
 }

@@ -129,7 +129,8 @@ async fn step(conn: &Conn, work: &mut Work, retries: &mut u64) -> Option<bool> {
             drain(conn.http.post(&t.endpoints.revoke).form(&form).send().await, success).await
         }
         Work::Login(csrf) => {
-            let form = [("csrf", csrf.as_str()), ("continue", "/"), ("email", &t.email), ("password", &t.password)];
+            let form =
+                [("csrf", csrf.as_str()), ("continue", "/"), ("email", t.email(conn.index)), ("password", &t.password)];
             let signed_in = |r: &reqwest::Response| r.status() == reqwest::StatusCode::SEE_OTHER;
             drain(conn.http.post(format!("{}/signin", t.issuer)).form(&form).send().await, signed_in).await
         }

@@ -7,6 +7,7 @@ mod audit;
 mod checks;
 mod clients;
 mod device_codes;
+mod grant_counts;
 mod members;
 mod orgs;
 mod passkeys;
@@ -20,6 +21,7 @@ mod throttle;
 mod two_step;
 pub use audit::a_revocation_and_its_audit_record_commit_together;
 pub use checks::{Check, Run, CHECKS};
+pub use grant_counts::grant_counts_bound_the_live_grants;
 
 use crate::prelude::*;
 use crate::records::*;

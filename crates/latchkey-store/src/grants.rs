@@ -5,7 +5,10 @@
 //! set) are one rule, written here once: [`redeem`] stores the grant, then [`enforce_limit`] invalidates all but the
 //! newest live grants of each set. The triggers' count of unrevoked grants (`grant_counts`) is read first: at or under
 //! a limit nothing can be over it, and the usual issuance costs an index lookup instead of a walk over the user's
-//! grants. PostgreSQL runs the usual case as one function call instead ([`Engine::redeem_fast`]), which stores nothing
+//! grants. The count is an upper bound, not the exact number: every grant that becomes unrevoked raises it, but a
+//! revocation or a deletion does not lower it (a revocation is then one write, not two). A count over a limit
+//! enforces it, then sets the user's counts to their exact values ([`RECOUNT`]); issuance holds the user's lock, so
+//! no grant of theirs is issued meanwhile. PostgreSQL runs the usual case as one function call instead ([`Engine::redeem_fast`]), which stores nothing
 //! when a limit is reached and leaves that case to the unit below.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
@@ -84,6 +87,12 @@ static UNREVOKED_OF_CLIENT_USER: Sql = Sql::new(
 );
 static UNREVOKED_OF_USER: Sql =
     Sql::new("SELECT CAST(COALESCE(SUM(unrevoked), 0) AS BIGINT) FROM grant_counts WHERE user_id = $1");
+/// Sets a user's counts of unrevoked grants to their exact values (after a limit's enforcement, under the user's
+/// lock).
+static RECOUNT: Sql = Sql::new(
+    "UPDATE grant_counts SET unrevoked = (SELECT count(*) FROM grants g WHERE g.user_id = grant_counts.user_id \
+     AND g.client_id = grant_counts.client_id AND g.revoked_at IS NULL) WHERE user_id = $1",
+);
 /// Invalidates the live grants of a (client, user) older than its newest `$4`.
 static OVER_CLIENT_USER_LIMIT: Sql = Sql::new(
     "UPDATE grants SET revoked_at = $1 WHERE client_id = $2 AND user_id = $3 AND revoked_at IS NULL \
@@ -172,17 +181,18 @@ pub(crate) async fn insert_grant(tx: &mut dyn Tx, g: &Grant) -> StoreResult<u64>
 }
 
 /// Keeps the newest `limit` live grants of a set, invalidating the rest, when its count of unrevoked grants
-/// (`count`, with its arguments) is over the limit.
+/// (`count`, with its arguments: an upper bound) is over the limit; true when it was.
 async fn enforce_limit(
     tx: &mut dyn Tx,
     count: (&'static Sql, Args<'_>),
     over: (&'static Sql, Args<'_>),
     limit: u32,
-) -> StoreResult<()> {
-    if tx.scalar(count.0, count.1).await?.unwrap_or(0) > i64::from(limit) {
+) -> StoreResult<bool> {
+    let over_limit = tx.scalar(count.0, count.1).await?.unwrap_or(0) > i64::from(limit);
+    if over_limit {
         tx.exec(over.0, over.1).await?;
     }
-    Ok(())
+    Ok(over_limit)
 }
 
 /// Marks the code used and stores the grant, then enforces the limits: one unit of work.
@@ -195,20 +205,23 @@ fn redeem<'t>(tx: &'t mut dyn Tx, r: &'t Redemption) -> BoxFuture<'t, StoreResul
         }
         insert_grant(tx, g).await?;
         let per_client_user = i64::from(limits.per_client_user);
-        enforce_limit(
+        let client_user_over = enforce_limit(
             tx,
             (&UNREVOKED_OF_CLIENT_USER, args![&g.user_id, &g.client_id]),
             (&OVER_CLIENT_USER_LIMIT, args![now, &g.client_id, &g.user_id, per_client_user]),
             limits.per_client_user,
         )
         .await?;
-        enforce_limit(
+        let user_over = enforce_limit(
             tx,
             (&UNREVOKED_OF_USER, args![&g.user_id]),
             (&OVER_USER_LIMIT, args![now, &g.user_id, i64::from(limits.per_user)]),
             limits.per_user,
         )
         .await?;
+        if client_user_over || user_over {
+            tx.exec(&RECOUNT, args![&g.user_id]).await?;
+        }
         Ok(Outcome::Keep(Redeemed::Issued))
     })
 }

@@ -2,7 +2,7 @@
 //! behind the store's back, it does so on a connection of its own to the same database.
 
 use latchkey_core::time::UnixTime;
-use latchkey_store::conformance::{fixture, issue, single_use_value};
+use latchkey_store::conformance::{fixture, grant_counts_bound_the_live_grants, issue, single_use_value};
 use latchkey_store::postgres::PgStore;
 use latchkey_store::prelude::*;
 use latchkey_store::test_database::{TestDatabase, Trial, Unreachable};
@@ -18,7 +18,7 @@ pub fn tests() -> Vec<Trial> {
         an_unreachable_server_is_reported_unavailable_quickly,
         a_database_url_names_its_backend,
         a_postgres_url_opens_the_postgres_backend,
-        the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion,
+        the_unrevoked_grant_counts_bound_the_live_grants_and_are_exact_after_a_limit_is_enforced,
         grants_marked_legacy_are_found_by_refresh_hash_and_others_only_by_id,
         single_use_values_of_the_earlier_form_are_purged_when_they_expire,
         a_revocation_and_its_audit_record_commit_together_or_not_at_all,
@@ -80,10 +80,10 @@ async fn a_postgres_url_opens_the_postgres_backend() -> Result<(), Unreachable> 
     Ok(())
 }
 
-async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deletion() -> Result<(), Unreachable> {
+async fn the_unrevoked_grant_counts_bound_the_live_grants_and_are_exact_after_a_limit_is_enforced(
+) -> Result<(), Unreachable> {
     let db = TestDatabase::create().await?;
     let store = PgStore::open(&db.url, PoolSettings::default()).await.expect("open");
-    let (client_id, user_id) = fixture(&store).await;
     let pool = pool(&db).await;
     let counted = || async {
         let row = pool
@@ -96,21 +96,7 @@ async fn the_unrevoked_grant_counts_follow_issuance_revocation_limits_and_deleti
             .expect("count");
         (row.get::<_, i64>(0), row.get::<_, i64>(1))
     };
-    let limits = GrantLimits { per_client_user: 3, per_user: 100 };
-    let mut grants = Vec::new();
-    for _ in 0..5 {
-        grants.push(issue(&store, &client_id, &user_id, limits).await);
-    }
-    assert_eq!(counted().await, (3, 3), "the limit revoked the two oldest, and the count follows");
-    store.revoke_grant(&grants[4].id, UnixTime(1)).await.expect("revoke");
-    assert_eq!(counted().await, (2, 2));
-    store.revoke_grants_of_code(&grants[3].code_hash, UnixTime(1)).await.expect("revoke");
-    assert_eq!(counted().await, (1, 1));
-    store
-        .change_account(&user_id, &latchkey_core::account::AccountChange::Delete, latchkey_core::time::UnixTime(1))
-        .await
-        .expect("delete");
-    assert_eq!(counted().await, (0, 0), "a deleted user's counts go with their grants");
+    grant_counts_bound_the_live_grants(&store, counted).await;
     Ok(())
 }
 
