@@ -143,6 +143,9 @@ for run in $(seq 1 "$runs"); do
     echo "== run $run: seeding $seed grants"
     "$bench" seed-grants --count "$seed" --data-dir "$data" "${db_args[@]}" >/dev/null
   fi
+  # Dirty pages written back now, not during a workload: a write-back in flight (a build's, the last run's) slows
+  # every commit's WAL flush several times over (revocations at a third of their rate on PostgreSQL, seen here).
+  sync
   echo "== run $run: ES256 verification on core 0"
   taskset -c 0 "$bench" es256 --duration 5 --json | sed "s/^{/{\"server\":\"es256\",\"run\":$run,/" |
     tee -a "$out/results.jsonl"
