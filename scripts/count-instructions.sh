@@ -6,17 +6,19 @@
 # Instructions per request of `SERVER_BIN serve` under callgrind (deterministic: usable on a busy machine).
 # BENCH_CMD is the load generator's command prefix, e.g. "/path/latchkey bench" or "/path/latchkey-bench".
 # Prints: LABEL WORKLOAD requests N Ir TOTAL per-req X
-# The exchange workload's pool of codes runs out within a second at full speed: for it, instrumentation starts as soon
-# as the bench has prepared the pool (it says so on stderr; no warm-up) and lasts 3 s (8 connections x 300 codes).
+# The exchange and revoke workloads' pools (codes, grants) run out within a second at full speed: for them,
+# instrumentation starts as soon as the bench has prepared the pool (it says so on stderr; no warm-up) and lasts 3 s
+# (8 connections x 300).
 label=$1 bin=$2 benchcmd=$3 w=$4 port=${5:-9543}
 tmp=$(mktemp -d)
 env LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER=1000000 LATCHKEY_REFRESH_TOKENS_PER_USER=1000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_ADDRESS=1000000000 LATCHKEY_RATE_LIMITS_TOKEN_PER_CLIENT=1000000000 LATCHKEY_LOGIN_MAX_FAILURES=1000000 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$tmp/cg.out $bin serve --listen 127.0.0.1:$port --data-dir $tmp > $tmp/serve.log 2>$tmp/vg.log &
 pid=$!
 for i in $(seq 600); do curl -sk -o /dev/null https://127.0.0.1:$port/ && break; sleep 0.2; done
-if [ "$w" = exchange ]; then load="--pool 300 --warmup 0 --duration 30" window=3; else load="--warmup 5 --duration 25" window=10; fi
+pooled=0; case "$w" in exchange|revoke) pooled=1 ;; esac
+if [ "$pooled" = 1 ]; then load="--pool 300 --warmup 0 --duration 30" window=3; else load="--warmup 5 --duration 25" window=10; fi
 $benchcmd --setup --issuer https://127.0.0.1:$port --data-dir $tmp --workload $w --connections 8 $load --json 2>$tmp/bench.err > $tmp/bench.json &
 bpid=$!
-if [ "$w" = exchange ]; then
+if [ "$pooled" = 1 ]; then
   for i in $(seq 1200); do grep -q "prepared" $tmp/bench.err && break; sleep 0.1; done
 else
   sleep 12
