@@ -15,7 +15,8 @@ env LATCHKEY_REFRESH_TOKENS_PER_CLIENT_USER=1000000 LATCHKEY_REFRESH_TOKENS_PER_
 pid=$!
 for i in $(seq 600); do curl -sk -o /dev/null https://127.0.0.1:$port/ && break; sleep 0.2; done
 pooled=0; case "$w" in exchange|revoke) pooled=1 ;; esac
-if [ "$pooled" = 1 ]; then load="--pool 300 --warmup 0 --duration 30" window=3; else load="--warmup 5 --duration 25" window=10; fi
+load="--warmup 5 --duration 25" window=10
+if [ "$pooled" = 1 ]; then load="--pool 300 --warmup 0 --duration 30" window=3; fi
 $benchcmd --setup --issuer https://127.0.0.1:$port --data-dir $tmp --workload $w --connections 8 $load --json 2>$tmp/bench.err > $tmp/bench.json &
 bpid=$!
 if [ "$pooled" = 1 ]; then

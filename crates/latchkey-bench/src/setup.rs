@@ -179,17 +179,12 @@ async fn create_client_and_users(
     let new = NewClient { project_id, client_type, name: "bench".into(), redirect_uris: vec![], details };
     let client_id = ops::client_create(store, &Actor::Operator, new, now).await?.client_id;
     let run = latchkey_core::secret::random_b64(6, &OsRandom).to_lowercase();
-    let mut emails = Vec::with_capacity(users.max(1));
-    let mut passkey = None;
-    for i in 0..users.max(1) {
-        let email = format!("bench-{run}-{i}@example.com");
-        let user_id = ops::user_create(store, &email, password, Some("Bench"), now).await?.user_id;
-        if passkey.is_none() {
-            let (key, record) = crate::passkey::SoftPasskey::new(&user_id, now)?;
-            latchkey_admin::passkeys::add_passkey(store, record, now).await?;
-            passkey = Some(key);
-        }
-        emails.push(email);
+    let emails: Vec<String> = (0..users.max(1)).map(|i| format!("bench-{run}-{i}@example.com")).collect();
+    let mut user_ids = Vec::with_capacity(emails.len());
+    for email in &emails {
+        user_ids.push(ops::user_create(store, email, password, Some("Bench"), now).await?.user_id);
     }
-    Ok((client_id, emails, passkey.context("no user")?))
+    let (passkey, record) = crate::passkey::SoftPasskey::new(&user_ids[0], now)?;
+    latchkey_admin::passkeys::add_passkey(store, record, now).await?;
+    Ok((client_id, emails, passkey))
 }

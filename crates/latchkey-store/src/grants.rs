@@ -8,8 +8,8 @@
 //! grants. The count is an upper bound, not the exact number: every grant that becomes unrevoked raises it, but a
 //! revocation or a deletion does not lower it (a revocation is then one write, not two). A count over a limit
 //! enforces it, then sets the user's counts to their exact values ([`RECOUNT`]); issuance holds the user's lock, so
-//! no grant of theirs is issued meanwhile. PostgreSQL runs the usual case as one function call instead ([`Engine::redeem_fast`]), which stores nothing
-//! when a limit is reached and leaves that case to the unit below.
+//! no grant of theirs is issued meanwhile. PostgreSQL runs the usual case as one function call instead
+//! ([`Engine::redeem_fast`]), which stores nothing when a limit is reached and leaves that case to the unit below.
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Outcome, Tx};
 use crate::records::{Channel, GrantLimits, GrantState, Redeemed, Redemption, User};
