@@ -238,27 +238,35 @@ pub(super) async fn polls_acknowledge_and_verification_is_rate_limited(store: &d
     assert!(store.deliveries(&s.stream_id, 10).await.expect("gone").is_empty());
 }
 
-/// Workers claiming at once never lease the same delivery twice.
+/// Workers claiming and delivering at once never lease the same delivery twice.
 pub(super) async fn concurrent_claims_never_share_a_delivery(store: Arc<dyn crate::seed::SeedStore>) {
     let mut subjects = Vec::new();
     let (client, _) = fixture(&*store).await;
     store.create_stream(&stream_of(&client)).await.expect("create");
-    for _ in 0..12 {
+    for _ in 0..32 {
         let user = super::another_user(&*store).await;
         issue(&*store, &client, &user, GrantLimits::default()).await;
         store.change_account(&user, &AccountChange::Disable, T0).await.expect("disable");
         subjects.push(user);
     }
+    // Each worker delivers what it leased at once, as an instance does: a claim racing a finished delivery
+    // (its lease given back with the outcome) must not take it again.
     let workers: Vec<_> = (0..4)
         .map(|_| {
             let store = store.clone();
             tokio::spawn(async move {
                 let mut got = Vec::new();
-                for _ in 0..6 {
-                    let now = UnixTime(T0.0 + 1);
-                    got.extend(store.claim_deliveries(now, now.plus(60), 2).await.expect("claim"));
+                let now = UnixTime(T0.0 + 1);
+                loop {
+                    let claimed = store.claim_deliveries(now, now.plus(60), 2).await.expect("claim");
+                    if claimed.is_empty() {
+                        return got;
+                    }
+                    for d in claimed {
+                        store.finish_delivery(d.id, &DeliveryResult::Delivered, now).await.expect("finish");
+                        got.push(d);
+                    }
                 }
-                got
             })
         })
         .collect();

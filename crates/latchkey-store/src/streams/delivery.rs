@@ -124,14 +124,16 @@ pub(super) static ANY_DUE: Sql = Sql::new(due!("SELECT CAST(1 AS BIGINT) AS one"
 /// Due push deliveries, only the oldest pending one per stream and subject, taken in turns: each project's first
 /// before any project's second (within a project, each stream's first before any stream's second), then oldest
 /// first; leased here. So one project's many streams cannot fill the places in flight ahead of another project's
-/// one event. (A lease taken meanwhile by another instance is seen by the outer `lease_until` check, which each
-/// engine evaluates on the row as it is when it is updated.)
+/// one event. (The outer conditions are evaluated on the row as it is when it is updated: on PostgreSQL the inner
+/// select's snapshot may predate another instance's lease, or its delivery, retry or dead letter, which gave the lease
+/// back. So they repeat all of the row's own conditions, not only the lease.)
 static CLAIM: Sql = Sql::new(concat!(
     "UPDATE set_deliveries SET lease_until = $3, attempts = attempts + 1 WHERE id IN (\
      SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY stream_turn, id) AS turn \
      FROM (",
     due!("SELECT d.id, c.project_id, ROW_NUMBER() OVER (PARTITION BY d.stream_id ORDER BY d.id) AS stream_turn", ""),
-    ") streams_due) projects_due ORDER BY turn, id LIMIT $4) AND lease_until <= $1 \
+    ") streams_due) projects_due ORDER BY turn, id LIMIT $4) \
+     AND state = 'pending' AND next_at <= $1 AND lease_until <= $1 \
      RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
      last_error, done_at"
 ));
