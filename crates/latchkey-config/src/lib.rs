@@ -40,6 +40,8 @@ pub struct Config {
     pub database_max_connections: u32,
     /// PostgreSQL: seconds a request waits for a connection before answering 503. Default 3.
     pub database_acquire_timeout: u64,
+    /// PostgreSQL: connections per instance that the reads (and DPoP's replay records) share, pipelined. Default 2.
+    pub database_shared_connections: u32,
     /// PEM certificate chain; with `tls_key`. Default: a generated self-signed certificate in `<data_dir>/tls`.
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
@@ -207,6 +209,7 @@ impl Default for Config {
             database_url: None,
             database_max_connections: 16,
             database_acquire_timeout: 3,
+            database_shared_connections: 2,
             tls_cert: None,
             tls_key: None,
             public_url: None,
@@ -261,12 +264,13 @@ impl Default for Config {
 pub struct ConfigError(pub String);
 
 /// The field names, which are also the TOML keys; `LATCHKEY_<NAME>` sets each from the environment.
-pub const FIELDS: [&str; 44] = [
+pub const FIELDS: [&str; 45] = [
     "data_dir",
     "listen",
     "database_url",
     "database_max_connections",
     "database_acquire_timeout",
+    "database_shared_connections",
     "tls_cert",
     "tls_key",
     "public_url",
@@ -391,6 +395,7 @@ impl Config {
         latchkey_store::PoolSettings {
             max_connections: self.database_max_connections,
             acquire_timeout: std::time::Duration::from_secs(self.database_acquire_timeout),
+            shared_connections: self.database_shared_connections,
         }
     }
 
@@ -456,8 +461,14 @@ impl Config {
         if self.refresh_tokens_per_client_user == 0 || self.refresh_tokens_per_user == 0 {
             return Err(ConfigError("refresh-token limits must be at least 1".into()));
         }
-        if self.database_max_connections == 0 || self.database_acquire_timeout == 0 {
-            return Err(ConfigError("database_max_connections and database_acquire_timeout must be positive".into()));
+        if self.database_max_connections == 0
+            || self.database_acquire_timeout == 0
+            || self.database_shared_connections == 0
+        {
+            return Err(ConfigError(
+                "database_max_connections, database_acquire_timeout and database_shared_connections must be positive"
+                    .into(),
+            ));
         }
         if self.database_url.as_deref().is_some_and(|u| latchkey_store::backend_of(u).is_none()) {
             return Err(ConfigError("database_url must start with sqlite:// or postgres://".into()));

@@ -143,11 +143,14 @@ pub struct PoolSettings {
     pub max_connections: u32,
     /// How long a request waits for a connection before the store reports itself unavailable. Default 3 s.
     pub acquire_timeout: Duration,
+    /// Connections per instance that reads and DPoP's replay records share, pipelined (besides the pool's).
+    /// Default 2.
+    pub shared_connections: u32,
 }
 
 impl Default for PoolSettings {
     fn default() -> Self {
-        Self { max_connections: 16, acquire_timeout: Duration::from_secs(3) }
+        Self { max_connections: 16, acquire_timeout: Duration::from_secs(3), shared_connections: 2 }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The PostgreSQL engine: many stateless instances on one database (also the wire protocol of the distributed
 //! PostgreSQL-compatible engines, see `docs/scaling.md`). It runs the statements every engine shares
 //! ([`crate::sql`]); what is its own is the connection (tokio-postgres: statements prepared once per connection, sent
-//! pipelined where a unit allows; [`connect`]), the transactions and the one-round-trip code redemption.
+//! pipelined where a unit allows; [`connect`]), the few connections that reads share, pipelined ([`shared`]), the
+//! transactions and the one-round-trip code redemption.
 //!
 //! Concurrency under READ COMMITTED, statement by statement:
 //! - a code is redeemed once: `UPDATE ... WHERE used_at IS NULL` blocks on a concurrent redeemer's row lock and
@@ -21,6 +22,7 @@ pub(crate) mod errors;
 mod migrate;
 mod notices;
 mod proofs;
+mod shared;
 mod values;
 
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
@@ -43,6 +45,8 @@ pub struct PgEngine {
     target: Arc<connect::Target>,
     /// The moment DPoP proofs' records are complete from, as the last recording read it ([`proofs`]).
     floor: Arc<std::sync::Mutex<Option<i64>>>,
+    /// The connections that reads and DPoP's replay records share ([`shared`]).
+    shared: Arc<shared::Shared>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -71,9 +75,11 @@ impl Db<PgEngine> {
     /// is reported ([`StoreError::Unavailable`]) at once.
     pub async fn connect(url: &str, pool: PoolSettings) -> StoreResult<Self> {
         let target = connect::target(url, pool.acquire_timeout)?;
+        let (timeout, shared) = (pool.acquire_timeout, pool.shared_connections as usize);
         let pool = connect::pool(target.clone(), pool)?;
         let target = Arc::new(target);
-        let engine = PgEngine { pool, target, floor: Arc::default() };
+        let shared = Arc::new(shared::Shared::new(target.clone(), shared, timeout));
+        let engine = PgEngine { pool, target, floor: Arc::default(), shared };
         drop(engine.connection().await?);
         Ok(Db::new(engine))
     }
@@ -285,12 +291,12 @@ impl Engine for PgEngine {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> StoreResult<Option<T>> {
-        let rows = self.rows(sql, &args).await?;
+        let rows = self.shared.rows(sql, &args).await?;
         rows.first().map(|r| map(r)).transpose()
     }
 
     async fn all<T: Send + 'static>(&self, sql: &'static Sql, args: Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
-        let rows = self.rows(sql, &args).await?;
+        let rows = self.shared.rows(sql, &args).await?;
         rows.iter().map(|r| map(r)).collect()
     }
 

@@ -1,6 +1,7 @@
 //! DPoP proofs' single-use values on PostgreSQL ([`crate::Replay::record_proof`]): the unlogged `proof_replay`,
 //! whose loss is noticed by its companion `proof_replay_floor` being empty (migration 0125). A recording is one
-//! statement, without a transaction: both values and the moment the records are complete from, in one round trip.
+//! statement, without a transaction: both values and the moment the records are complete from, in one round trip,
+//! on the connections shared with the reads (its commit writes no WAL: [`super::shared`]).
 
 use super::{PgEngine, Row};
 use crate::sql::{Sql, Value};
@@ -67,7 +68,7 @@ impl PgEngine {
                 Value::from(now),
                 Value::from(expected),
             ];
-            let rows = self.rows(&RECORD, &args).await?;
+            let rows = self.shared.rows(&RECORD, &args).await?;
             let found = match int(rows.first(), "complete_since")? {
                 Some(found) if Some(found) == expected => {
                     let replayed = int(rows.first(), "replayed")?.and_then(|i| usize::try_from(i).ok());

@@ -56,7 +56,7 @@ async fn instances_starting_together_on_an_empty_database_migrate_it_once() -> R
 
 async fn an_unreachable_server_is_reported_unavailable_quickly() -> Result<(), Unreachable> {
     // Nothing listens on port 1.
-    let settings = PoolSettings { max_connections: 2, acquire_timeout: Duration::from_secs(2) };
+    let settings = PoolSettings { max_connections: 2, acquire_timeout: Duration::from_secs(2), shared_connections: 1 };
     let started = Instant::now();
     let e = PgStore::connect("postgres://postgres@127.0.0.1:1/none", settings).await.expect_err("no server");
     assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}");

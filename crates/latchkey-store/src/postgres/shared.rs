@@ -1,0 +1,108 @@
+//! Statements pipelined on a few shared connections: the reads, and DPoP's replay records.
+//!
+//! A statement on a connection of its own costs each side a wake-up, a `send` and a `recv`: under load, most of
+//! what one indexed read costs the database, and a good part of what it costs latchkey. Statements from many
+//! requests sent on one connection at once are pipelined by the driver: it writes what is queued in one `send`, the
+//! server reads them in one `recv` and runs them one after the other, each in an implicit transaction of its own,
+//! and the answers come back together. So the statements that need no transaction and whose commit waits for no
+//! WAL flush go round-robin over a few connections that every request shares: the store's reads
+//! ([`crate::db::Engine::one`] and `all`, reads by contract: SQLite runs them on its read-only connections), and
+//! the recording of a DPoP proof's values (an unlogged table writes no WAL, so its commit does not wait for a
+//! flush). Durable writes stay on the pool: each commit waits for its WAL flush before the server reads the next
+//! message, and on one shared connection commits would follow each other instead of being flushed together.
+//!
+//! A statement here sees what it would on a pooled connection: what was committed when it began, so a revocation
+//! is seen by the next read on any connection. A connection that failed (the server gone, a failover) is dropped
+//! and made again by the next statement, through the same URL and so to the same writable host.
+
+use super::connect::Target;
+use super::errors::spoils_connection;
+use crate::sql::{Sql, Value};
+use crate::{StoreError, StoreResult};
+use deadpool_postgres::ClientWrapper;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio_postgres::Row;
+
+/// The shared connections.
+pub(crate) struct Shared {
+    target: Arc<Target>,
+    /// How long making a connection may take (the pool's acquire timeout).
+    timeout: Duration,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+}
+
+/// One shared connection, made on first use and again after it failed.
+#[derive(Default)]
+struct Slot {
+    client: Mutex<Option<Arc<ClientWrapper>>>,
+    /// Held while connecting, so that the statements waiting for the connection make one.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    /// The connection, unless there is none or it has ended.
+    fn current(&self) -> Option<Arc<ClientWrapper>> {
+        let mut client = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        if client.as_ref().is_some_and(|c| c.is_closed()) {
+            *client = None;
+        }
+        client.clone()
+    }
+
+    /// Drops `failed` if it is still the slot's connection.
+    fn forget(&self, failed: &Arc<ClientWrapper>) {
+        let mut client = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        if client.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed)) {
+            *client = None;
+        }
+    }
+}
+
+impl Shared {
+    /// `count` shared connections to `target` (at least one), each made within `timeout`.
+    pub(crate) fn new(target: Arc<Target>, count: usize, timeout: Duration) -> Self {
+        let slots = (0..count.max(1)).map(|_| Slot::default()).collect();
+        Self { target, timeout, slots, next: AtomicUsize::new(0) }
+    }
+
+    /// Runs a statement on the next shared connection; its rows.
+    pub(crate) async fn rows(&self, sql: &'static Sql, args: &[Value<'_>]) -> StoreResult<Vec<Row>> {
+        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        let client = self.client(slot).await?;
+        let result = super::query(&client, sql, args).await.map_err(super::errors::map_err);
+        if let Err(e) = &result {
+            if spoils_connection(e) {
+                slot.forget(&client);
+            }
+        }
+        result
+    }
+
+    /// The slot's connection, made first when it has none.
+    async fn client(&self, slot: &Slot) -> StoreResult<Arc<ClientWrapper>> {
+        if let Some(client) = slot.current() {
+            return Ok(client);
+        }
+        let _connecting = slot.connecting.lock().await;
+        if let Some(client) = slot.current() {
+            return Ok(client);
+        }
+        let connect = self.target.config.connect(self.target.tls.clone());
+        let (client, connection) = match tokio::time::timeout(self.timeout, connect).await {
+            Ok(Ok(made)) => made,
+            Ok(Err(e)) => return Err(StoreError::Unavailable(format!("no connection to PostgreSQL: {e}"))),
+            Err(_) => return Err(StoreError::Unavailable("no connection to PostgreSQL within the timeout".into())),
+        };
+        let task = tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a shared PostgreSQL connection ended");
+            }
+        });
+        let client = Arc::new(ClientWrapper::new(client, task));
+        *slot.client.lock().unwrap_or_else(PoisonError::into_inner) = Some(client.clone());
+        Ok(client)
+    }
+}
