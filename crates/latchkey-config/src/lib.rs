@@ -40,7 +40,7 @@ pub struct Config {
     pub database_max_connections: u32,
     /// PostgreSQL: seconds a request waits for a connection before answering 503. Default 3.
     pub database_acquire_timeout: u64,
-    /// PostgreSQL: connections per instance that the reads (and DPoP's replay records) share, pipelined. Default 2.
+    /// PostgreSQL: connections per instance that one-row reads and DPoP's replay records share, pipelined. Default 2.
     pub database_shared_connections: u32,
     /// PEM certificate chain; with `tls_key`. Default: a generated self-signed certificate in `<data_dir>/tls`.
     pub tls_cert: Option<PathBuf>,

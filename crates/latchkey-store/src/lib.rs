@@ -143,7 +143,7 @@ pub struct PoolSettings {
     pub max_connections: u32,
     /// How long a request waits for a connection before the store reports itself unavailable. Default 3 s.
     pub acquire_timeout: Duration,
-    /// Connections per instance that reads and DPoP's replay records share, pipelined (besides the pool's).
+    /// Connections per instance that one-row reads and DPoP's replay records share, pipelined (besides the pool's).
     /// Default 2.
     pub shared_connections: u32,
 }

@@ -296,7 +296,8 @@ impl Engine for PgEngine {
     }
 
     async fn all<T: Send + 'static>(&self, sql: &'static Sql, args: Args<'_>, map: Mapper<T>) -> StoreResult<Vec<T>> {
-        let rows = self.shared.rows(sql, &args).await?;
+        // Listings can be long: on a pooled connection, not ahead of other requests' reads on a shared one.
+        let rows = self.rows(sql, &args).await?;
         rows.iter().map(|r| map(r)).collect()
     }
 

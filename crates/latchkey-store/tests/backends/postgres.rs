@@ -23,6 +23,7 @@ pub fn tests() -> Vec<Trial> {
         single_use_values_of_the_earlier_form_are_purged_when_they_expire,
         a_revocation_and_its_audit_record_commit_together_or_not_at_all,
         new_deliveries_are_announced_to_every_listener,
+        one_row_reads_share_a_connection_and_a_lost_one_is_made_again,
     )
 }
 
@@ -173,6 +174,53 @@ async fn new_deliveries_are_announced_to_every_listener() -> Result<(), Unreacha
     for notices in [&mut here, &mut there] {
         let notice = tokio::time::timeout(Duration::from_secs(10), notices.recv()).await.expect("announced");
         assert_eq!(notice, Some(latchkey_store::notices::Notice::Stream("notified".into())));
+    }
+    Ok(())
+}
+
+/// The connections open to the test's database, but `own`.
+async fn connections(own: &Client) -> i64 {
+    let sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()";
+    own.query_one(sql, &[]).await.expect("count").get(0)
+}
+
+/// Many one-row reads at once go over the shared connection, not one pooled connection each; when the server
+/// ends that connection, the next reads make it again (a read caught by the loss is an outage, never another
+/// error).
+async fn one_row_reads_share_a_connection_and_a_lost_one_is_made_again() -> Result<(), Unreachable> {
+    // A database of its own: the test counts and ends every other session on it.
+    let db = TestDatabase::create_database().await?;
+    let settings = PoolSettings { shared_connections: 1, ..PoolSettings::default() };
+    let store = std::sync::Arc::new(PgStore::open(&db.url, settings).await.expect("open"));
+    let (client_id, _) = fixture(&*store).await;
+    let own = pool(&db).await;
+    let reads = |n| {
+        (0..n)
+            .map(|_| {
+                let (store, id) = (store.clone(), client_id.clone());
+                tokio::spawn(async move { store.client(&id).await })
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = connections(&own).await;
+    for read in reads(64) {
+        assert!(read.await.expect("join").expect("read").is_some());
+    }
+    assert!(connections(&own).await <= before + 1, "64 reads at once opened no connection but the shared one");
+    own.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() \
+         AND pid <> pg_backend_pid()",
+        &[],
+    )
+    .await
+    .expect("terminate");
+    for read in reads(8) {
+        if let Err(e) = read.await.expect("join") {
+            assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}");
+        }
+    }
+    for read in reads(8) {
+        assert!(read.await.expect("join").expect("the shared connection was made again").is_some());
     }
     Ok(())
 }
