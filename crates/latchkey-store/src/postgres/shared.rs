@@ -72,7 +72,12 @@ impl Shared {
     /// Runs a statement on the next shared connection; its rows.
     pub(crate) async fn rows(&self, sql: &'static Sql, args: &[Value<'_>]) -> StoreResult<Vec<Row>> {
         let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
-        let client = self.client(slot).await?;
+        // The wait is bounded as a pooled connection's is: the statements queued behind a failing connect do not
+        // each wait for one of their own in turn.
+        let client = match tokio::time::timeout(self.timeout, self.client(slot)).await {
+            Ok(client) => client?,
+            Err(_) => return Err(timed_out()),
+        };
         let result = super::query(&client, sql, args).await.map_err(super::errors::map_err);
         if let Err(e) = &result {
             if spoils_connection(e) {
@@ -95,7 +100,7 @@ impl Shared {
         let (client, connection) = match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(made)) => made,
             Ok(Err(e)) => return Err(StoreError::Unavailable(format!("no connection to PostgreSQL: {e}"))),
-            Err(_) => return Err(StoreError::Unavailable("no connection to PostgreSQL within the timeout".into())),
+            Err(_) => return Err(timed_out()),
         };
         let task = tokio::spawn(async move {
             if let Err(e) = connection.await {
@@ -106,4 +111,9 @@ impl Shared {
         *slot.client.lock().unwrap_or_else(PoisonError::into_inner) = Some(client.clone());
         Ok(client)
     }
+}
+
+/// No connection within the acquire timeout: an outage.
+fn timed_out() -> StoreError {
+    StoreError::Unavailable("no connection to PostgreSQL within the timeout".into())
 }
