@@ -25,6 +25,8 @@ const UNTIMED_FROM: &str = "{untimed_from}";
 #[derive(Debug)]
 pub(crate) struct Sql {
     text: &'static str,
+    /// Whether it may read many rows ([`Sql::scanning`]).
+    scans: bool,
     sqlite: OnceLock<String>,
     postgres: OnceLock<String>,
 }
@@ -41,7 +43,18 @@ pub(crate) enum Dialect {
 impl Sql {
     /// A statement in the portable form.
     pub(crate) const fn new(text: &'static str) -> Self {
-        Self { text, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+        Self { text, scans: false, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+    }
+
+    /// A read of one row that may scan many to find it (a count, a search through a backlog): PostgreSQL runs it
+    /// on a pooled connection, not ahead of other requests' reads on a shared one (`postgres/shared.rs`).
+    pub(crate) const fn scanning(text: &'static str) -> Self {
+        Self { text, scans: true, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+    }
+
+    /// Whether it was made with [`Sql::scanning`].
+    pub(crate) const fn scans(&self) -> bool {
+        self.scans
     }
 
     /// The statement for SQLite.

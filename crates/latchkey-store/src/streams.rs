@@ -180,7 +180,7 @@ static OF_MEMBER: Sql = Sql::new(
      WHERE m.user_id = $1 ORDER BY s.client_id",
 );
 /// `$3` the verification event's type.
-static USAGE: Sql = Sql::new(
+static USAGE: Sql = Sql::scanning(
     "SELECT (SELECT COUNT(*) FROM ssf_streams s JOIN clients c ON c.client_id = s.client_id \
      WHERE c.project_id = $1) AS streams, \
      (SELECT COUNT(*) FROM set_deliveries d JOIN ssf_streams s ON s.stream_id = d.stream_id \

@@ -59,8 +59,13 @@ pub(crate) fn target(url: &str, acquire_timeout: Duration) -> StoreResult<Target
         let hosts = u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX);
         config.connect_timeout((acquire_timeout / hosts).max(Duration::from_millis(500)));
     }
-    // A server that vanished without closing the connection (a machine down, a network cut) is noticed.
+    // A server that vanished without closing the connection (a machine down, a network cut) is noticed: idle, by
+    // keepalives; with a statement in flight (a shared connection always has one under load), when what was sent
+    // goes unacknowledged for 30 s instead of the kernel's quarter of an hour of retransmissions.
     config.keepalives_idle(Duration::from_secs(30));
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(30));
+    }
     let tls = if verify { verified(root_cert.as_deref())? } else { unverified() };
     Ok(Target { config, tls: MakeRustlsConnect::new(tls) })
 }

@@ -291,7 +291,7 @@ impl Engine for PgEngine {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> StoreResult<Option<T>> {
-        let rows = self.shared.rows(sql, &args).await?;
+        let rows = if sql.scans() { self.rows(sql, &args).await? } else { self.shared.rows(sql, &args).await? };
         rows.first().map(|r| map(r)).transpose()
     }
 

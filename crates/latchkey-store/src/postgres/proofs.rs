@@ -1,7 +1,7 @@
 //! DPoP proofs' single-use values on PostgreSQL ([`crate::Replay::record_proof`]): the unlogged `proof_replay`,
 //! whose loss is noticed by its companion `proof_replay_floor` being empty (migration 0125). A recording is one
 //! statement, without a transaction: both values and the moment the records are complete from, in one round trip,
-//! on the connections shared with the reads (its commit writes no WAL: [`super::shared`]).
+//! on the connections shared with the reads (its commit waits for no WAL flush: [`super::shared`]).
 
 use super::{PgEngine, Row};
 use crate::sql::{Sql, Value};

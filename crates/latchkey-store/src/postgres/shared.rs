@@ -7,10 +7,11 @@
 //! and the answers come back together. So the short statements that need no transaction and whose commit waits
 //! for no WAL flush go round-robin over a few connections that every request shares: the store's reads of one row
 //! ([`crate::db::Engine::one`], a read by contract: SQLite runs it on its read-only connections; a grant, a code,
-//! a client), and the recording of a DPoP proof's values (an unlogged table writes no WAL, so its commit does not
-//! wait for a flush). Listings (`all`) stay on the pool, so that a long one does not hold up the reads queued
-//! behind it; so do durable writes: each commit waits for its WAL flush before the server reads the next message,
-//! and on one shared connection commits would follow each other instead of being flushed together.
+//! a client), and the recording of a DPoP proof's values (unlogged tables: its commit waits for no WAL flush nor
+//! standby). Listings (`all`) and the reads that may scan many rows ([`crate::sql::Sql::scanning`]) stay on the
+//! pool, so that a long one does not hold up the reads queued behind it; so do writes: each commit waits for its
+//! WAL flush before the server reads the next message, and on one shared connection commits would follow each
+//! other instead of being flushed together.
 //!
 //! A statement here sees what it would on a pooled connection: what was committed when it began, so a revocation
 //! is seen by the next read on any connection. A connection that failed (the server gone, a failover) is dropped

@@ -120,7 +120,7 @@ macro_rules! due {
 }
 
 /// One push delivery due now, if any: the worker's read before it leases.
-pub(super) static ANY_DUE: Sql = Sql::new(due!("SELECT CAST(1 AS BIGINT) AS one", "LIMIT 1"));
+pub(super) static ANY_DUE: Sql = Sql::scanning(due!("SELECT CAST(1 AS BIGINT) AS one", "LIMIT 1"));
 /// Due push deliveries, only the oldest pending one per stream and subject, taken in turns: each project's first
 /// before any project's second (within a project, each stream's first before any stream's second), then oldest
 /// first; leased here. So one project's many streams cannot fill the places in flight ahead of another project's
