@@ -210,13 +210,13 @@ impl Transmitter {
                 };
                 let failed = matches!(result, DeliveryResult::Retry { .. });
                 lock(&this.fairness).note(&d.stream_id, failed, this.clock.now());
-                this.record(&d, &result).await;
+                this.record(&d, lease, &result).await;
                 drop((pushing, slot));
             });
         }
         if !released.is_empty() {
             // Not given back, they are sent once their lease runs out: nothing is lost.
-            if let Err(e) = self.store.release_deliveries(&released).await {
+            if let Err(e) = self.store.release_deliveries(&released, lease).await {
                 tracing::warn!(error = %e, "giving back security events not sent now");
             }
         }
@@ -239,7 +239,7 @@ impl Transmitter {
         project
     }
 
-    async fn record(&self, d: &Delivery, result: &DeliveryResult) {
+    async fn record(&self, d: &Delivery, lease: UnixTime, result: &DeliveryResult) {
         crate::metrics::DELIVERIES.inc(match result {
             DeliveryResult::Delivered => "delivered",
             DeliveryResult::Refused(_) => "refused",
@@ -250,7 +250,7 @@ impl Transmitter {
             DeliveryResult::Refused(e) => tracing::warn!(jti = %d.jti(), error = %e, "security event refused"),
             DeliveryResult::Retry { error, .. } => tracing::info!(jti = %d.jti(), %error, "security event retried"),
         }
-        if let Err(e) = self.store.finish_delivery(d.id, result, self.clock.now()).await {
+        if let Err(e) = self.store.finish_delivery(d.id, lease, result, self.clock.now()).await {
             // The lease runs out and the event is sent again: at least once.
             tracing::warn!(error = %e, jti = %d.jti(), "recording a security event's delivery");
         }

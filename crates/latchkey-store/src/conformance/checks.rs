@@ -76,6 +76,7 @@ checks! {
     account_changes_queue_sets_only_for_apps_with_access: by_ref,
     an_email_subject_needs_the_email_scope: by_ref,
     deliveries_are_claimed_in_order_under_a_lease: by_ref,
+    a_push_past_its_lease_leaves_the_next_lease_alone: by_ref,
     claims_take_turns_by_project_and_released_ones_come_back: by_ref,
     polls_acknowledge_and_verification_is_rate_limited: by_ref,
     concurrent_claims_never_share_a_delivery: shared,

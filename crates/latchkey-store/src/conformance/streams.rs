@@ -121,14 +121,15 @@ pub(super) async fn deliveries_are_claimed_in_order_under_a_lease(store: &dyn St
     assert!(store.claim_deliveries(t, t.plus(30), 10).await.expect("claim").is_empty(), "leased");
     assert!(!store.pending_deliveries(t).await.expect("due"), "the leased one is not due, the rest wait behind it");
     let retry = DeliveryResult::Retry { error: "503".into(), retry_at: t.plus(5) };
-    store.finish_delivery(first[0].id, &retry, t).await.expect("retry");
+    store.finish_delivery(first[0].id, t.plus(30), &retry, t).await.expect("retry");
     assert!(store.claim_deliveries(t.plus(4), t.plus(34), 10).await.expect("claim").is_empty(), "not yet due");
     let again = store.claim_deliveries(t.plus(5), t.plus(35), 10).await.expect("claim");
     assert_eq!((again[0].id, again[0].attempts), (first[0].id, 2));
-    store.finish_delivery(again[0].id, &DeliveryResult::Delivered, t.plus(5)).await.expect("delivered");
+    store.finish_delivery(again[0].id, t.plus(35), &DeliveryResult::Delivered, t.plus(5)).await.expect("delivered");
     let next = store.claim_deliveries(t.plus(5), t.plus(35), 10).await.expect("claim");
     assert_eq!(next[0].event_type, types::SESSIONS_REVOKED);
-    store.finish_delivery(next[0].id, &DeliveryResult::Refused("invalid_key".into()), t.plus(5)).await.expect("no");
+    let refused = DeliveryResult::Refused("invalid_key".into());
+    store.finish_delivery(next[0].id, t.plus(35), &refused, t.plus(5)).await.expect("no");
 
     let paused = StreamRecord { status: Status::Paused, reason: Some("maintenance".into()), ..s.clone() };
     assert!(store.update_stream(&paused, t.plus(6)).await.expect("pause"));
@@ -136,7 +137,7 @@ pub(super) async fn deliveries_are_claimed_in_order_under_a_lease(store: &dyn St
     assert_eq!(held.len(), 1, "only the stream-updated event flows while paused");
     assert_eq!((held[0].event_type.as_str(), held[0].subject.as_str()), (types::STREAM_UPDATED, s.stream_id.as_str()));
     assert_eq!(held[0].payload, r#"{"reason":"maintenance","status":"paused"}"#);
-    store.finish_delivery(held[0].id, &DeliveryResult::Delivered, t.plus(6)).await.expect("delivered");
+    store.finish_delivery(held[0].id, t.plus(36), &DeliveryResult::Delivered, t.plus(6)).await.expect("delivered");
 
     assert_eq!(store.dead_letter(t.plus(7), T0.plus(1)).await.expect("dead"), 1, "the held one made at T0");
     let states: Vec<_> = store.deliveries(&s.stream_id, 10).await.expect("all").iter().map(|d| d.state).collect();
@@ -194,7 +195,7 @@ pub(super) async fn claims_take_turns_by_project_and_released_ones_come_back(sto
     assert!(streams.contains(quiet_stream.stream_id.as_str()), "the quiet project's turn comes second: {two:?}");
     // Given back, the busy project's delivery is due again at its time, its attempt not counted.
     let busy_one = two.iter().find(|d| d.stream_id != quiet_stream.stream_id).expect("busy");
-    store.release_deliveries(&[(busy_one.id, t.plus(10))]).await.expect("release");
+    store.release_deliveries(&[(busy_one.id, t.plus(10))], t.plus(30)).await.expect("release");
     let rest = store.claim_deliveries(t.plus(9), t.plus(39), 100).await.expect("claim");
     assert!(rest.iter().all(|d| d.id != busy_one.id), "not due before its time");
     assert_eq!(rest.len(), 5, "every other stream and subject's oldest: {rest:?}");
@@ -238,6 +239,28 @@ pub(super) async fn polls_acknowledge_and_verification_is_rate_limited(store: &d
     assert!(store.deliveries(&s.stream_id, 10).await.expect("gone").is_empty());
 }
 
+/// A push that outlived its lease, while another instance claimed the SET again, neither retries nor gives back
+/// that instance's lease (a third would send the SET once more); its delivery is recorded all the same.
+pub(super) async fn a_push_past_its_lease_leaves_the_next_lease_alone(store: &dyn Store) {
+    let (client, user) = fixture(store).await;
+    let stream = stream_of(&client);
+    store.create_stream(&stream).await.expect("create");
+    issue(store, &client, &user, GrantLimits::default()).await;
+    store.change_account(&user, &AccountChange::Disable, T0).await.expect("disable");
+    let (t, later) = (T0.plus(1), T0.plus(32));
+    let first = store.claim_deliveries(t, t.plus(30), 10).await.expect("claim");
+    assert_eq!(first.len(), 1);
+    let again = store.claim_deliveries(later, later.plus(30), 10).await.expect("claim after the lease ran out");
+    assert_eq!(again.iter().map(|d| d.id).collect::<Vec<_>>(), [first[0].id], "taken over");
+    let retry = DeliveryResult::Retry { error: "timeout".into(), retry_at: later };
+    store.finish_delivery(first[0].id, t.plus(30), &retry, later).await.expect("late retry");
+    store.release_deliveries(&[(first[0].id, later)], t.plus(30)).await.expect("late release");
+    assert!(store.claim_deliveries(later, later.plus(30), 10).await.expect("claim").is_empty(), "still leased");
+    store.finish_delivery(first[0].id, t.plus(30), &DeliveryResult::Delivered, later).await.expect("delivered");
+    let states: Vec<_> = store.deliveries(&stream.stream_id, 10).await.expect("all").iter().map(|d| d.state).collect();
+    assert_eq!(states, [DeliveryState::Delivered]);
+}
+
 /// Workers claiming and delivering at once never lease the same delivery twice.
 pub(super) async fn concurrent_claims_never_share_a_delivery(store: Arc<dyn crate::seed::SeedStore>) {
     let mut subjects = Vec::new();
@@ -263,7 +286,10 @@ pub(super) async fn concurrent_claims_never_share_a_delivery(store: Arc<dyn crat
                         return got;
                     }
                     for d in claimed {
-                        store.finish_delivery(d.id, &DeliveryResult::Delivered, now).await.expect("finish");
+                        store
+                            .finish_delivery(d.id, now.plus(60), &DeliveryResult::Delivered, now)
+                            .await
+                            .expect("finish");
                         got.push(d);
                     }
                 }

@@ -137,9 +137,10 @@ static CLAIM: Sql = Sql::new(concat!(
      RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
      last_error, done_at"
 ));
-/// Gives a claimed delivery back unsent, due again at `$2` (its attempt not counted).
+/// Gives a claimed delivery back unsent, due again at `$2` (its attempt not counted), if still under the lease `$3`.
 static RELEASE: Sql = Sql::new(
-    "UPDATE set_deliveries SET lease_until = 0, next_at = $2, attempts = attempts - 1 WHERE id = $1 AND state = 'pending'",
+    "UPDATE set_deliveries SET lease_until = 0, next_at = $2, attempts = attempts - 1 \
+     WHERE id = $1 AND state = 'pending' AND lease_until = $3",
 );
 static DELIVERED: Sql = Sql::new(
     "UPDATE set_deliveries SET state = 'delivered', done_at = $2, lease_until = 0, last_error = NULL \
@@ -149,8 +150,10 @@ static FAILED: Sql = Sql::new(
     "UPDATE set_deliveries SET state = 'failed', done_at = $2, lease_until = 0, last_error = $3 \
      WHERE id = $1 AND state = 'pending'",
 );
+/// Due again at `$2`, if still under the lease `$4`.
 static RETRY: Sql = Sql::new(
-    "UPDATE set_deliveries SET next_at = $2, lease_until = 0, last_error = $3 WHERE id = $1 AND state = 'pending'",
+    "UPDATE set_deliveries SET next_at = $2, lease_until = 0, last_error = $3 \
+     WHERE id = $1 AND state = 'pending' AND lease_until = $4",
 );
 static ACK: Sql = Sql::new(
     "UPDATE set_deliveries SET state = 'delivered', done_at = $3, attempts = attempts + 1 \
@@ -214,25 +217,31 @@ pub(super) fn claim<'t>(
     })
 }
 
-/// Gives claimed deliveries back unsent, each due again at its time.
+/// Gives claimed deliveries back unsent, each due again at its time, those still under the lease.
 pub(super) fn release<'t>(
     tx: &'t mut dyn Tx,
-    released: &'t Vec<(i64, UnixTime)>,
+    (released, lease): &'t (Vec<(i64, UnixTime)>, UnixTime),
 ) -> BoxFuture<'t, StoreResult<Outcome<()>>> {
     Box::pin(async move {
         for (id, due) in released {
-            tx.exec(&RELEASE, args![*id, *due]).await?;
+            tx.exec(&RELEASE, args![*id, *due, *lease]).await?;
         }
         Ok(Outcome::Keep(()))
     })
 }
 
-/// Records a send's outcome.
-pub(super) async fn finish<E: Engine>(db: &Db<E>, id: i64, result: &DeliveryResult, now: UnixTime) -> StoreResult<()> {
+/// Records a send's outcome (a retry only under the claim's lease: [`crate::Streams::finish_delivery`]).
+pub(super) async fn finish<E: Engine>(
+    db: &Db<E>,
+    id: i64,
+    lease: UnixTime,
+    result: &DeliveryResult,
+    now: UnixTime,
+) -> StoreResult<()> {
     match result {
         DeliveryResult::Delivered => db.exec(&DELIVERED, args![id, now]).await?,
         DeliveryResult::Refused(error) => db.exec(&FAILED, args![id, now, error]).await?,
-        DeliveryResult::Retry { error, retry_at } => db.exec(&RETRY, args![id, *retry_at, error]).await?,
+        DeliveryResult::Retry { error, retry_at } => db.exec(&RETRY, args![id, *retry_at, error, lease]).await?,
     };
     Ok(())
 }
