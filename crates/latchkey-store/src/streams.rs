@@ -133,16 +133,10 @@ pub trait Streams: Send + Sync {
     /// is open). Only those still under `lease` (the claim's `lease_until`): one whose lease ran out and that another
     /// instance claimed since stays with it.
     async fn release_deliveries(&self, released: &[(i64, UnixTime)], lease: UnixTime) -> StoreResult<()>;
-    /// Records what became of a delivery claimed under `lease`. A delivery or a refusal is recorded whoever holds
-    /// the lease now (the receiver answered for good); a retry only while the lease is still the claim's, so that a
-    /// push that outlived its lease does not give back the lease of another instance's push of the same SET.
-    async fn finish_delivery(
-        &self,
-        id: i64,
-        lease: UnixTime,
-        result: &DeliveryResult,
-        now: UnixTime,
-    ) -> StoreResult<()>;
+    /// Records what became of a delivery claimed under `lease` (`sent`). A delivery or a refusal is recorded whoever
+    /// holds the lease now (the receiver answered for good); a retry only while the lease is still the claim's, so
+    /// that a push that outlived its lease does not give back the lease of another instance's push of the same SET.
+    async fn finish_delivery(&self, id: i64, lease: UnixTime, sent: &DeliveryResult, now: UnixTime) -> StoreResult<()>;
     /// A poll (RFC 8936): acknowledges `ack`, records `errors` as final, and returns up to `max` pending events of
     /// the stream, with whether more are available.
     async fn poll_deliveries(
@@ -362,14 +356,8 @@ impl<E: Engine> Streams for Db<E> {
         self.engine.unit(Durability::Durable, delivery::release, (released.to_vec(), lease)).await
     }
 
-    async fn finish_delivery(
-        &self,
-        id: i64,
-        lease: UnixTime,
-        result: &DeliveryResult,
-        now: UnixTime,
-    ) -> StoreResult<()> {
-        delivery::finish(self, id, lease, result, now).await
+    async fn finish_delivery(&self, id: i64, lease: UnixTime, sent: &DeliveryResult, now: UnixTime) -> StoreResult<()> {
+        delivery::finish(self, id, lease, sent, now).await
     }
 
     async fn poll_deliveries(
