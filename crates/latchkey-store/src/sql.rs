@@ -43,13 +43,17 @@ pub(crate) enum Dialect {
 impl Sql {
     /// A statement in the portable form.
     pub(crate) const fn new(text: &'static str) -> Self {
-        Self { text, scans: false, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+        Self::of(text, false)
     }
 
     /// A read of one row that may scan many to find it (a count, a search through a backlog): PostgreSQL runs it
     /// on a pooled connection, not ahead of other requests' reads on a shared one (`postgres/shared.rs`).
     pub(crate) const fn scanning(text: &'static str) -> Self {
-        Self { text, scans: true, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+        Self::of(text, true)
+    }
+
+    const fn of(text: &'static str, scans: bool) -> Self {
+        Self { text, scans, sqlite: OnceLock::new(), postgres: OnceLock::new() }
     }
 
     /// Whether it was made with [`Sql::scanning`].

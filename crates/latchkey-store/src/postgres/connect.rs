@@ -88,13 +88,20 @@ pub(crate) fn pool(target: Target, settings: PoolSettings) -> StoreResult<Pool> 
 /// administration and tests.
 pub async fn connect_one(url: &str) -> StoreResult<tokio_postgres::Client> {
     let target = target(url, Duration::from_secs(5))?;
-    let (client, connection) = target.config.connect(target.tls).await.map_err(super::errors::map_err)?;
-    tokio::spawn(async move {
+    Ok(open(&target).await.map_err(super::errors::map_err)?.0)
+}
+
+/// A connection to `target` outside the pool, and the task that drives it until the client is dropped.
+pub(crate) async fn open(
+    target: &Target,
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
+    let (client, connection) = target.config.connect(target.tls.clone()).await?;
+    let task = tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "a PostgreSQL connection ended");
         }
     });
-    Ok(client)
+    Ok((client, task))
 }
 
 /// `%XX` escapes decoded (a path in a URL's query).

@@ -53,6 +53,6 @@ pub(crate) fn spoils_connection(e: &StoreError) -> bool {
 
 /// A failure to get a connection: an outage, whatever its cause (a server gone or refusing connections, a
 /// database dropped, the pool exhausted).
-pub(crate) fn unavailable(e: deadpool_postgres::PoolError) -> StoreError {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!("no connection to PostgreSQL: {e}"))
 }

@@ -18,7 +18,7 @@
 //! and made again by the next statement, through the same URL and so to the same writable host.
 
 use super::connect::Target;
-use super::errors::spoils_connection;
+use super::errors::{spoils_connection, unavailable};
 use crate::sql::{Sql, Value};
 use crate::{StoreError, StoreResult};
 use deadpool_postgres::ClientWrapper;
@@ -97,17 +97,11 @@ impl Shared {
         if let Some(client) = slot.current() {
             return Ok(client);
         }
-        let connect = self.target.config.connect(self.target.tls.clone());
-        let (client, connection) = match tokio::time::timeout(self.timeout, connect).await {
+        let (client, task) = match tokio::time::timeout(self.timeout, super::connect::open(&self.target)).await {
             Ok(Ok(made)) => made,
-            Ok(Err(e)) => return Err(StoreError::Unavailable(format!("no connection to PostgreSQL: {e}"))),
+            Ok(Err(e)) => return Err(unavailable(e)),
             Err(_) => return Err(timed_out()),
         };
-        let task = tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a shared PostgreSQL connection ended");
-            }
-        });
         let client = Arc::new(ClientWrapper::new(client, task));
         *slot.client.lock().unwrap_or_else(PoisonError::into_inner) = Some(client.clone());
         Ok(client)
@@ -116,5 +110,5 @@ impl Shared {
 
 /// No connection within the acquire timeout: an outage.
 fn timed_out() -> StoreError {
-    StoreError::Unavailable("no connection to PostgreSQL within the timeout".into())
+    unavailable("not made within the acquire timeout")
 }
