@@ -11,6 +11,7 @@ mod grant_counts;
 mod members;
 mod orgs;
 mod passkeys;
+mod reads;
 mod registration;
 mod resources;
 mod rotation;

@@ -65,7 +65,7 @@ pub(crate) static INSERT_CODE: Sql = Sql::new(
 );
 static CODE: Sql = Sql::new("SELECT * FROM auth_codes WHERE code_hash = $1");
 /// A code and its user, in one read (the code exchange's: one round trip where two would follow each other).
-static CODE_WITH_USER: Sql = Sql::new(
+static CODE_WITH_USER: Sql = Sql::by_key(
     "SELECT a.*, u.id AS user_row_id, u.email AS user_email, u.name AS user_name, \
      u.password_hash AS user_password_hash, u.created_at AS user_created_at, u.disabled_at AS user_disabled_at \
      FROM auth_codes a LEFT JOIN users u ON u.id = a.user_id WHERE a.code_hash = $1",
@@ -127,10 +127,10 @@ macro_rules! grant_state {
     };
 }
 static LEGACY_GRANT: Sql = Sql::new(grant_state!("g.refresh_hash = $1 AND g.legacy_refresh = TRUE"));
-static GRANT: Sql = Sql::new(grant_state!("g.id = $1"));
+static GRANT: Sql = Sql::by_key(grant_state!("g.id = $1"));
 /// The grant and its user's channel, in one read (the data API's: one round trip where two would follow each
 /// other).
-static GRANT_WITH_CHANNEL: Sql = Sql::new(grant_state!(
+static GRANT_WITH_CHANNEL: Sql = Sql::by_key(grant_state!(
     ", ch.id AS channel_id, ch.title AS channel_title, ch.description AS channel_description, \
      ch.created_at AS channel_created_at",
     " LEFT JOIN channels ch ON ch.user_id = g.user_id",

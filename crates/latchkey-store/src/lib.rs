@@ -120,7 +120,7 @@ store_of!(
 );
 
 /// A storage failure.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// A unique value (e-mail address, id) is taken.
     #[error("already exists: {0}")]

@@ -25,10 +25,21 @@ const UNTIMED_FROM: &str = "{untimed_from}";
 #[derive(Debug)]
 pub(crate) struct Sql {
     text: &'static str,
-    /// Whether it may read many rows ([`Sql::scanning`]).
-    scans: bool,
+    /// How PostgreSQL runs it when it reads one row ([`Sql::scanning`], [`Sql::by_key`]).
+    read: Read,
     sqlite: OnceLock<String>,
     postgres: OnceLock<String>,
+}
+
+/// How a read of one row runs on PostgreSQL (`postgres/shared.rs`, `postgres/batch.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// On a shared connection, pipelined with other requests' statements.
+    Shared,
+    /// On a pooled connection ([`Sql::scanning`]).
+    Scanning,
+    /// With other requests' reads of the same statement, in one statement ([`Sql::by_key`]).
+    ByKey,
 }
 
 /// An engine, for the translation of a statement.
@@ -43,22 +54,29 @@ pub(crate) enum Dialect {
 impl Sql {
     /// A statement in the portable form.
     pub(crate) const fn new(text: &'static str) -> Self {
-        Self::of(text, false)
+        Self::of(text, Read::Shared)
     }
 
     /// A read of one row that may scan many to find it (a count, a search through a backlog): PostgreSQL runs it
     /// on a pooled connection, not ahead of other requests' reads on a shared one (`postgres/shared.rs`).
     pub(crate) const fn scanning(text: &'static str) -> Self {
-        Self::of(text, true)
+        Self::of(text, Read::Scanning)
     }
 
-    const fn of(text: &'static str, scans: bool) -> Self {
-        Self { text, scans, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+    /// A read of at most one row found by one key, `$1`, its only parameter, bound as bytes (a grant by its id, a
+    /// code by its hash): the hot paths' reads. PostgreSQL answers the reads of it that many requests make at once
+    /// in one statement (`postgres/batch.rs`); SQLite runs it as written.
+    pub(crate) const fn by_key(text: &'static str) -> Self {
+        Self::of(text, Read::ByKey)
     }
 
-    /// Whether it was made with [`Sql::scanning`].
-    pub(crate) const fn scans(&self) -> bool {
-        self.scans
+    const fn of(text: &'static str, read: Read) -> Self {
+        Self { text, read, sqlite: OnceLock::new(), postgres: OnceLock::new() }
+    }
+
+    /// How PostgreSQL runs it as a read of one row.
+    pub(crate) const fn read(&self) -> Read {
+        self.read
     }
 
     /// The statement for SQLite.

@@ -6,6 +6,7 @@ use super::device_codes::*;
 use super::members::*;
 use super::orgs::*;
 use super::passkeys::*;
+use super::reads::*;
 use super::registration::*;
 use super::resources::*;
 use super::rotation::*;
@@ -52,6 +53,7 @@ checks! {
     a_jti_is_single_use_whatever_expiry_it_comes_with: by_ref,
     a_code_redeems_once: by_ref,
     concurrent_redemption_issues_one_grant: shared,
+    concurrent_reads_by_key_each_get_their_own_row: shared,
     refresh_token_limits_invalidate_the_oldest: by_ref,
     refresh_token_limits_hold_under_concurrent_issuance: shared,
     grant_state_follows_user_and_client: by_ref,

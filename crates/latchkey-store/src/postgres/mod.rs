@@ -16,6 +16,7 @@
 //! lost or a server shutting down under a statement; a unit of work that lost a serialization or deadlock race is
 //! run again a few times first.
 
+mod batch;
 pub(crate) mod connect;
 pub use connect::connect_one;
 pub(crate) mod errors;
@@ -28,7 +29,7 @@ mod values;
 use crate::db::{BoxFuture, Db, Durability, Engine, Mapper, Outcome, Tx, UnitFn};
 use crate::records::Redemption;
 use crate::rows::StoreRow;
-use crate::sql::{Args, Sql, Value};
+use crate::sql::{Args, Read, Sql, Value};
 use crate::{PoolSettings, Redeemed, StoreError, StoreResult};
 use deadpool_postgres::{ClientWrapper, Object, Pool};
 use errors::{is_retryable, map_err, spoils_connection, unavailable};
@@ -47,6 +48,8 @@ pub struct PgEngine {
     floor: Arc<std::sync::Mutex<Option<i64>>>,
     /// The connections that reads and DPoP's replay records share ([`shared`]).
     shared: Arc<shared::Shared>,
+    /// The reads by key waiting to go together ([`batch`]).
+    batches: Arc<batch::Batches>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -79,7 +82,7 @@ impl Db<PgEngine> {
         let pool = connect::pool(target.clone(), pool)?;
         let target = Arc::new(target);
         let shared = Arc::new(shared::Shared::new(target.clone(), shared, timeout));
-        let engine = PgEngine { pool, target, floor: Arc::default(), shared };
+        let engine = PgEngine { pool, target, floor: Arc::default(), shared, batches: Arc::default() };
         drop(engine.connection().await?);
         Ok(Db::new(engine))
     }
@@ -291,7 +294,18 @@ impl Engine for PgEngine {
         args: Args<'_>,
         map: Mapper<T>,
     ) -> StoreResult<Option<T>> {
-        let rows = if sql.scans() { self.rows(sql, &args).await? } else { self.shared.rows(sql, &args).await? };
+        let rows = match (sql.read(), batch::key(&args)) {
+            (Read::ByKey, Some(key)) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let answer = move |row: StoreResult<Option<&Row>>| {
+                    drop(tx.send(row.and_then(|r| r.map(|r| map(r)).transpose())))
+                };
+                self.batches.read(&self.shared, sql, key, Box::new(answer));
+                return rx.await.unwrap_or_else(|_| Err(StoreError::Other("a batched read was dropped".into())));
+            }
+            (Read::Scanning, _) => self.rows(sql, &args).await?,
+            _ => self.shared.rows(sql, &args).await?,
+        };
         rows.first().map(|r| map(r)).transpose()
     }
 

@@ -25,6 +25,7 @@ use deadpool_postgres::ClientWrapper;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
 /// The shared connections.
@@ -72,6 +73,24 @@ impl Shared {
 
     /// Runs a statement on the next shared connection; its rows.
     pub(crate) async fn rows(&self, sql: &'static Sql, args: &[Value<'_>]) -> StoreResult<Vec<Row>> {
+        self.on_next(|client| async move { super::query(&client, sql, args).await }).await
+    }
+
+    /// Runs a statement over many keys ([`super::batch`]); its rows.
+    pub(crate) async fn by_keys(&self, many: &str, keys: &[&[u8]]) -> StoreResult<Vec<Row>> {
+        self.on_next(|client| async move {
+            let statement = client.prepare_typed_cached(many, &[Type::BYTEA_ARRAY]).await?;
+            client.query(&statement, &[&keys]).await
+        })
+        .await
+    }
+
+    /// Runs `run` on the next shared connection; a connection it finds failed is dropped.
+    async fn on_next<'a, F, Fut>(&'a self, run: F) -> StoreResult<Vec<Row>>
+    where
+        F: FnOnce(Arc<ClientWrapper>) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<Row>, tokio_postgres::Error>> + 'a,
+    {
         let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
         // The wait is bounded as a pooled connection's is: the statements queued behind a failing connect do not
         // each wait for one of their own in turn.
@@ -79,7 +98,7 @@ impl Shared {
             Ok(client) => client?,
             Err(_) => return Err(timed_out()),
         };
-        let result = super::query(&client, sql, args).await.map_err(super::errors::map_err);
+        let result = run(client.clone()).await.map_err(super::errors::map_err);
         if let Err(e) = &result {
             if spoils_connection(e) {
                 slot.forget(&client);
