@@ -6,7 +6,6 @@ use super::device_codes::*;
 use super::members::*;
 use super::orgs::*;
 use super::passkeys::*;
-use super::reads::*;
 use super::registration::*;
 use super::resources::*;
 use super::rotation::*;
@@ -14,6 +13,7 @@ use super::served::*;
 use super::service_accounts::*;
 use super::streams::*;
 use super::throttle::*;
+use super::together::*;
 use super::two_step::*;
 use super::*;
 use std::future::Future;
@@ -54,6 +54,7 @@ checks! {
     a_code_redeems_once: by_ref,
     concurrent_redemption_issues_one_grant: shared,
     concurrent_reads_by_key_each_get_their_own_row: shared,
+    concurrent_proofs_record_each_value_once: shared,
     refresh_token_limits_invalidate_the_oldest: by_ref,
     refresh_token_limits_hold_under_concurrent_issuance: shared,
     grant_state_follows_user_and_client: by_ref,

@@ -1,10 +1,16 @@
-//! The hot paths' reads by key ([`Sql::by_key`]: a grant by its id, a code by its hash), answered together.
+//! Statements that many requests make at once, sent as one: the hot paths' reads by key ([`Sql::by_key`]: a
+//! grant by its id, a code by its hash).
 //!
 //! Pipelining on the shared connections ([`super::shared`]) saves the wake-ups and the system calls of many
 //! statements, but the database still runs each one: binds its parameters, starts and ends its executor, takes
-//! its snapshot, commits its implicit transaction. Those are most of what an indexed read costs it. So the reads of
-//! one such statement that requests make while one of them is already on its way wait for it, and then go
-//! together, as one statement over all their keys:
+//! its snapshot, commits its implicit transaction. Those are most of what an indexed read costs it. So what
+//! requests ask of one such statement while one batch of it is on its way waits for that batch, and then goes
+//! together with the others that waited, as one statement over all of them ([`Queue`]). A request
+//! alone (the server idle, or one request at a time) goes at once, as a batch of one: batching adds no wait, only
+//! an ordering. What it sees is unchanged: the statement that answers it began after the request asked, so it sees
+//! every change committed before (a revocation is seen by the next read on any instance).
+//!
+//! A read by key goes as
 //!
 //! ```sql
 //! SELECT k.key AS batch_key, x.* FROM unnest($1::BYTEA[]) AS k(key)
@@ -13,66 +19,97 @@
 //!
 //! The lateral join keeps each key's plan the one-key statement's (index lookups, nested loops); an `= ANY($1)`
 //! lets the planner choose hash joins over whole tables. Each request gets the first row of its key, as the
-//! statement alone would have given it. A read alone (the server idle, or one request at a time) goes at once, as
-//! a batch of one: batching adds no wait, only an ordering.
-//!
-//! What a read sees is unchanged: the statement that answers it began after the request asked, so it sees every
-//! change committed before (a revocation is seen by the next read on any instance).
+//! statement alone would have given it.
 
 use super::shared::Shared;
 use crate::sql::{Sql, Value};
 use crate::StoreResult;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
-/// At most this many keys in one statement; more wait for the next.
-const MOST_KEYS: usize = 128;
+/// At most this many requests in one statement; more wait for the next.
+const MOST: usize = 128;
+
+/// What requests ask of one statement, waiting to go together.
+pub(super) struct Queue<E> {
+    state: Mutex<State<E>>,
+}
+
+struct State<E> {
+    /// Whether a batch is on its way (the task sending it sends the next).
+    busy: bool,
+    waiting: Vec<E>,
+}
+
+impl<E> Default for Queue<E> {
+    fn default() -> Self {
+        Self { state: Mutex::new(State { busy: false, waiting: Vec::new() }) }
+    }
+}
+
+impl<E: Send + 'static> Queue<E> {
+    /// Adds `entry`. When no batch is on its way, a task sends the waiting entries, [`MOST`] at a time, in
+    /// their order: `send` sends a batch and answers its entries.
+    pub(super) fn push<S, F>(self: &Arc<Self>, entry: E, send: S)
+    where
+        S: Fn(Vec<E>) -> F + Send + 'static,
+        F: Future<Output = ()> + Send,
+    {
+        let lead = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.waiting.push(entry);
+            !std::mem::replace(&mut state.busy, true)
+        };
+        if lead {
+            let queue = self.clone();
+            tokio::spawn(async move {
+                while let Some(batch) = queue.next() {
+                    send(batch).await;
+                }
+            });
+        }
+    }
+
+    /// The next batch; none, and no batch on its way, when nothing waits.
+    fn next(&self) -> Option<Vec<E>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.waiting.is_empty() {
+            state.busy = false;
+            return None;
+        }
+        let n = state.waiting.len().min(MOST);
+        Some(state.waiting.drain(..n).collect())
+    }
+}
 
 /// Hands a read's outcome (its key's first row, or the failure) to the request that asked.
 pub(super) type Answer = Box<dyn FnOnce(StoreResult<Option<&Row>>) + Send>;
 
-/// The statements' queues, made on a statement's first read.
+/// A read by key: the key, and where its answer goes.
+type Read = (Vec<u8>, Answer);
+
+/// A statement read by key: its text over many keys, and its queue.
+type Statement = (Arc<str>, Arc<Queue<Read>>);
+
+/// The queues of the statements read by key, made on a statement's first read.
 #[derive(Default)]
-pub(super) struct Batches {
-    queues: Mutex<HashMap<usize, Arc<Queue>>>,
+pub(super) struct Reads {
+    queues: Mutex<HashMap<usize, Statement>>,
 }
 
-/// One statement's reads.
-struct Queue {
-    /// The statement over many keys.
-    many: String,
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    /// Whether a batch is on its way (the task sending it sends the next).
-    busy: bool,
-    waiting: Vec<(Vec<u8>, Answer)>,
-}
-
-impl Batches {
+impl Reads {
     /// Reads `sql`'s row for `key` with the other reads of it asked meanwhile; `answer` gets the outcome.
     pub(super) fn read(&self, shared: &Arc<Shared>, sql: &'static Sql, key: Vec<u8>, answer: Answer) {
-        let queue = self.queue(sql);
-        let lead = {
-            let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.waiting.push((key, answer));
-            !std::mem::replace(&mut state.busy, true)
+        let (many, queue) = {
+            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            let id = std::ptr::from_ref(sql) as usize;
+            queues.entry(id).or_insert_with(|| (many(sql.postgres()).into(), Arc::default())).clone()
         };
-        if lead {
-            tokio::spawn(send_all(shared.clone(), queue));
-        }
-    }
-
-    fn queue(&self, sql: &'static Sql) -> Arc<Queue> {
-        let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = std::ptr::from_ref(sql) as usize;
-        queues
-            .entry(id)
-            .or_insert_with(|| Arc::new(Queue { many: many(sql.postgres()), state: Default::default() }))
-            .clone()
+        let shared = shared.clone();
+        queue.push((key, answer), move |batch| send_reads(shared.clone(), many.clone(), batch));
     }
 }
 
@@ -94,29 +131,18 @@ pub(super) fn key(args: &[Value<'_>]) -> Option<Vec<u8>> {
     }
 }
 
-/// Sends the queue's reads, a batch at a time, until none is waiting.
-async fn send_all(shared: Arc<Shared>, queue: Arc<Queue>) {
-    loop {
-        let batch: Vec<_> = {
-            let mut state = queue.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.waiting.is_empty() {
-                state.busy = false;
-                return;
+/// Sends one batch of reads and answers each with its key's first row.
+async fn send_reads(shared: Arc<Shared>, many: Arc<str>, batch: Vec<Read>) {
+    let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| key.as_slice()).collect();
+    match shared.query(&many, &[Type::BYTEA_ARRAY], &[&keys]).await {
+        Ok(rows) => {
+            for (key, answer) in batch {
+                answer(Ok(rows.iter().find(|row| row.try_get::<_, &[u8]>(0).is_ok_and(|k| k == key.as_slice()))));
             }
-            let n = state.waiting.len().min(MOST_KEYS);
-            state.waiting.drain(..n).collect()
-        };
-        let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| key.as_slice()).collect();
-        match shared.by_keys(&queue.many, &keys).await {
-            Ok(rows) => {
-                for (key, answer) in batch {
-                    answer(Ok(rows.iter().find(|row| row.try_get::<_, &[u8]>(0).is_ok_and(|k| k == key.as_slice()))));
-                }
-            }
-            Err(e) => {
-                for (_, answer) in batch {
-                    answer(Err(e.clone()));
-                }
+        }
+        Err(e) => {
+            for (_, answer) in batch {
+                answer(Err(e.clone()));
             }
         }
     }

@@ -49,7 +49,7 @@ pub struct PgEngine {
     /// The connections that reads and DPoP's replay records share ([`shared`]).
     shared: Arc<shared::Shared>,
     /// The reads by key waiting to go together ([`batch`]).
-    batches: Arc<batch::Batches>,
+    reads: Arc<batch::Reads>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -82,7 +82,7 @@ impl Db<PgEngine> {
         let pool = connect::pool(target.clone(), pool)?;
         let target = Arc::new(target);
         let shared = Arc::new(shared::Shared::new(target.clone(), shared, timeout));
-        let engine = PgEngine { pool, target, floor: Arc::default(), shared, batches: Arc::default() };
+        let engine = PgEngine { pool, target, floor: Arc::default(), shared, reads: Arc::default() };
         drop(engine.connection().await?);
         Ok(Db::new(engine))
     }
@@ -300,7 +300,7 @@ impl Engine for PgEngine {
                 let answer = move |row: StoreResult<Option<&Row>>| {
                     drop(tx.send(row.and_then(|r| r.map(|r| map(r)).transpose())))
                 };
-                self.batches.read(&self.shared, sql, key, Box::new(answer));
+                self.reads.read(&self.shared, sql, key, Box::new(answer));
                 return rx.await.unwrap_or_else(|_| Err(StoreError::Other("a batched read was dropped".into())));
             }
             (Read::Scanning, _) => self.rows(sql, &args).await?,

@@ -25,7 +25,7 @@ use deadpool_postgres::ClientWrapper;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Row;
 
 /// The shared connections.
@@ -76,11 +76,17 @@ impl Shared {
         self.on_next(|client| async move { super::query(&client, sql, args).await }).await
     }
 
-    /// Runs a statement over many keys ([`super::batch`]); its rows.
-    pub(crate) async fn by_keys(&self, many: &str, keys: &[&[u8]]) -> StoreResult<Vec<Row>> {
+    /// Runs a statement of `text`, its parameters of `types`, on the next shared connection ([`super::batch`]'s,
+    /// made at run time); its rows.
+    pub(crate) async fn query(
+        &self,
+        text: &str,
+        types: &[Type],
+        params: &[&(dyn ToSql + Sync)],
+    ) -> StoreResult<Vec<Row>> {
         self.on_next(|client| async move {
-            let statement = client.prepare_typed_cached(many, &[Type::BYTEA_ARRAY]).await?;
-            client.query(&statement, &[&keys]).await
+            let statement = client.prepare_typed_cached(text, types).await?;
+            client.query(&statement, params).await
         })
         .await
     }
