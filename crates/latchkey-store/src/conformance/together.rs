@@ -1,5 +1,6 @@
-//! What many requests ask at once, which PostgreSQL answers together (`postgres/batch.rs`): each read by key gets
-//! its own key's row, or none for a key the store lacks; each DPoP proof's values are recorded once.
+//! What many requests ask at once: each read by key gets its own key's row, or none for a key the store lacks
+//! (PostgreSQL answers such reads together, `postgres/batch.rs`); each DPoP proof's values are recorded once, all
+//! of a proof's or none.
 
 use super::*;
 use latchkey_core::dpop::{untimed_key, Admission};
@@ -63,8 +64,7 @@ pub(super) async fn concurrent_proofs_record_each_value_once(store: Arc<dyn Stor
     assert_eq!(record(vec![value("first".into())]).await.expect("join"), None);
     let shared = value("shared jti".into());
     let nonces: Vec<_> = (0..8).map(|i| value(format!("nonce {i}"))).collect();
-    // Those with values of their own first: while the first goes, the eight sharing a jti wait, and (on
-    // PostgreSQL) go together.
+    // Those with values of their own first, so that the eight sharing a jti are recorded while others are.
     let own: Vec<_> = (0..16).map(|i| record(vec![value(format!("jti {i}"))])).collect();
     let sharing: Vec<_> = nonces.iter().map(|n| record(vec![shared.clone(), n.clone()])).collect();
     let mut winners = Vec::new();

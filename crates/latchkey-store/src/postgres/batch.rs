@@ -6,8 +6,8 @@
 //! its snapshot, commits its implicit transaction. Those are most of what an indexed read costs it. So what
 //! requests ask of one such statement while one batch of it is on its way waits for that batch, and then goes
 //! together with the others that waited, as one statement over all of them ([`Queue`]). A request
-//! alone (the server idle, or one request at a time) goes at once, as a batch of one: batching adds no wait, only
-//! an ordering. What it sees is unchanged: the statement that answers it began after the request asked, so it sees
+//! alone (the server idle, or one request at a time) goes at once, as a batch of one; under load a read waits at
+//! most for the batch on its way. What it sees is unchanged: the statement that answers it began after the request asked, so it sees
 //! every change committed before (a revocation is seen by the next read on any instance).
 //!
 //! A read by key goes as
@@ -64,9 +64,9 @@ impl<E: Send + 'static> Queue<E> {
             !std::mem::replace(&mut state.busy, true)
         };
         if lead {
-            let queue = self.clone();
+            let sender = Sender(self.clone());
             tokio::spawn(async move {
-                while let Some(batch) = queue.next() {
+                while let Some(batch) = sender.0.next() {
                     send(batch).await;
                 }
             });
@@ -82,6 +82,19 @@ impl<E: Send + 'static> Queue<E> {
         }
         let n = state.waiting.len().min(MOST);
         Some(state.waiting.drain(..n).collect())
+    }
+}
+
+/// The task sending a queue's batches. Should it end before the queue is empty (a panic, the runtime shutting
+/// down), the entries still waiting are dropped, so that their requests get an error instead of waiting for ever,
+/// and the next entry starts a task again.
+struct Sender<E>(Arc<Queue<E>>);
+
+impl<E> Drop for Sender<E> {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.busy = false;
+        state.waiting.clear();
     }
 }
 
@@ -136,8 +149,15 @@ async fn send_reads(shared: Arc<Shared>, many: Arc<str>, batch: Vec<Read>) {
     let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| key.as_slice()).collect();
     match shared.query(&many, &[Type::BYTEA_ARRAY], &[&keys]).await {
         Ok(rows) => {
+            // Each key's first row, as the one-key statement would have answered.
+            let mut first = HashMap::with_capacity(rows.len());
+            for row in &rows {
+                if let Ok(key) = row.try_get::<_, &[u8]>(0) {
+                    first.entry(key).or_insert(row);
+                }
+            }
             for (key, answer) in batch {
-                answer(Ok(rows.iter().find(|row| row.try_get::<_, &[u8]>(0).is_ok_and(|k| k == key.as_slice()))));
+                answer(Ok(first.get(key.as_slice()).copied()));
             }
         }
         Err(e) => {
@@ -145,5 +165,21 @@ async fn send_reads(shared: Arc<Shared>, many: Arc<str>, batch: Vec<Read>) {
                 answer(Err(e.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::many;
+
+    #[test]
+    fn the_statement_over_many_keys_binds_only_the_array() {
+        let text = many("SELECT g.id FROM grants g JOIN users u ON u.id = g.user_id WHERE g.id = $1");
+        assert_eq!(
+            text,
+            "SELECT k.key AS batch_key, x.* FROM unnest($1::BYTEA[]) AS k(key) CROSS JOIN LATERAL \
+             (SELECT g.id FROM grants g JOIN users u ON u.id = g.user_id WHERE g.id = k.key) x"
+        );
+        assert_eq!(text.matches('$').count(), 1, "the array is its one parameter");
     }
 }

@@ -301,7 +301,7 @@ impl Engine for PgEngine {
                     drop(tx.send(row.and_then(|r| r.map(|r| map(r)).transpose())))
                 };
                 self.reads.read(&self.shared, sql, key, Box::new(answer));
-                return rx.await.unwrap_or_else(|_| Err(StoreError::Other("a batched read was dropped".into())));
+                return rx.await.unwrap_or_else(|_| Err(unavailable("the read's batch was not sent")));
             }
             (Read::Scanning, _) => self.rows(sql, &args).await?,
             _ => self.shared.rows(sql, &args).await?,
