@@ -5,10 +5,10 @@
 //! statements, but the database still runs each one: binds its parameters, starts and ends its executor, takes
 //! its snapshot, commits its implicit transaction. Those are most of what an indexed read costs it. So what
 //! requests ask of one such statement while one batch of it is on its way waits for that batch, and then goes
-//! together with the others that waited, as one statement over all of them ([`Queue`]). A request
-//! alone (the server idle, or one request at a time) goes at once, as a batch of one; under load a read waits at
-//! most for the batch on its way. What it sees is unchanged: the statement that answers it began after the request asked, so it sees
-//! every change committed before (a revocation is seen by the next read on any instance).
+//! together with the others that waited, as one statement over all of them ([`Queue`]). A request alone (the
+//! server idle, or one request at a time) goes at once, as a batch of one; under load a read waits at most for
+//! the batch on its way. What it sees is unchanged: the statement that answers it began after the request asked,
+//! so it sees every change committed before (a revocation is seen by the next read on any instance).
 //!
 //! A read by key goes as
 //!
@@ -64,11 +64,12 @@ impl<E: Send + 'static> Queue<E> {
             !std::mem::replace(&mut state.busy, true)
         };
         if lead {
-            let sender = Sender(self.clone());
+            let sender = Sender { queue: self.clone(), done: false };
             tokio::spawn(async move {
-                while let Some(batch) = sender.0.next() {
+                while let Some(batch) = sender.queue.next() {
                     send(batch).await;
                 }
+                sender.finish();
             });
         }
     }
@@ -85,16 +86,29 @@ impl<E: Send + 'static> Queue<E> {
     }
 }
 
-/// The task sending a queue's batches. Should it end before the queue is empty (a panic, the runtime shutting
-/// down), the entries still waiting are dropped, so that their requests get an error instead of waiting for ever,
-/// and the next entry starts a task again.
-struct Sender<E>(Arc<Queue<E>>);
+/// The task sending a queue's batches. Should it end before it found the queue empty (a panic, the runtime
+/// shutting down), the entries still waiting are dropped, so that their requests get an error instead of waiting
+/// for ever, and the next entry starts a task again. Once it found the queue empty, the queue is another task's.
+struct Sender<E> {
+    queue: Arc<Queue<E>>,
+    /// Whether it found the queue empty ([`Queue::next`] gave up the queue then).
+    done: bool,
+}
+
+impl<E> Sender<E> {
+    /// Ends the task once it found the queue empty.
+    fn finish(mut self) {
+        self.done = true;
+    }
+}
 
 impl<E> Drop for Sender<E> {
     fn drop(&mut self) {
-        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.busy = false;
-        state.waiting.clear();
+        if !self.done {
+            let mut state = self.queue.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.busy = false;
+            state.waiting.clear();
+        }
     }
 }
 
