@@ -15,7 +15,7 @@ use crate::secret::Random;
 use crate::time::UnixTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use ring::hmac;
+use ring::{hkdf, hmac};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The prefix of every access token.
@@ -160,12 +160,20 @@ pub struct MacKey {
     /// The key's id, written into every token it signs.
     pub id: u32,
     key: hmac::Key,
+    /// The secret, extracted for HKDF: what sealed authorization codes derive their keys from.
+    prk: hkdf::Prk,
 }
 
 impl MacKey {
     /// A key from its stored bytes.
     pub fn new(id: u32, secret: &[u8]) -> Self {
-        Self { id, key: hmac::Key::new(hmac::HMAC_SHA256, secret) }
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, b"latchkey mac key").extract(secret);
+        Self { id, key: hmac::Key::new(hmac::HMAC_SHA256, secret), prk }
+    }
+
+    /// The key's secret, extracted for HKDF (`crate::auth_code`).
+    pub(crate) fn prk(&self) -> &hkdf::Prk {
+        &self.prk
     }
 }
 

@@ -23,6 +23,7 @@ pub mod refresh;
 pub mod revoke;
 
 use crate::access_token::{self, AccessClaims, AccessTokenError, GrantId, Holder, MacKey};
+use crate::auth_code;
 use crate::client::Client;
 use crate::dpop::{self, Window};
 use crate::refresh_token;
@@ -96,8 +97,16 @@ pub trait Ports: Sync {
     ) -> Result<Option<crate::device::Poll>, Self::Error>;
     /// Marks the grant's code used and stores the grant, in one unit; `false` when the code was used already.
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
-    /// The id_token of a code exchange for `user` and `code` (its client's), with the access token issued with it.
-    fn id_token(&self, user: &Self::User, code: &AuthCode, token: &str, now: UnixTime) -> Result<String, Self::Error>;
+    /// The id_token of a code exchange for `code` (its client's and its user's), with the access token issued with
+    /// it; `user` is the code's user, read when the code's scopes ask for profile claims
+    /// ([`crate::scope::PROFILE_CLAIMS`]).
+    fn id_token(
+        &self,
+        user: Option<&Self::User>,
+        code: &AuthCode,
+        token: &str,
+        now: UnixTime,
+    ) -> Result<String, Self::Error>;
     /// A JWT access token (RFC 9068) with these claims, signed with the id_token key (ES256) or the RSA signing key
     /// (RS256, made when first needed); the server adds `iss`.
     async fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, Self::Error>;
@@ -191,19 +200,26 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
     if call.form.get("grant_type") == Some(service_account::JWT_BEARER) {
         return Ok(Issued { client: None, response: jwt_bearer::run(ports, call.form, now).await? });
     }
-    let code = unused_code(ports, call.form, now).await?;
-    let authorization = call.authorization.map_err(Clone::clone)?;
-    let request = token::parse(call.form, authorization)?;
-    let client = authenticate(ports, &request.client).await?;
-    ports.app_check(&client, now).await?;
-    let proof = proof::read(call.dpop, &ports.settings(), now)?;
+    let code = presented_code(ports, call.form, now).await?;
+    let shared = async {
+        let authorization = call.authorization.map_err(Clone::clone)?;
+        let request = token::parse(call.form, authorization)?;
+        let client = authenticate(ports, &request.client).await?;
+        ports.app_check(&client, now).await?;
+        let proof = proof::read(call.dpop, &ports.settings(), now)?;
+        Ok::<_, P::Error>((request, client, proof))
+    };
+    let (request, client, proof) = match shared.await {
+        Ok(checked) => checked,
+        Err(e) => return Err(exchange::settle(ports, code.as_ref().and_then(|c| c.unasked()), e, now).await),
+    };
     let resources = call.form.all("resource");
     let checked = Checked { client: &client, proof: proof.as_ref(), now, resources: &resources };
     let response = match request.grant {
         TokenGrant::AuthorizationCode { code: value, code_verifier, redirect_uri } => {
             let exchange = exchange::Exchange {
                 code: &value,
-                record: code,
+                presented: code,
                 verifier: code_verifier.as_ref(),
                 redirect_uri: &redirect_uri,
             };
@@ -219,12 +235,21 @@ pub async fn token<P: Ports>(ports: &P, call: TokenCall<'_>) -> Result<Issued, P
 }
 
 /// A code presented again revokes what it issued, whatever else is wrong with the request (client
-/// authentication, the DPoP proof, other parameters): so this check comes first. Returns the code's record
-/// when the request is a code exchange and the code is known.
-async fn unused_code<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Result<Option<AuthCode>, P::Error> {
+/// authentication, the DPoP proof, other parameters): so this check comes first for a code the store is asked
+/// about. A sealed code ([`crate::auth_code`]) is opened instead, without the store: whether it was used is known
+/// when it is spent, or, should a check fail first, from the store then ([`exchange::settle`]). Returns the code's
+/// record when the request is a code exchange and the code is known.
+async fn presented_code<P: Ports>(
+    ports: &P,
+    form: &Form<'_>,
+    now: UnixTime,
+) -> Result<Option<exchange::Presented>, P::Error> {
     let (Some("authorization_code"), Some(code)) = (form.get("grant_type"), form.get("code")) else {
         return Ok(None);
     };
+    if let Some(record) = ports.with_mac_keys(|keys| auth_code::open(keys, code)) {
+        return Ok(Some(exchange::Presented { record, sealed: true }));
+    }
     let code_hash = secret::hash(code);
     // A device code's authorization code is redeemed by the device grant alone: sent here, it is unknown, and
     // revokes nothing.
@@ -232,7 +257,7 @@ async fn unused_code<P: Ports>(ports: &P, form: &Form<'_>, now: UnixTime) -> Res
     if record.as_ref().is_some_and(|r| r.used) {
         return Err(code_reused(ports, &code_hash, now).await);
     }
-    Ok(record)
+    Ok(record.map(|record| exchange::Presented { record, sealed: false }))
 }
 
 /// A code presented again: everything issued from it is revoked (RFC 6749 §4.1.2).

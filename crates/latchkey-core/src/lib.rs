@@ -8,6 +8,7 @@ pub mod access_token;
 pub mod account;
 pub mod app_check;
 pub mod app_check_setting;
+pub mod auth_code;
 pub mod authorize;
 pub mod client;
 pub mod device;

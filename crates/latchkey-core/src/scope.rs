@@ -142,6 +142,8 @@ pub const CHANNELS_LIST: ScopeSet =
 
 /// The identity scopes; any of them makes the code exchange return an id_token.
 pub const IDENTITY: ScopeSet = ScopeSet(Scope::OpenId.set().0 | Scope::Email.set().0 | Scope::Profile.set().0);
+/// The scopes whose id_token claims come from the user's account (`email`, `name`).
+pub const PROFILE_CLAIMS: ScopeSet = ScopeSet(Scope::Email.set().0 | Scope::Profile.set().0);
 
 /// The data API's seven scopes.
 pub const DATA_API: ScopeSet = ScopeSet((1 << 7) - 1);

@@ -6,6 +6,7 @@ mod accounts;
 mod audit;
 mod checks;
 mod clients;
+mod codes;
 mod device_codes;
 mod grant_counts;
 mod members;

@@ -72,10 +72,14 @@ static CODE_WITH_USER: Sql = Sql::by_key(
 );
 /// Orders the user's issuances one after the other where writers run side by side.
 static LOCK_USER: Sql = Sql::new("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE");
-/// Marks a code used; not one an organisation's policy change expired after the exchange read it (the change
-/// expires it to 0: `orgs/change.rs`), which then fails as a used code does.
+/// Marks a code used, as the store holds it: not one expired early after the exchange found it good (an
+/// organisation's policy change, `orgs/change.rs`, or its user's account disabled, `accounts.rs`: both expire it
+/// to 0), nor one whose scopes the store narrowed since (a registered API's scope retired, `resources.rs`). The
+/// exchange may have read the code's record from the code itself (`latchkey_core::auth_code`), so these are the
+/// store's word on them.
 static USE_CODE: Sql = Sql::new(
-    "UPDATE auth_codes SET used_at = $1, grant_id = $2 WHERE code_hash = $3 AND used_at IS NULL AND expires_at > $1",
+    "UPDATE auth_codes SET used_at = $1, grant_id = $2 WHERE code_hash = $3 AND used_at IS NULL AND expires_at > $1 \
+     AND scopes = $4",
 );
 /// Inserts a grant as it is.
 pub(crate) static INSERT_GRANT: Sql = Sql::new(
@@ -200,7 +204,7 @@ fn redeem<'t>(tx: &'t mut dyn Tx, r: &'t Redemption) -> BoxFuture<'t, StoreResul
     Box::pin(async move {
         let (g, limits, now) = (&r.grant, r.limits, r.now);
         tx.lock(&LOCK_USER, args![&g.user_id]).await?;
-        if tx.exec(&USE_CODE, args![now, &g.id, &g.code_hash]).await? == 0 {
+        if tx.exec(&USE_CODE, args![now, &g.id, &g.code_hash, g.scopes.to_stored()]).await? == 0 {
             return Ok(Outcome::Discard(Redeemed::AlreadyUsed));
         }
         insert_grant(tx, g).await?;

@@ -188,7 +188,8 @@ pub(crate) struct Redemption {
 pub enum Redeemed {
     /// The grant is stored.
     Issued,
-    /// The code had been used already; nothing was stored.
+    /// The code was not spent: used already, expired (early: an organisation's change, a disabled account), or its
+    /// scopes narrowed since; nothing was stored.
     AlreadyUsed,
 }
 

@@ -39,7 +39,7 @@ pub async fn run<P: Ports>(ports: &P, device_code: &Secret, checked: Checked<'_>
                 _ => return Err(used().into()),
             };
             let user = user_enabled(ports.user(&record.user_id).await?)?;
-            match issue(ports, &record, &user, checked).await? {
+            match issue(ports, &record, Some(&user), checked).await? {
                 Some(response) => Ok(response),
                 None => Err(used().into()),
             }

@@ -6,7 +6,7 @@ use crate::access_token::GrantId;
 use crate::client::Client;
 use crate::dpop::{self, Proof};
 use crate::refresh_token;
-use crate::scope::IDENTITY;
+use crate::scope::{IDENTITY, PROFILE_CLAIMS};
 use crate::secret::Secret;
 use crate::target;
 use crate::time::UnixTime;
@@ -14,55 +14,110 @@ use crate::token::{self, AuthCode, Grant};
 use crate::OAuthError;
 use latchkey_proto::TokenResponse;
 
+/// A code presented for exchange, with its record.
+#[derive(Debug)]
+pub struct Presented {
+    /// The record: opened from the code when it is sealed, else the store's (a used one is refused before).
+    pub record: AuthCode,
+    /// Whether the record came from the code itself, the store not asked yet.
+    pub sealed: bool,
+}
+
+impl Presented {
+    /// The code's hash when the store was not asked about it yet.
+    pub fn unasked(&self) -> Option<&[u8]> {
+        self.sealed.then_some(&self.record.code_hash[..])
+    }
+}
+
 /// A code exchange, as the request and the store gave it.
 #[derive(Debug)]
 pub struct Exchange<'a> {
     /// The code presented.
     pub code: &'a Secret,
-    /// Its record, when the code is known (and not used: a used one is refused before).
-    pub record: Option<AuthCode>,
+    /// Its record, when the code is known.
+    pub presented: Option<Presented>,
     /// The PKCE verifier.
     pub verifier: Option<&'a Secret>,
     /// The redirect URI presented.
     pub redirect_uri: &'a str,
 }
 
-/// Runs the code exchange's checks, in order, then issues the grant and its tokens.
+/// Runs the code exchange's checks, in order, then issues the grant and its tokens. The store is asked once on
+/// the way for a sealed code (the call that spends it); more only when something fails.
 pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'_>) -> Result<TokenResponse, P::Error> {
-    let Checked { client, proof, now, .. } = checked;
-    let record = code_known(exchange.record)?;
-    token::check_code(&record, &client.client_id, exchange.redirect_uri, exchange.verifier, now)?;
-    if let Some(proof) = proof {
-        let rule = nonce_rule(proof, exchange.code, ports.settings().dpop_strict_code_jti)?;
-        proof::use_once(ports, proof, rule, now).await?;
-    }
-    let user = user_enabled(ports.user(&record.user_id).await?)?;
-    match issue(ports, &record, &user, checked).await? {
-        Some(response) => Ok(response),
-        None => Err(code_reused(ports, &record.code_hash, now).await),
+    let presented = code_known(exchange.presented)?;
+    let (record, sealed, now) = (&presented.record, presented.sealed, checked.now);
+    let issued = async {
+        token::check_code(record, &checked.client.client_id, exchange.redirect_uri, exchange.verifier, now)?;
+        if let Some(proof) = checked.proof {
+            let rule = nonce_rule(proof, exchange.code, ports.settings().dpop_strict_code_jti)?;
+            proof::use_once(ports, proof, rule, now).await?;
+        }
+        // The store's copy answers for the user of a sealed code when it is spent (a disabled or deleted account's
+        // pending codes are expired or gone); the user is read first only when the id_token needs the account.
+        let user = match !sealed || record.scopes.intersects(PROFILE_CLAIMS) {
+            true => Some(user_enabled(ports.user(&record.user_id).await?)?),
+            false => None,
+        };
+        issue(ports, record, user.as_ref(), checked).await
+    };
+    match issued.await {
+        Ok(Some(response)) => Ok(response),
+        Ok(None) => Err(refused(ports, &record.code_hash, now).await),
+        Err(e) => Err(settle(ports, presented.unasked(), e, now).await),
     }
 }
 
-/// Issues the grant of an authorization code and its tokens (the id_token for identity scopes): `None` when the
-/// code was redeemed meanwhile (the caller decides what that means). The access token is narrowed to the request's
-/// resources, checked before the code is spent; the grant and its refresh token keep every scope.
+/// The error of a request that presented a sealed code and failed before spending it, once the store was asked
+/// about the code: a code used already revokes what it issued whatever else failed, as it does when the store is
+/// asked first. Otherwise, or when the store cannot answer, the error itself.
+pub(super) async fn settle<P: Ports>(ports: &P, unasked: Option<&[u8]>, error: P::Error, now: UnixTime) -> P::Error {
+    let Some(code_hash) = unasked else { return error };
+    match ports.code(code_hash).await {
+        Ok(Some(stored)) if stored.used => code_reused(ports, code_hash, now).await,
+        _ => error,
+    }
+}
+
+/// Why the store would not spend a code its reader had found good: used meanwhile (what it issued is revoked),
+/// its user disabled or deleted, or expired early (an organisation's change) or gone.
+async fn refused<P: Ports>(ports: &P, code_hash: &[u8], now: UnixTime) -> P::Error {
+    let stored = match ports.code(code_hash).await {
+        Ok(stored) => stored,
+        Err(e) => return e,
+    };
+    match stored {
+        Some(stored) if stored.used => code_reused(ports, code_hash, now).await,
+        Some(stored) => match ports.user(&stored.user_id).await {
+            Ok(user) => user_enabled(user).err().unwrap_or_else(unknown_code).into(),
+            Err(e) => e,
+        },
+        None => unknown_code().into(),
+    }
+}
+
+/// Issues the grant of an authorization code and its tokens (the id_token for identity scopes, with the profile
+/// claims of `user` when given): `None` when the code was not spent (redeemed meanwhile, or refused by the store;
+/// the caller decides what that means). The access token is narrowed to the request's resources, checked before the
+/// code is spent; the grant and its refresh token keep every scope.
 pub(super) async fn issue<P: Ports>(
     ports: &P,
     record: &AuthCode,
-    user: &P::User,
+    user: Option<&P::User>,
     checked: Checked<'_>,
 ) -> Result<Option<TokenResponse>, P::Error> {
     let Checked { client, proof, now, resources } = checked;
     let scopes = target::narrow(ports.settings().scopes, record.scopes, resources)?;
     let (grant, refresh_token) = new_grant(ports, record, client, proof, now);
-    // Minted before the code is spent (a JWT's first RSA key is a write that may fail): a token minted for a code
-    // redeemed meanwhile is never sent.
+    // Minted and signed before the code is spent (a JWT's first RSA key is a write that may fail): a token minted
+    // for a code redeemed meanwhile is never sent, and nothing after the spending can fail.
     let (access_token, expires_in) = mint(ports, &grant, scopes, Some(record.auth_time), now).await?;
+    let id_token =
+        if record.scopes.intersects(IDENTITY) { Some(ports.id_token(user, record, &access_token, now)?) } else { None };
     if !ports.redeem_code(&grant, now).await? {
         return Ok(None);
     }
-    let id_token =
-        if record.scopes.intersects(IDENTITY) { Some(ports.id_token(user, record, &access_token, now)?) } else { None };
     Ok(Some(TokenResponse {
         access_token,
         expires_in,
@@ -75,8 +130,12 @@ pub(super) async fn issue<P: Ports>(
 }
 
 /// The code is one the server issued and still holds.
-pub fn code_known(record: Option<AuthCode>) -> Result<AuthCode, OAuthError> {
-    record.ok_or_else(|| OAuthError::invalid_grant("The authorization code is invalid or has expired."))
+pub fn code_known<T>(record: Option<T>) -> Result<T, OAuthError> {
+    record.ok_or_else(unknown_code)
+}
+
+fn unknown_code() -> OAuthError {
+    OAuthError::invalid_grant("The authorization code is invalid or has expired.")
 }
 
 /// The nonce rule of a code-exchange proof (`docs/decisions.md`, "DPoP"): a proof whose `jti` is the code's hash needs

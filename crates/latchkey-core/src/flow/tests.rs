@@ -40,6 +40,8 @@ struct Memory {
     service_keys: Vec<ServiceKeyState>,
     retired: Mutex<Vec<(Vec<u8>, UnixTime)>>,
     grace: i64,
+    /// The calls to the store's codes and users, in order.
+    asked: Mutex<Vec<&'static str>>,
 }
 
 impl Memory {
@@ -66,6 +68,7 @@ impl Memory {
             service_keys: vec![],
             retired: Mutex::new(vec![]),
             grace: 0,
+            asked: Mutex::new(vec![]),
         }
     }
 }
@@ -101,32 +104,37 @@ impl Ports for Memory {
         Ok(())
     }
     async fn code(&self, hash: &[u8]) -> Result<Option<AuthCode>, OAuthError> {
+        self.asked.lock().unwrap().push("code");
         Ok(self.codes.lock().unwrap().iter().find(|c| c.code_hash == hash).cloned())
     }
     async fn revoke_grants_of_code(&self, hash: &[u8], now: UnixTime) -> Result<u64, OAuthError> {
+        self.asked.lock().unwrap().push("revoke");
         let mut grants = self.grants.lock().unwrap();
         let of_code = grants.iter_mut().filter(|g| g.grant.code_hash == hash);
         Ok(of_code.map(|g| g.grant.revoked_at = Some(now)).count() as u64)
     }
     async fn user(&self, id: &str) -> Result<Option<(String, Option<UnixTime>)>, OAuthError> {
+        self.asked.lock().unwrap().push("user");
         Ok(self.users.iter().find(|(u, _)| u == id).cloned())
     }
     async fn poll_device(&self, _: &[u8], _: &str, _: UnixTime) -> Result<Option<crate::device::Poll>, OAuthError> {
         Ok(None)
     }
-    async fn redeem_code(&self, grant: &Grant, _: UnixTime) -> Result<bool, OAuthError> {
+    async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, OAuthError> {
+        self.asked.lock().unwrap().push("redeem");
         let mut codes = self.codes.lock().unwrap();
-        let code = codes.iter_mut().find(|c| c.code_hash == grant.code_hash).expect("code");
-        if std::mem::replace(&mut code.used, true) {
+        let Some(code) = codes.iter_mut().find(|c| c.code_hash == grant.code_hash) else { return Ok(false) };
+        if code.used || code.expires_at <= now {
             return Ok(false);
         }
+        code.used = true;
         let state =
             GrantState { grant: grant.clone(), user_disabled_at: None, client_deleted_at: None, api_enabled: true };
         self.grants.lock().unwrap().push(state);
         Ok(true)
     }
-    fn id_token(&self, user: &String, _: &AuthCode, _: &str, _: UnixTime) -> Result<String, OAuthError> {
-        Ok(format!("id-token-of-{user}"))
+    fn id_token(&self, _: Option<&String>, code: &AuthCode, _: &str, _: UnixTime) -> Result<String, OAuthError> {
+        Ok(format!("id-token-of-{}", code.user_id))
     }
     async fn jwt_access_token(&self, claims: &super::JwtAccessClaims<'_>) -> Result<String, OAuthError> {
         Ok(format!("jwt-for-{}", claims.audience))
@@ -205,6 +213,7 @@ impl Ports for Memory {
 }
 
 mod rotation;
+mod sealed;
 
 fn auth_code(value: &str) -> AuthCode {
     AuthCode {
@@ -256,7 +265,7 @@ fn call<'a>(form: &'a Form<'a>) -> TokenCall<'a> {
 
 #[test]
 fn code_known_refuses_an_unknown_code() {
-    assert_eq!(code_known(None).unwrap_err().code, ErrorCode::InvalidGrant);
+    assert_eq!(code_known(None::<AuthCode>).unwrap_err().code, ErrorCode::InvalidGrant);
     assert!(code_known(Some(auth_code("c"))).is_ok());
 }
 
@@ -459,8 +468,10 @@ fn an_exchange_by_a_disabled_user_issues_nothing() {
     let ports = Memory::new();
     ports.codes.lock().unwrap().push(AuthCode { user_id: "off".into(), ..auth_code("lkc_2") });
     let record = block_on(ports.code(&secret::hash("lkc_2"))).unwrap();
+    let presented = record.map(|record| exchange::Presented { record, sealed: false });
     let code = Secret::new("lkc_2".into());
-    let exchange = exchange::Exchange { code: &code, record, verifier: None, redirect_uri: "http://127.0.0.1:4000/cb" };
+    let exchange =
+        exchange::Exchange { code: &code, presented, verifier: None, redirect_uri: "http://127.0.0.1:4000/cb" };
     let client = ports.clients[0].clone();
     let err =
         block_on(exchange::run(&ports, exchange, Checked { client: &client, proof: None, now: NOW, resources: &[] }))

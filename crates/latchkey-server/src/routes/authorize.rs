@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use latchkey_admin::clock::OsRandom;
 use latchkey_core::account::ACCESS_PERIODS;
+use latchkey_core::auth_code;
 use latchkey_core::authorize::AuthorizeParams;
 use latchkey_core::client::{Client, RegistrationKind};
 use latchkey_core::flow::authorize::{
@@ -25,7 +26,6 @@ use latchkey_core::flow::authorize::{
 };
 use latchkey_core::org::{Consent, Membership};
 use latchkey_core::scope::{ScopeRegistry, ScopeSet};
-use latchkey_core::secret::Secret;
 use latchkey_core::time::UnixTime;
 use latchkey_core::token::AuthCode;
 use latchkey_core::ErrorCode;
@@ -486,9 +486,8 @@ async fn issue_code(
 ) -> Response {
     let (client, request) = (&checked.client, &checked.request);
     let now = state.clock.now();
-    let code = Secret::generate("lkc_", &OsRandom);
-    let record = AuthCode {
-        code_hash: code.hash(),
+    let mut record = AuthCode {
+        code_hash: vec![],
         client_id: client.client_id.clone(),
         user_id: signed_in.user.id.clone(),
         redirect_uri: request.redirect_uri.clone(),
@@ -500,6 +499,9 @@ async fn issue_code(
         used: false,
         grant_lifetime,
     };
+    // The code carries its record, sealed, so that its exchange asks the store once (`latchkey_core::auth_code`).
+    let code = auth_code::issue(auth_code::sealing_key(&state.keys.get().mac), &record, &OsRandom);
+    record.code_hash = code.hash();
     // The policy's last word: judged again under the locks every organisation change takes, in the unit of work
     // that stores the code, so that no change slips between the check and the code (`Orgs::insert_code_if_allowed`).
     match state.store.insert_code_if_allowed(&record, &client.project_id).await {

@@ -13,20 +13,20 @@ use latchkey_core::OAuthError;
 use latchkey_store::User;
 use serde_json::{Map, Value};
 
-/// The signed id_token for a code exchange that granted an identity scope.
+/// The signed id_token for a code exchange that granted an identity scope: for the code's user and client, with
+/// the profile claims of `user` (read when the code's scopes ask for them).
 pub(super) fn id_token(
     state: &AppState,
-    user: &User,
-    client_id: &str,
+    user: Option<&User>,
     code: &AuthCode,
     access_token: &str,
     now: UnixTime,
 ) -> Result<String, TokenError> {
     let mut claims = Map::new();
     claims.insert("iss".into(), state.urls.issuer.clone().into());
-    claims.insert("sub".into(), user.id.clone().into());
-    claims.insert("aud".into(), client_id.into());
-    claims.insert("azp".into(), client_id.into());
+    claims.insert("sub".into(), code.user_id.clone().into());
+    claims.insert("aud".into(), code.client_id.clone().into());
+    claims.insert("azp".into(), code.client_id.clone().into());
     claims.insert("iat".into(), now.0.into());
     claims.insert("exp".into(), now.plus(state.config.access_token_lifetime).0.into());
     claims.insert("auth_time".into(), code.auth_time.0.into());
@@ -34,7 +34,9 @@ pub(super) fn id_token(
     if let Some(nonce) = &code.nonce {
         claims.insert("nonce".into(), nonce.clone().into());
     }
-    profile_claims(&mut claims, user, code.scopes);
+    if let Some(user) = user {
+        profile_claims(&mut claims, user, code.scopes);
+    }
     sign(state, "JWT", claims, "the id_token")
 }
 

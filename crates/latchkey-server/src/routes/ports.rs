@@ -124,8 +124,14 @@ impl Ports for StorePorts<'_> {
         Ok(redeemed == Redeemed::Issued)
     }
 
-    fn id_token(&self, user: &User, code: &AuthCode, access_token: &str, now: UnixTime) -> Result<String, TokenError> {
-        id_token::id_token(self.state, user, &code.client_id, code, access_token, now)
+    fn id_token(
+        &self,
+        user: Option<&User>,
+        code: &AuthCode,
+        access_token: &str,
+        now: UnixTime,
+    ) -> Result<String, TokenError> {
+        id_token::id_token(self.state, user, code, access_token, now)
     }
 
     async fn jwt_access_token(&self, claims: &JwtAccessClaims<'_>) -> Result<String, TokenError> {

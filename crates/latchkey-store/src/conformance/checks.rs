@@ -2,6 +2,7 @@
 
 use super::accounts::*;
 use super::clients::*;
+use super::codes::*;
 use super::device_codes::*;
 use super::members::*;
 use super::orgs::*;
@@ -52,6 +53,8 @@ checks! {
     concurrent_attempts_each_take_their_own_number: shared,
     a_jti_is_single_use_whatever_expiry_it_comes_with: by_ref,
     a_code_redeems_once: by_ref,
+    a_disabled_accounts_pending_codes_are_not_redeemed: by_ref,
+    a_code_is_redeemed_only_with_the_scopes_the_store_holds: by_ref,
     concurrent_redemption_issues_one_grant: shared,
     concurrent_reads_by_key_each_get_their_own_row: shared,
     concurrent_proofs_record_each_value_once: shared,
