@@ -134,7 +134,9 @@ def run(binary):
             "delivery": {"method": PUSH, "endpoint_url": https_receiver.url, "authorization_header": push_auth},
             "description": "PyJWT receiver",
         }
-        r = requests.post(ssf["configuration_endpoint"], json=body, headers=console, verify=server.cert, timeout=10)
+        # Up to 60 s: this request makes the 2048-bit RSA key, which the debug build the suite runs takes seconds to
+        # find, and more while the other interop scripts share the machine's cores (10 s was once too few).
+        r = requests.post(ssf["configuration_endpoint"], json=body, headers=console, verify=server.cert, timeout=60)
         require(
             "POST /ssf/stream with a console API key makes the push stream (201)",
             r.status_code == 201,

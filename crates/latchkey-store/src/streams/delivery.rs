@@ -126,13 +126,16 @@ pub(super) static ANY_DUE: Sql = Sql::scanning(due!("SELECT CAST(1 AS BIGINT) AS
 /// first; leased here. So one project's many streams cannot fill the places in flight ahead of another project's
 /// one event. (The outer conditions are evaluated on the row as it is when it is updated: on PostgreSQL the inner
 /// select's snapshot may predate another instance's lease, or its delivery, retry or dead letter, which gave the lease
-/// back. So they repeat all of the row's own conditions, not only the lease.)
+/// back. So they repeat all of the row's own conditions, not only the lease.) On PostgreSQL the chosen rows are
+/// locked first, skipping any another claim is locking, so that two claims never wait on each other: they did, and
+/// deadlocked under load, each holding a row the other wanted, taken in the orders their plans chose.
 static CLAIM: Sql = Sql::new(concat!(
     "UPDATE set_deliveries SET lease_until = $3, attempts = attempts + 1 WHERE id IN (\
+     SELECT id FROM set_deliveries WHERE id IN (\
      SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY stream_turn, id) AS turn \
      FROM (",
     due!("SELECT d.id, c.project_id, ROW_NUMBER() OVER (PARTITION BY d.stream_id ORDER BY d.id) AS stream_turn", ""),
-    ") streams_due) projects_due ORDER BY turn, id LIMIT $4) \
+    ") streams_due) projects_due ORDER BY turn, id LIMIT $4) {pg: FOR UPDATE SKIP LOCKED}) \
      AND state = 'pending' AND next_at <= $1 AND lease_until <= $1 \
      RETURNING id, stream_id, txn, subject_format, subject, event_type, payload, created_at, state, attempts, \
      last_error, done_at"
