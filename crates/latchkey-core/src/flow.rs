@@ -95,7 +95,8 @@ pub trait Ports: Sync {
         client_id: &str,
         now: UnixTime,
     ) -> Result<Option<crate::device::Poll>, Self::Error>;
-    /// Marks the grant's code used and stores the grant, in one unit; `false` when the code was used already.
+    /// Marks the grant's code used and stores the grant, in one unit; `false` when the store would not spend the
+    /// code (used already, expired, its account disabled, its scopes narrowed since).
     async fn redeem_code(&self, grant: &Grant, now: UnixTime) -> Result<bool, Self::Error>;
     /// The id_token of a code exchange for `code` (its client's and its user's), with the access token issued with
     /// it; `user` is the code's user, read when the code's scopes ask for profile claims

@@ -321,7 +321,7 @@ fn code_is_the_clients(code: &AuthCode, client_id: &str) -> Result<(), OAuthErro
 }
 
 /// The code is within its lifetime.
-fn code_unexpired(code: &AuthCode, now: UnixTime) -> Result<(), OAuthError> {
+pub(crate) fn code_unexpired(code: &AuthCode, now: UnixTime) -> Result<(), OAuthError> {
     if now >= code.expires_at {
         return Err(OAuthError::invalid_grant("The code has expired."));
     }

@@ -61,9 +61,6 @@ pub trait Accounts: Send + Sync {
 /// A BIGINT on both engines (`Tx::scalar` reads an i64; PostgreSQL types a bare 1 as INT4).
 pub(crate) static USER_EXISTS: Sql = Sql::new("SELECT CAST(1 AS BIGINT) FROM users WHERE id = $1");
 static DISABLE: Sql = Sql::new("UPDATE users SET disabled_at = $1 WHERE id = $2 AND disabled_at IS NULL");
-/// Expires a user's pending codes (to 0, as an organisation's change does): a disabled account's codes are spent by
-/// no exchange, whether it read them from the store or from the code itself (`grants.rs`, `USE_CODE`).
-static EXPIRE_CODES: Sql = Sql::new("UPDATE auth_codes SET expires_at = 0 WHERE user_id = $1 AND used_at IS NULL");
 static ENABLE: Sql = Sql::new("UPDATE users SET disabled_at = NULL WHERE id = $1 AND disabled_at IS NOT NULL");
 static DELETE: Sql = Sql::new("DELETE FROM users WHERE id = $1");
 static SET_PASSWORD: Sql = Sql::new("UPDATE users SET password_hash = $1 WHERE id = $2");
@@ -110,7 +107,6 @@ fn apply<'t>(
             AccountChange::Disable => {
                 let n = tx.exec(&DISABLE, args![now, user]).await?;
                 tx.exec(&END_SESSIONS, args![user, &keep_none]).await?;
-                tx.exec(&EXPIRE_CODES, args![user]).await?;
                 n
             }
             AccountChange::Enable => tx.exec(&ENABLE, args![user]).await?,

@@ -73,13 +73,14 @@ static CODE_WITH_USER: Sql = Sql::by_key(
 /// Orders the user's issuances one after the other where writers run side by side.
 static LOCK_USER: Sql = Sql::new("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE");
 /// Marks a code used, as the store holds it: not one expired early after the exchange found it good (an
-/// organisation's policy change, `orgs/change.rs`, or its user's account disabled, `accounts.rs`: both expire it
-/// to 0), nor one whose scopes the store narrowed since (a registered API's scope retired, `resources.rs`). The
-/// exchange may have read the code's record from the code itself (`latchkey_core::auth_code`), so these are the
-/// store's word on them.
+/// organisation's policy change expires it to 0, `orgs/change.rs`), nor one whose scopes the store narrowed since
+/// (a registered API's scope retired, `resources.rs`), nor one of an account disabled (read under the user's lock,
+/// which disabling takes too, so a code stored after the account was disabled is refused as well). The exchange
+/// may have read the code's record from the code itself (`latchkey_core::auth_code`), so these are the store's
+/// word on them.
 static USE_CODE: Sql = Sql::new(
     "UPDATE auth_codes SET used_at = $1, grant_id = $2 WHERE code_hash = $3 AND used_at IS NULL AND expires_at > $1 \
-     AND scopes = $4",
+     AND scopes = $4 AND EXISTS (SELECT 1 FROM users u WHERE u.id = auth_codes.user_id AND u.disabled_at IS NULL)",
 );
 /// Inserts a grant as it is.
 pub(crate) static INSERT_GRANT: Sql = Sql::new(

@@ -188,8 +188,8 @@ pub(crate) struct Redemption {
 pub enum Redeemed {
     /// The grant is stored.
     Issued,
-    /// The code was not spent: used already, expired (early: an organisation's change, a disabled account), or its
-    /// scopes narrowed since; nothing was stored.
+    /// The code was not spent: used already, expired (or expired early by an organisation's change), its account
+    /// disabled, or its scopes narrowed since; nothing was stored.
     AlreadyUsed,
 }
 

@@ -56,9 +56,10 @@ pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'
         }
         // The store's copy answers for the user of a sealed code when it is spent (a disabled or deleted account's
         // pending codes are expired or gone); the user is read first only when the id_token needs the account.
-        let user = match !sealed || record.scopes.intersects(PROFILE_CLAIMS) {
-            true => Some(user_enabled(ports.user(&record.user_id).await?)?),
-            false => None,
+        let user = if !sealed || record.scopes.intersects(PROFILE_CLAIMS) {
+            Some(user_enabled(ports.user(&record.user_id).await?)?)
+        } else {
+            None
         };
         issue(ports, record, user.as_ref(), checked).await
     };
@@ -80,8 +81,9 @@ pub(super) async fn settle<P: Ports>(ports: &P, unasked: Option<&[u8]>, error: P
     }
 }
 
-/// Why the store would not spend a code its reader had found good: used meanwhile (what it issued is revoked),
-/// its user disabled or deleted, or expired early (an organisation's change) or gone.
+/// Why the store would not spend a code its reader had found good, with the messages the checks give when they
+/// read the store's record first: used meanwhile (what it issued is revoked), its user disabled or deleted, expired
+/// early (an organisation's change), or gone or its scopes narrowed since (a registered API's scope retired).
 async fn refused<P: Ports>(ports: &P, code_hash: &[u8], now: UnixTime) -> P::Error {
     let stored = match ports.code(code_hash).await {
         Ok(stored) => stored,
@@ -90,7 +92,10 @@ async fn refused<P: Ports>(ports: &P, code_hash: &[u8], now: UnixTime) -> P::Err
     match stored {
         Some(stored) if stored.used => code_reused(ports, code_hash, now).await,
         Some(stored) => match ports.user(&stored.user_id).await {
-            Ok(user) => user_enabled(user).err().unwrap_or_else(unknown_code).into(),
+            Ok(user) => match user_enabled(user).and_then(|_| token::code_unexpired(&stored, now)) {
+                Err(e) => e.into(),
+                Ok(()) => unknown_code().into(),
+            },
             Err(e) => e,
         },
         None => unknown_code().into(),

@@ -124,7 +124,8 @@ impl Ports for Memory {
         self.asked.lock().unwrap().push("redeem");
         let mut codes = self.codes.lock().unwrap();
         let Some(code) = codes.iter_mut().find(|c| c.code_hash == grant.code_hash) else { return Ok(false) };
-        if code.used || code.expires_at <= now {
+        let disabled = self.users.iter().any(|(u, off)| *u == grant.user_id && off.is_some());
+        if code.used || code.expires_at <= now || code.scopes != grant.scopes || disabled {
             return Ok(false);
         }
         code.used = true;

@@ -1,11 +1,9 @@
--- Authorization codes carry their record, sealed (latchkey_core::auth_code); the exchange may check a code without
--- reading the store and leaves to the redemption what the store alone knows. Disabling an account now expires its
--- pending codes (to 0), so that the redemption refuses them; this expires those of accounts disabled before.
-UPDATE auth_codes SET expires_at = 0
-    WHERE used_at IS NULL AND user_id IN (SELECT id FROM users WHERE disabled_at IS NOT NULL);
-
--- The redemption spends a code only with the scopes the store holds for it: a registered API's retired scope
--- (latchkey_store::resources narrows pending codes) is not granted from the code's own copy. The rest is 0109's.
+-- Authorization codes carry their record, sealed (latchkey_core::auth_code): the exchange may check a code without
+-- reading the store, and leaves to the redemption what the store alone knows. The redemption therefore spends a
+-- code only while its user is enabled (checked under the user's lock, which disabling takes too, so a code stored
+-- after the account was disabled is refused as well) and only with the scopes the store holds for it (a registered
+-- API's retired scope, which latchkey_store::resources removes from pending codes, is not granted from the code's
+-- own copy). The rest is 0109's.
 CREATE OR REPLACE FUNCTION latchkey_redeem_code_fast(
     p_id BYTEA, p_client_id TEXT, p_user_id TEXT, p_scopes BIGINT, p_refresh_hash BYTEA, p_dpop_jkt TEXT,
     p_created_at BIGINT, p_expires_at BIGINT, p_revoked_at BIGINT, p_code_hash BYTEA,
@@ -15,7 +13,10 @@ DECLARE
     v_client_user BIGINT;
     v_user BIGINT;
 BEGIN
-    PERFORM 1 FROM users WHERE id = p_user_id FOR NO KEY UPDATE;
+    PERFORM 1 FROM users WHERE id = p_user_id AND disabled_at IS NULL FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
     SELECT COALESCE(SUM(unrevoked) FILTER (WHERE client_id = p_client_id), 0), COALESCE(SUM(unrevoked), 0)
         INTO v_client_user, v_user FROM grant_counts WHERE user_id = p_user_id;
     IF v_client_user >= p_per_client_user OR v_user >= p_per_user THEN

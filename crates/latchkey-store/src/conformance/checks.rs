@@ -53,7 +53,7 @@ checks! {
     concurrent_attempts_each_take_their_own_number: shared,
     a_jti_is_single_use_whatever_expiry_it_comes_with: by_ref,
     a_code_redeems_once: by_ref,
-    a_disabled_accounts_pending_codes_are_not_redeemed: by_ref,
+    a_disabled_accounts_codes_are_not_redeemed: by_ref,
     a_code_is_redeemed_only_with_the_scopes_the_store_holds: by_ref,
     concurrent_redemption_issues_one_grant: shared,
     concurrent_reads_by_key_each_get_their_own_row: shared,

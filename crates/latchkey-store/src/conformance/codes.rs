@@ -1,5 +1,5 @@
 //! Codes at their redemption: what the store alone decides when the exchange checked the code's own sealed copy of
-//! its record (`latchkey_core::auth_code`) without reading the store.
+//! its record (`latchkey_core::auth_code`) without reading the store: its user enabled, its scopes as stored.
 
 use super::{code, fixture, grant_for, issue, T0};
 use crate::prelude::*;
@@ -8,21 +8,28 @@ use latchkey_core::account::AccountChange;
 use latchkey_core::scope::ScopeSet;
 use latchkey_core::token::AuthCode;
 
-/// Disabling an account expires its pending codes (a used one stays as it was), so that no redemption spends them.
-pub(super) async fn a_disabled_accounts_pending_codes_are_not_redeemed(store: &dyn Store) {
+/// No redemption spends a code of a disabled account, pending before it was disabled or stored after (a consent
+/// that raced the disabling), on the quick path and at a refresh-token limit alike; enabled again, it may.
+pub(super) async fn a_disabled_accounts_codes_are_not_redeemed(store: &dyn Store) {
     let (client_id, user_id) = fixture(store).await;
-    let used = issue(store, &client_id, &user_id, GrantLimits::default()).await;
-    let pending = code(&client_id, &user_id);
-    store.insert_code(&pending).await.expect("code");
+    issue(store, &client_id, &user_id, GrantLimits::default()).await;
+    let before = code(&client_id, &user_id);
+    store.insert_code(&before).await.expect("code");
     assert_eq!(store.change_account(&user_id, &AccountChange::Disable, T0).await.expect("disable"), Some(1));
-    let stored = store.code(&pending.code_hash).await.expect("get").expect("kept");
-    assert!(stored.expires_at <= T0 && !stored.used, "expired, not used: {stored:?}");
-    let grant = grant_for(&pending, T0);
-    let redeemed = store.redeem_code(&grant, GrantLimits::default(), T0).await.expect("redeem");
-    assert_eq!(redeemed, Redeemed::AlreadyUsed);
-    assert!(store.grant(&grant.id).await.expect("get").is_none(), "nothing stored");
-    let first = store.code(&used.code_hash).await.expect("get").expect("kept");
-    assert!(first.used && first.expires_at > T0, "the used code untouched: {first:?}");
+    let after = code(&client_id, &user_id);
+    store.insert_code(&after).await.expect("code");
+    for limits in [GrantLimits::default(), GrantLimits { per_client_user: 1, per_user: 1 }] {
+        for c in [&before, &after] {
+            let grant = grant_for(c, T0);
+            let redeemed = store.redeem_code(&grant, limits, T0).await.expect("redeem");
+            assert_eq!(redeemed, Redeemed::AlreadyUsed, "{limits:?}");
+            assert!(store.grant(&grant.id).await.expect("get").is_none(), "nothing stored ({limits:?})");
+            assert!(!store.code(&c.code_hash).await.expect("get").expect("kept").used);
+        }
+    }
+    assert_eq!(store.change_account(&user_id, &AccountChange::Enable, T0).await.expect("enable"), Some(1));
+    let grant = grant_for(&after, T0);
+    assert_eq!(store.redeem_code(&grant, GrantLimits::default(), T0).await.expect("redeem"), Redeemed::Issued);
 }
 
 /// A redemption spends a code only with the scopes the store holds for it (narrowed since the code was issued:

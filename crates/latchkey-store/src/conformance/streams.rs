@@ -42,9 +42,12 @@ pub(super) async fn account_changes_queue_sets_only_for_apps_with_access(store: 
     assert!(store.create_stream(&other).await.expect("create other"));
     let noted = AccountChange::OtherSessionsEnded { keep: None };
     store.change_account(&user, &AccountChange::Disable, T0).await.expect("disable");
+    store.change_account(&user, &AccountChange::Enable, T0).await.expect("enable");
     assert!(event_types(store, &mine.stream_id).await.is_empty(), "no grant yet: no event");
 
+    // A disabled account's code is redeemed by no exchange: the grant comes first, then the changes.
     let grant = issue(store, &client, &user, GrantLimits::default()).await;
+    store.change_account(&user, &AccountChange::Disable, T0.plus(1)).await.expect("disable");
     store.change_account(&user, &AccountChange::Enable, T0.plus(1)).await.expect("enable");
     let password = AccountChange::PasswordChanged { password_hash: "$argon2id$n".into(), keep: None };
     store.change_account(&user, &password, T0.plus(2)).await.expect("password");
@@ -54,6 +57,7 @@ pub(super) async fn account_changes_queue_sets_only_for_apps_with_access(store: 
     assert_eq!(
         event_types(store, &mine.stream_id).await,
         [
+            types::ACCOUNT_DISABLED,
             types::ACCOUNT_ENABLED,
             types::CREDENTIAL_CHANGE,
             types::SESSIONS_REVOKED,

@@ -81,11 +81,16 @@ fn a_sealed_code_the_store_expired_early_or_whose_user_was_disabled_issues_nothi
     let code = sealed(&ports, auth_code("unused"));
     ports.codes.lock().unwrap().iter_mut().for_each(|c| c.expires_at = UnixTime(0));
     let err = block_on(token(&ports, call(&exchange(&code, "app")))).unwrap_err();
+    assert_eq!(&*err.description, "The code has expired.", "as when the store's record is read first");
+
+    // A registered API's scope retired: the store's record lost it.
+    let code = sealed(&ports, auth_code("unused"));
+    ports.codes.lock().unwrap().iter_mut().for_each(|c| c.scopes = Scope::OpenId.set());
+    let err = block_on(token(&ports, call(&exchange(&code, "app")))).unwrap_err();
     assert_eq!(&*err.description, "The authorization code is invalid or has expired.");
 
-    // Disabling an account expires its pending codes the same way.
+    // The store spends no code of a disabled account.
     let code = sealed(&ports, AuthCode { user_id: "off".into(), ..auth_code("unused") });
-    ports.codes.lock().unwrap().iter_mut().for_each(|c| c.expires_at = UnixTime(0));
     asked(&ports);
     let err = block_on(token(&ports, call(&exchange(&code, "app")))).unwrap_err();
     assert_eq!(&*err.description, "The user account is deleted or disabled.");
