@@ -1,11 +1,11 @@
 //! Authorization codes that carry their own record, sealed with a server key.
 //!
 //! The store keeps every code's record (under the hash of the code) to spend it once, to see a code presented
-//! again, and to expire the pending codes an organisation's change or a disabled account refuses. The code itself
+//! again, to expire the pending codes an organisation's change refuses and to narrow their scopes. The code itself
 //! also carries a copy of that record, encrypted and authenticated: the token endpoint opens it and runs every
 //! check of the exchange before it calls the store, so an exchange takes one call to the store (the one that
-//! spends the code) where it took two (read, then spend). What the store alone knows (used, expired early) is
-//! still decided by that call.
+//! spends the code) where it took two (read, then spend). What the store alone knows (used, expired early, the
+//! account disabled, the scopes narrowed) is still decided by that call.
 //!
 //! Layout before base64url: `version(1) | key_id(4) | salt(16) | ciphertext | tag(16)`. The key is the MAC key
 //! `key_id` names, through HKDF-SHA256 with the salt: one AES-256-GCM key per code, so the fixed nonce never
