@@ -126,7 +126,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
     let (app_check_provider, jwks_refresh) = app_check_provider(&config)?;
     let scopes = Arc::new(scope_book::ScopeBook::load(&*store, &config.scope_base, &urls.data_api_resource()).await?);
     let documents = Arc::new(client_documents::Documents::new(&config.client_metadata)?);
-    let state = AppState {
+    let state = AppState::new(state::Services {
         app_check_provider,
         store,
         scopes,
@@ -139,7 +139,7 @@ pub async fn start(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Runn
         last_used: Arc::default(),
         long_polls: long_polls::LongPolls::default(),
         documents,
-    };
+    });
     if let Some(why) = passkeys::unavailable(&state.urls.issuer) {
         tracing::info!(reason = %why, "passkeys are unavailable");
     }

@@ -6,9 +6,29 @@ use latchkey_core::time::Clock;
 use latchkey_store::{GrantLimits, Store};
 use std::sync::Arc;
 
-/// Shared, read-only state (the key ring reloads itself in place).
+/// Shared, read-only state (the key ring reloads itself in place): a handle on one [`Services`], so that the
+/// copies the router makes for every request (one per layer and handler) cost one reference count, not one per
+/// field. Fields are reached through it (`state.store`).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    /// The handle on `services`.
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// What every handler shares, behind [`AppState`].
+pub struct Services {
     /// The store; handlers never know which backend it is.
     pub store: Arc<dyn Store>,
     /// The configuration in force.
@@ -35,7 +55,7 @@ pub struct AppState {
     pub documents: Arc<crate::client_documents::Documents>,
 }
 
-impl AppState {
+impl Services {
     /// The refresh-token limits in force.
     pub fn grant_limits(&self) -> GrantLimits {
         GrantLimits {
