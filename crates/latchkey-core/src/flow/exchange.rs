@@ -54,8 +54,8 @@ pub async fn run<P: Ports>(ports: &P, exchange: Exchange<'_>, checked: Checked<'
             let rule = nonce_rule(proof, exchange.code, ports.settings().dpop_strict_code_jti)?;
             proof::use_once(ports, proof, rule, now).await?;
         }
-        // The store's copy answers for the user of a sealed code when it is spent (a disabled or deleted account's
-        // pending codes are expired or gone); the user is read first only when the id_token needs the account.
+        // The store answers for the user of a sealed code when it is spent (it spends no code of a disabled account,
+        // and a deleted account's codes are gone); the user is read first only when the id_token needs the account.
         let user = if !sealed || record.scopes.intersects(PROFILE_CLAIMS) {
             Some(user_enabled(ports.user(&record.user_id).await?)?)
         } else {
