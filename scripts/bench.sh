@@ -11,7 +11,8 @@
 # Each run also measures, on the server's core: the ES256 verification rate of the library latchkey uses
 # (`latchkey-bench es256`: the signature alone and a proof's every stateless check), the ceiling of DPoP; and
 # every workload against `latchkey-bench trivial-server` (latchkey's HTTPS listener, fixed answers), the ceiling
-# of the load generator with TLS and HTTP.
+# of the load generator with TLS and HTTP. The summary gives a DPoP refresh's CPU beyond a refresh's and the
+# signature's, run by run, as it is and net of what the same DPoP traffic costs the trivial server.
 # PostgreSQL (--backend postgres): the bench starts a cluster of its own for its whole length (initdb into a
 # temporary directory as the `postgres` OS user, binaries from LATCHKEY_BENCH_PG_BIN, default
 # /usr/lib/postgresql/15/bin; default settings but for listening on 127.0.0.1 at a free port, its socket in that
@@ -225,6 +226,25 @@ if es256:
     share = f"; refresh-dpop at {100 * dpop / es256:.0f}% of it" if dpop else ""
     print(f"\nES256 verifications on the server's core (ring): {es256:,.0f}/s; a proof's stateless checks: "
           f"{fmt(proof)}/s{share}")
+# DPoP's own cost: a DPoP refresh's CPU beyond a refresh's and the signature's, run by run. Then the same net of
+# what the load generator's DPoP traffic costs a server that does no work (the trivial server's DPoP refresh beyond
+# its refresh, in the same run): a larger request, and a load generator that signs a proof per request and so sleeps
+# between answers more often, each answer then paying the kernel for waking it.
+def per_run(server, workload, key):
+    return {r["run"]: r[key] for r in rows
+            if r["server"] == server and r["workload"] == workload and r.get(key) is not None}
+cpu = lambda server, workload: per_run(server, workload, "server_cpu_us_per_req")
+ld, lr = cpu("latchkey", "refresh-dpop"), cpu("latchkey", "refresh")
+td, tr = cpu("trivial", "refresh-dpop"), cpu("trivial", "refresh")
+sig = per_run("es256", "es256-verify", "us_per_op")
+runs = sorted(set(ld) & set(lr) & set(sig))
+if runs:
+    beyond = {r: ld[r] - lr[r] - sig[r] for r in runs}
+    net = {r: beyond[r] - (td[r] - tr[r]) for r in runs if r in td and r in tr}
+    each = lambda d: ", ".join(f"{d[r]:.1f}" for r in sorted(d))
+    print(f"\nDPoP refresh beyond refresh + ES256, CPU µs: median {statistics.median(beyond.values()):.1f} "
+          f"(runs: {each(beyond)})" + (f"; net of the load generator's DPoP traffic (the trivial server's DPoP "
+          f"refresh beyond its refresh): median {statistics.median(net.values()):.1f} (runs: {each(net)})" if net else ""))
 idle = [r["server_rss_idle_mb"] for r in rows
         if r["server"] == "latchkey" and r["workload"] == "refresh" and r.get("server_rss_idle_mb") is not None]
 after = median("latchkey", "idle-after-login", "server_rss_idle_mb")
