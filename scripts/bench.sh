@@ -196,8 +196,12 @@ python3 - "$out/results.jsonl" "$backend" "$seed" <<'PY' | tee "$out/table.md"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 backend, seed = sys.argv[2], int(sys.argv[3])
+def per_run(server, workload, key):
+    """A figure of one server and workload, by run."""
+    return {r["run"]: r[key] for r in rows
+            if r["server"] == server and r["workload"] == workload and r.get(key) is not None}
 def median(server, workload, key):
-    vals = [r[key] for r in rows if r["server"] == server and r["workload"] == workload and r.get(key) is not None]
+    vals = per_run(server, workload, key).values()
     return statistics.median(vals) if vals else None
 fmt = lambda v, d=0: "-" if v is None else f"{v:,.{d}f}"
 ratio = lambda a, b: f"{a / b:.1f}×" if a and b else "-"
@@ -230,9 +234,6 @@ if es256:
 # what the load generator's DPoP traffic costs a server that does no work (the trivial server's DPoP refresh beyond
 # its refresh, in the same run): a larger request, and a load generator that signs a proof per request and so sleeps
 # between answers more often, each answer then paying the kernel for waking it.
-def per_run(server, workload, key):
-    return {r["run"]: r[key] for r in rows
-            if r["server"] == server and r["workload"] == workload and r.get(key) is not None}
 cpu = lambda server, workload: per_run(server, workload, "server_cpu_us_per_req")
 ld, lr = cpu("latchkey", "refresh-dpop"), cpu("latchkey", "refresh")
 td, tr = cpu("trivial", "refresh-dpop"), cpu("trivial", "refresh")
