@@ -246,11 +246,10 @@ if runs:
     print(f"\nDPoP refresh beyond refresh + ES256, CPU µs: median {statistics.median(beyond.values()):.1f} "
           f"(runs: {each(beyond)})" + (f"; net of the load generator's DPoP traffic (the trivial server's DPoP "
           f"refresh beyond its refresh): median {statistics.median(net.values()):.1f} (runs: {each(net)})" if net else ""))
-idle = [r["server_rss_idle_mb"] for r in rows
-        if r["server"] == "latchkey" and r["workload"] == "refresh" and r.get("server_rss_idle_mb") is not None]
+idle = median("latchkey", "refresh", "server_rss_idle_mb")
 after = median("latchkey", "idle-after-login", "server_rss_idle_mb")
-if idle:
-    print(f"\nlatchkey idle RSS: before the first workload, median {statistics.median(idle):.1f} MB; "
+if idle is not None:
+    print(f"\nlatchkey idle RSS: before the first workload, median {idle:.1f} MB; "
           f"3 s after the sign-in burst, {fmt(after, 1)} MB")
 PY
 echo "results: $out"
