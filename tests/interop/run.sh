@@ -33,7 +33,8 @@ export CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}"
 if [[ ! -x "$venv/bin/python" ]]; then
     "${PYTHON:-python3}" -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "${requirements[@]}"
+# Their dependencies are pinned too (constraints.txt), so that the venv is the same on every machine.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$here/constraints.txt" "${requirements[@]}"
 
 # node_dpop.mjs: oauth4webapi (DPoP) and node_device.mjs: openid-client 6 (the device grant), both driving
 # playwright-core with the same Chromium; versions pinned in package-lock.json.
