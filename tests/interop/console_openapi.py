@@ -56,7 +56,9 @@ def schemathesis(server, key, *extra, config=(), env=None):
 
 
 def run(binary):
-    server = Latchkey(binary, env={"LATCHKEY_RATE_LIMITS_API_PER_KEY": "0"})
+    server = Latchkey(binary)
+    # `serve` and `admin` read it, like every interop script's settings.
+    os.environ["LATCHKEY_RATE_LIMITS_API_PER_KEY"] = "0"
     try:
         server.start()
         server.admin("user", "create", "--email", EMAIL, "--password-stdin", "--name", "Grace", stdin="fuzz pw 19")

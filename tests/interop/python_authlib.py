@@ -71,11 +71,10 @@ def free_port():
 
 
 class Latchkey:
-    """The real binary: `serve` in the background, `admin` for setup; `env` adds to the server's environment."""
+    """The real binary: `serve` in the background, `admin` for setup."""
 
-    def __init__(self, binary, env=None):
+    def __init__(self, binary):
         self.binary = binary
-        self.env = env or {}
         self.data_dir = tempfile.mkdtemp(prefix="latchkey-interop-")
         self.port = free_port()
         self.base = f"https://127.0.0.1:{self.port}"
@@ -86,7 +85,6 @@ class Latchkey:
     def start(self):
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}"],
-            env={**os.environ, **self.env},
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
